@@ -1,0 +1,138 @@
+"""Plumbing shared by the Safe estimators.
+
+* :func:`screened_solve`: solve a box-QP dual with screened variables held fixed, then
+  certify the answer on the **full** problem and repair it if a screened variable is
+  proven wrong (DESIGN.md section 3, rule 2).
+* :func:`data_fingerprint`: the cheap identity of a training problem, so that
+  ``warm_start`` never screens with the reference of another problem (DESIGN.md 5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from ._report import ScreeningEvent, ScreeningReport
+from .screening.balls import gap_ball_screen, proven_violations
+from .solvers.dual_cd import BoxQP, solve_box_qp
+
+#: Certificate attempts (each with a 10x tighter inner tolerance) before the screened
+#: variables that keep the full gap open are released.
+_CERTIFY_ATTEMPTS = 4
+
+
+class ScreeningRepairWarning(UserWarning):
+    """A screened variable was proven wrong by the certificate and put back.
+
+    This means a screening rule was unsafe: please report it. The returned solution is
+    nevertheless the certified optimum of the full problem.
+    """
+
+
+@dataclass
+class BoxSolution:
+    """A certified solution of a :class:`~sklearn_safescreen.solvers.BoxQP`."""
+
+    alpha: np.ndarray
+    margins: np.ndarray  # Q alpha over all samples
+    gap: float  # full-problem duality gap
+    rel_gap: float
+    n_iter: int
+    converged: bool
+    n_lower: int  # screened (reference + dynamic) at the lower end, after repairs
+    n_upper: int
+
+
+def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
+                   at_upper: np.ndarray, *, tol: float, max_iter: int,
+                   random_state: np.random.RandomState, dynamic: bool,
+                   report: ScreeningReport, rule: str, value: float,
+                   task: str = "") -> BoxSolution:
+    """Solve with ``at_lower``/``at_upper`` held at their bounds; certify on the full
+    problem.
+
+    The certificate computes the margins of *every* sample, the full duality gap and,
+    for every screened variable, whether the gap ball of the reduced problem proves its
+    bound wrong. A proven violator is released, a :class:`ScreeningRepairWarning` is
+    issued and the solve continues. If no violator is proven but the full gap is above
+    ``tol``, the reduced problem is solved more tightly (shrinking the ball) and, as a
+    last resort, every screened variable that keeps the gap open is released.
+    """
+    lo, hi = problem.lo, problem.hi
+    alpha = np.clip(alpha0, lo, hi)
+    alpha[at_lower] = lo[at_lower]
+    alpha[at_upper] = hi[at_upper]
+    fixed = at_lower | at_upper
+    movable = lo < hi
+    inner_tol, n_iter = tol, 0
+    dyn_screen = gap_ball_screen if dynamic else None
+    for attempt in range(_CERTIFY_ATTEMPTS + 1):
+        t0 = time.perf_counter()
+        res = solve_box_qp(problem, alpha, fixed, tol=inner_tol,
+                           max_iter=max(max_iter - n_iter, 1),
+                           random_state=random_state, dynamic_screen=dyn_screen)
+        alpha, fixed, n_iter = res.alpha, res.fixed, n_iter + res.n_iter
+        margins = problem.margins(alpha)
+        terms = problem.gap_terms(alpha, margins)
+        gap = float(terms.sum())
+        rel_gap = gap / max(abs(problem.dual_objective(alpha, margins)), 1e-300)
+        elapsed = time.perf_counter() - t0
+        n_dyn_lo = sum(e[0] for e in res.dynamic)
+        n_dyn_hi = sum(e[1] for e in res.dynamic)
+        report.add(ScreeningEvent("gap", "dynamic" if dynamic else "solve", value,
+                                  n_dyn_lo, n_dyn_hi, problem.n_samples, 0.0, elapsed,
+                                  task))
+        screened = fixed & movable
+        sc_lo = screened & (alpha <= lo)
+        sc_hi = screened & (alpha >= hi)
+        wrong = proven_violations(margins, problem.p, problem.sqnorm, res.gap, sc_lo,
+                                  sc_hi)
+        if wrong.any():
+            warnings.warn(
+                f"certificate: {int(wrong.sum())} screened variable(s) violate their "
+                f"optimality condition at {rule} value={value:.6g}; they were put back "
+                "and the problem re-solved. Please report this (a rule was unsafe).",
+                ScreeningRepairWarning, stacklevel=3)
+            fixed &= ~wrong
+            report.add(ScreeningEvent(rule, "repair", value, -int((wrong & sc_lo).sum()),
+                                      -int((wrong & sc_hi).sum()), problem.n_samples,
+                                      task=task))
+            continue
+        if rel_gap <= tol or not res.converged:
+            break
+        if attempt == _CERTIFY_ATTEMPTS - 1:
+            # the reduced optimum is certified only up to the ball; release what keeps
+            # the full gap open (no proof of a wrong decision, so no warning)
+            fixed &= ~(screened & (terms > 0))
+        inner_tol *= 0.1
+    if not res.converged:
+        warnings.warn(f"the solver stopped at max_iter={max_iter} with relative duality "
+                      f"gap {rel_gap:.3g} > tol={tol:g} (value={value:.6g}); increase "
+                      "max_iter or tol.", ConvergenceWarning, stacklevel=3)
+    screened = fixed & movable
+    return BoxSolution(alpha, margins, gap, rel_gap, n_iter, res.converged,
+                       int((screened & (alpha <= lo)).sum()),
+                       int((screened & (alpha >= hi)).sum()))
+
+
+def data_fingerprint(*parts) -> str:
+    """A hash of arrays (dense or sparse) and plain parameters."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if sp.issparse(part):
+            part = part.tocsr()
+            for arr in (part.data, part.indices, part.indptr):
+                h.update(np.ascontiguousarray(arr).tobytes())
+            h.update(repr(part.shape).encode())
+        elif isinstance(part, np.ndarray):
+            h.update(np.ascontiguousarray(part).tobytes())
+            h.update(repr((part.shape, part.dtype.str)).encode())
+        else:
+            h.update(repr(part).encode())
+    return h.hexdigest()

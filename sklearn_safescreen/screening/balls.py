@@ -1,0 +1,120 @@
+r"""Regions that contain the optimum, and the bounds they give on margins.
+
+Every rule in this package bounds :math:`z_i^\top w^*` over a region known to contain the
+optimum :math:`w^*` and compares the bounds with the sample's target (1 for the SVM,
+:math:`y_i` for LAD). Everything here works on *projections* (:math:`z_i^\top m`), norms
+and radii, so the same code serves the linear and the kernel case (spec svm A3, A6, A7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Relative slack of the strict screening inequalities (spec svm E6).
+SCREEN_RTOL = 1e-9
+
+
+@dataclass
+class ScreeningResult:
+    """Decisions of one rule.
+
+    Attributes
+    ----------
+    at_lower, at_upper : ndarray of bool
+        Variables proven to sit at the lower / upper end of their box at the optimum
+        (SVM: :math:`\mathcal R` with alpha=0 / :math:`\mathcal L` with alpha=C).
+    lower, upper : ndarray
+        The bounds :math:`\ell_i \le z_i^\top w^* \le u_i` behind the decisions.
+    info : dict
+        Rule-specific scalars (radii, fall-backs) for reports and tests.
+    """
+
+    at_lower: np.ndarray
+    at_upper: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_screened(self) -> int:
+        return int(self.at_lower.sum() + self.at_upper.sum())
+
+
+def decide(lower, upper, target, active=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Strict decisions :math:`\ell_i > t_i` (lower end) and :math:`u_i < t_i` (upper).
+
+    A relative slack keeps round-off from screening a sample that sits on the margin.
+    """
+    slack = SCREEN_RTOL * (np.abs(lower) + np.abs(upper) + np.abs(target) + 1.0)
+    at_lower = lower > target + slack
+    at_upper = upper < target - slack
+    if active is not None:
+        at_lower &= active
+        at_upper &= active
+    return at_lower, at_upper
+
+
+def ball_bounds(center_proj, radius, znorm) -> tuple[np.ndarray, np.ndarray]:
+    r"""Lemma 1 of [OG]: over :math:`\|w-m\|\le r`, :math:`z^\top w \in
+    [z^\top m - r\|z\|,\ z^\top m + r\|z\|]`."""
+    spread = radius * znorm
+    return center_proj - spread, center_proj + spread
+
+
+def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):
+    r"""Bounds of :math:`z_i^\top w` over the intersection of two balls (spec svm A6).
+
+    ``proj1 = Z m1``, ``proj2 = Z m2``, ``proj_phi = Z (m1 - m2)``, ``phi_norm =
+    ||m1 - m2||``. Uses the robust max/min form of A6.5, which equals the paper's
+    three-case formula (20)/(24) and can never be weaker than either ball, and the
+    degenerate cases of A6.6. Returns ``(lower, upper, disjoint)``; when the balls are
+    (numerically) disjoint the caller must not trust the intersection.
+    """
+    l1, u1 = ball_bounds(proj1, r1, znorm)
+    l2, u2 = ball_bounds(proj2, r2, znorm)
+    lower, upper = np.maximum(l1, l2), np.minimum(u1, u2)
+    disjoint = phi_norm > (r1 + r2) * (1 + 1e-12) + 1e-12
+    if disjoint or r1 <= 0.0 or r2 <= 0.0 or phi_norm <= 1e-12 * max(r1, r2, 1.0):
+        # a point ball, concentric balls (the smaller one wins through the max/min
+        # above), or nothing to intersect
+        return lower, upper, disjoint
+    zeta = (phi_norm**2 + r2**2 - r1**2) / (2.0 * phi_norm)
+    kappa = np.sqrt(max(r2**2 - zeta**2, 0.0))
+    t_lo, t_hi = (zeta - phi_norm) / r1, zeta / r2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.where(znorm > 0, proj_phi / (znorm * phi_norm), 0.0)
+    tau = np.sqrt(np.maximum(znorm**2 - (proj_phi / phi_norm) ** 2, 0.0))
+    proj_psi = proj2 + zeta * proj_phi / phi_norm
+    # case 3: the extremum lies on the circle where both spheres meet
+    low3 = (t_lo <= -cos) & (-cos <= t_hi)
+    up3 = (t_lo <= cos) & (cos <= t_hi)
+    lower = np.where(low3, np.maximum(lower, proj_psi - kappa * tau), lower)
+    upper = np.where(up3, np.minimum(upper, proj_psi + kappa * tau), upper)
+    return lower, upper, disjoint
+
+
+def gap_ball_screen(margins, targets, sqnorm, gap) -> tuple[np.ndarray, np.ndarray]:
+    r"""Gap-safe dynamic screening (spec svm F1(c)).
+
+    The primal is 1-strongly convex in :math:`w`, so the optimum lies in the ball of
+    radius :math:`\sqrt{2\,\mathrm{gap}}` around the current iterate, whose margins are
+    ``margins``. Returns the masks proven at the lower / upper end of the box.
+    """
+    radius = np.sqrt(2.0 * max(gap, 0.0))
+    lower, upper = ball_bounds(margins, radius, np.sqrt(sqnorm))
+    return decide(lower, upper, targets)
+
+
+def proven_violations(margins, targets, sqnorm, gap, at_lower, at_upper):
+    r"""Fixed variables whose bound is *proven* wrong by the gap ball of the reduced
+    problem (the certificate of DESIGN.md section 3).
+
+    A variable held at its lower end needs :math:`z_i^\top w^* \ge t_i`; if even the
+    largest margin in the ball is below :math:`t_i`, the screening was wrong.
+    """
+    radius = np.sqrt(2.0 * max(gap, 0.0))
+    lower, upper = ball_bounds(margins, radius, np.sqrt(sqnorm))
+    wrong_lower, wrong_upper = decide(lower, upper, targets)
+    return (at_lower & wrong_upper) | (at_upper & wrong_lower)

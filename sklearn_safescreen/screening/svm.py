@@ -1,0 +1,177 @@
+r"""Safe sample screening rules for the bias-free (regularised-bias) hinge-loss SVM.
+
+Problem (spec svm A1): :math:`\min_w \tfrac12\|w\|^2 + C\sum_i c_i\max(0, 1 - z_i^\top w)`
+with per-sample weights :math:`c_i \ge 0` (spec F2), dual box :math:`0\le\alpha_i\le Cc_i`.
+
+Each rule bounds the margin :math:`z_i^\top w^*_{[C]}` at the target ``C`` from a
+reference solution at ``C_ref`` (either side of ``C``), then fixes
+
+* :math:`\alpha_i = 0` when the lower bound exceeds 1 (set :math:`\mathcal R`),
+* :math:`\alpha_i = Cc_i` when the upper bound is below 1 (set :math:`\mathcal L`).
+
+Everything is computed from the reference margins :math:`q = Q\alpha_{\rm ref}` (which the
+solver's certificate already has), :math:`Q_{ii}` and, for BT2/IT, one product
+:math:`Q(c\circ\hat s)` supplied by the caller (cached along a path), so no rule touches the
+kernel matrix itself (spec A7). Cost: O(n) given these vectors.
+
+**Inexact references** (spec F1): ball 1 (BT1/DVI) is inflated by the duality gap of the
+reference, :math:`\delta = \sqrt{2\,\mathrm{gap}}`, so the rules stay safe whatever the
+solver's accuracy. BT2 needs only a feasible point and is safe as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .balls import ScreeningResult, ball_bounds, decide, two_ball_bounds
+
+SVM_RULES = ("IT", "BT1", "BT2", "DVI")
+
+
+@dataclass(frozen=True)
+class SVMReference:
+    r"""A solution at ``C``: full dual vector, its exact margins and its duality gap.
+
+    ``margins`` must be :math:`Q\alpha` for exactly this ``alpha`` over **all** samples
+    (screened ones included, pitfall E3), and ``gap`` the full-problem duality gap at
+    ``alpha`` (0 for a closed-form solution).
+    """
+
+    C: float
+    alpha: np.ndarray
+    margins: np.ndarray
+    gap: float
+
+    @property
+    def sq_norm_w(self) -> float:
+        return max(float(self.alpha @ self.margins), 0.0)
+
+
+def _ball_one(ref: SVMReference, C: float, znorm: np.ndarray):
+    r"""BT1 ball (spec A5.3, both directions) inflated for an inexact reference (F1b).
+
+    Centre :math:`c\,\tilde w` with :math:`c=(C+C_{\rm ref})/(2C_{\rm ref})`, radius
+    :math:`\rho(\|\tilde w\|+\delta)+c\,\delta` with :math:`\rho=|C-C_{\rm ref}|/(2C_{\rm ref})`.
+    Returns ``(centre projections, radius, c)``.
+    """
+    c = (C + ref.C) / (2.0 * ref.C)
+    rho = abs(C - ref.C) / (2.0 * ref.C)
+    delta = np.sqrt(2.0 * max(ref.gap, 0.0))
+    radius = rho * (np.sqrt(ref.sq_norm_w) + delta) + c * delta
+    return c * ref.margins, radius, c
+
+
+def ball_test_1(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
+                ) -> ScreeningResult:
+    """Ball Test 1 ([OG] Theorem 6, spec A5.1/A5.3/A7), gap-inflated (F1b)."""
+    znorm = np.sqrt(sqnorm)
+    proj, radius, _ = _ball_one(ref, C, znorm)
+    lower, upper = ball_bounds(proj, radius, znorm)
+    at_lower, at_upper = decide(lower, upper, 1.0, weights > 0)
+    return ScreeningResult(at_lower, at_upper, lower, upper, {"r1": radius})
+
+
+def dvi(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
+        ) -> ScreeningResult:
+    r"""DVI\ :sub:`s` for the SVM ([WWY] Corollary 11, spec B5), in the θ-form.
+
+    With :math:`\theta = \alpha_{\rm ref}/C_{\rm ref}` and :math:`G = Q`:
+    :math:`\tfrac{C+C_{\rm ref}}2(G\theta)_i \mp \tfrac{|C-C_{\rm ref}|}2
+    \sqrt{\theta^\top G\theta\,G_{ii}}`, plus the inflation of F1(b) for an inexact
+    reference. Identical to BT1 in exact arithmetic ([OG] Appendix C).
+    """
+    theta_margins = ref.margins / ref.C  # G theta
+    theta_norm = np.sqrt(ref.sq_norm_w) / ref.C  # ||Z' theta||
+    xnorm = np.sqrt(sqnorm)
+    delta = np.sqrt(2.0 * max(ref.gap, 0.0))
+    centre = 0.5 * (C + ref.C) * theta_margins
+    spread = 0.5 * abs(C - ref.C) * theta_norm * xnorm
+    inflation = (abs(C - ref.C) + C + ref.C) / (2.0 * ref.C) * delta * xnorm
+    lower, upper = centre - spread - inflation, centre + spread + inflation
+    at_lower, at_upper = decide(lower, upper, 1.0, weights > 0)
+    return ScreeningResult(at_lower, at_upper, lower, upper, {})
+
+
+def _ball_two(ref: SVMReference, C: float, weights: np.ndarray, c: float,
+              q_matvec: Callable[[np.ndarray], np.ndarray]):
+    r"""BT2 ball ([OG] Theorem 7 with weights, spec A5.2/A5.4/A7).
+
+    Weighted NC3: :math:`\xi^*\ge\sum_i\hat s_ic_i(1-z_i^\top w^*)`, so
+    :math:`m_2=\tfrac12(\tilde w+Cz_{c\hat s})` and
+    :math:`r_2^2=\|m_2\|^2+C(\tilde\xi-\sum_i\hat s_ic_i)` with the weighted hinge
+    :math:`\tilde\xi` of the reference. Returns ``(Z m2, r2, B, S)`` with
+    :math:`B=\alpha^\top Q v`, :math:`S=v^\top Qv`, :math:`v=c\circ\hat s`.
+    """
+    q = ref.margins
+    s_hat = (c * q < 1.0) & (weights > 0)
+    v = np.where(s_hat, weights, 0.0)
+    qv = q_matvec(v)
+    A = ref.sq_norm_w
+    B, S = float(ref.alpha @ qv), max(float(v @ qv), 0.0)
+    xi_ref = float(weights @ np.maximum(0.0, 1.0 - q))
+    m2_sq = max(0.25 * (A + 2.0 * C * B + C * C * S), 0.0)
+    r2 = np.sqrt(max(m2_sq + C * (xi_ref - v.sum()), 0.0))
+    return 0.5 * (q + C * qv), r2, B, S, int(s_hat.sum())
+
+
+def ball_test_2(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
+                q_matvec: Callable[[np.ndarray], np.ndarray]) -> ScreeningResult:
+    """Ball Test 2 ([OG] Theorem 7, spec A5.2). Needs only a feasible reference."""
+    znorm = np.sqrt(sqnorm)
+    c = (C + ref.C) / (2.0 * ref.C)
+    proj, r2, *_ = _ball_two(ref, C, weights, c, q_matvec)
+    lower, upper = ball_bounds(proj, r2, znorm)
+    at_lower, at_upper = decide(lower, upper, 1.0, weights > 0)
+    return ScreeningResult(at_lower, at_upper, lower, upper, {"r2": r2})
+
+
+def intersection_test(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
+                      q_matvec: Callable[[np.ndarray], np.ndarray]) -> ScreeningResult:
+    r"""Intersection Test ([OG] Theorem 8, spec A6) of the (inflated) BT1 and BT2 balls.
+
+    :math:`\phi = m_1 - m_2 = (c-\tfrac12)\tilde w - \tfrac C2 z_{c\hat s}`, so
+    :math:`\|\phi\|^2 = (c-\tfrac12)^2A - (c-\tfrac12)CB + \tfrac{C^2}4S` and
+    :math:`z_i^\top\phi = z_i^\top m_1 - z_i^\top m_2`. If the balls are numerically
+    disjoint (possible only through round-off), it falls back to BT2 alone, which needs
+    no optimal reference (spec A6.6).
+    """
+    znorm = np.sqrt(sqnorm)
+    proj1, r1, c = _ball_one(ref, C, znorm)
+    proj2, r2, B, S, n_s = _ball_two(ref, C, weights, c, q_matvec)
+    h = c - 0.5
+    phi_norm = np.sqrt(max(h * h * ref.sq_norm_w - h * C * B + 0.25 * C * C * S, 0.0))
+    lower, upper, disjoint = two_ball_bounds(proj1, r1, proj2, r2, proj1 - proj2,
+                                             phi_norm, znorm)
+    info = {"r1": r1, "r2": r2, "phi_norm": phi_norm, "n_s_hat": n_s,
+            "fallback": "BT2" if disjoint else None}
+    if disjoint:
+        lower, upper = ball_bounds(proj2, r2, znorm)
+    at_lower, at_upper = decide(lower, upper, 1.0, weights > 0)
+    return ScreeningResult(at_lower, at_upper, lower, upper, info)
+
+
+def screen_svm(rule: str, ref: SVMReference, C: float, sqnorm: np.ndarray,
+               weights: np.ndarray, q_matvec: Callable[[np.ndarray], np.ndarray]
+               ) -> ScreeningResult:
+    """Dispatch to one of :data:`SVM_RULES`."""
+    if rule == "BT1":
+        return ball_test_1(ref, C, sqnorm, weights)
+    if rule == "DVI":
+        return dvi(ref, C, sqnorm, weights)
+    if rule == "BT2":
+        return ball_test_2(ref, C, sqnorm, weights, q_matvec)
+    if rule == "IT":
+        return intersection_test(ref, C, sqnorm, weights, q_matvec)
+    raise ValueError(f"unknown SVM screening rule {rule!r}; expected one of {SVM_RULES}")
+
+
+def critical_C(q_of_weights: np.ndarray) -> float:
+    r""":math:`C_{\min} = 1/\max_i (Qc)_i` ([OG] Lemma 9 with weights): for every
+    :math:`C \le C_{\min}` the optimum is :math:`\alpha = Cc`. Returns ``inf`` in the
+    degenerate case :math:`\max_i(Qc)_i \le 0` (then :math:`\alpha = Cc` is optimal for
+    every ``C``, spec A8)."""
+    top = float(np.max(q_of_weights)) if q_of_weights.size else 0.0
+    return np.inf if top <= 0.0 else 1.0 / top
