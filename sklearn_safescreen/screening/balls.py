@@ -24,9 +24,9 @@ class ScreeningResult:
     ----------
     at_lower, at_upper : ndarray of bool
         Variables proven to sit at the lower / upper end of their box at the optimum
-        (SVM: :math:`\mathcal R` with alpha=0 / :math:`\mathcal L` with alpha=C).
+        (SVM: :math:`\\mathcal R` with alpha=0 / :math:`\\mathcal L` with alpha=C).
     lower, upper : ndarray
-        The bounds :math:`\ell_i \le z_i^\top w^* \le u_i` behind the decisions.
+        The bounds :math:`\\ell_i \\le z_i^\top w^* \\le u_i` behind the decisions.
     info : dict
         Rule-specific scalars (radii, fall-backs) for reports and tests.
     """

@@ -41,8 +41,19 @@ import scipy.sparse as sp
 from numba import njit
 
 from .._kernels import KernelMatrix, check_kernel_memory
+from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
 
 _TINY = 1e-300
+#: Epochs of coordinate descent after which a still-unconverged solve is finished by the
+#: interior-point method (when its Newton systems are small enough).
+IPM_AFTER_EPOCHS = 10
+#: Largest Newton system the finisher forms: d+1 (linear mode) or the free-set size
+#: (kernel mode).
+IPM_MAX_SYSTEM = 2500
+#: Relative gap the finisher aims at: far below ``tol``, because the solution is the next
+#: screening reference and the gap inflation of an inexact reference (spec F1) grows with
+#: the square root of the absolute gap.
+IPM_TOL = 1e-12
 
 
 @dataclass
@@ -314,7 +325,7 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen):
         indptr = np.zeros(2, dtype=np.int32)
     w = problem.primal_weights(alpha)
     active = np.flatnonzero(~fixed).astype(np.int64)
-    n_iter, eps_pg, events = 0, 0.1, []
+    n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
     gap = rel_gap = np.inf
     converged = False
     while True:
@@ -347,9 +358,38 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen):
                 fixed[moved] = True
                 active = np.flatnonzero(~fixed).astype(np.int64)
                 events.append((to_lo.size, to_hi.size, active.size))
+        if (not ipm_done and n_iter >= IPM_AFTER_EPOCHS and active.size > 1
+                and X.shape[1] <= IPM_MAX_SYSTEM):
+            ipm_done = True
+            w, to_lo, to_hi = _ipm_finish_linear(problem, alpha, w, active, tol,
+                                                 dynamic_screen)
+            if to_lo.size or to_hi.size:
+                fixed[to_lo] = fixed[to_hi] = True
+                active = np.flatnonzero(~fixed).astype(np.int64)
+                events.append((to_lo.size, to_hi.size, active.size))
+            continue
         if pg_ok:
             eps_pg *= 0.1
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen):
+    """Finish the solve over ``active`` with the interior-point method (in place).
+
+    Returns the new ``w`` and the indices the IPM's gap balls fixed at each bound.
+    """
+    X, sign, p = problem.X, problem.sign, problem.p
+    Z = (sp.diags(sign[active]) @ X[active]).tocsr() if sp.issparse(X) \
+        else X[active] * sign[active, None]
+    w_rest = w - np.asarray(Z.T @ alpha[active]).ravel()
+    p_outside = float(p @ alpha) - float(p[active] @ alpha[active])
+    lo, hi = problem.lo[active], problem.hi[active]
+    a, d_lo, d_hi, _ = box_qp_ipm(LowRankTerm(Z, w_rest), p[active], lo, hi,
+                                  problem.sqnorm[active], p_outside=p_outside,
+                                  tol=min(0.01 * tol, IPM_TOL), alpha0=alpha[active],
+                                  screen=dynamic_screen)
+    alpha[active] = snap_to_bounds(a, lo, hi)
+    return w_rest + np.asarray(Z.T @ alpha[active]).ravel(), active[d_lo], active[d_hi]
 
 
 def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
@@ -373,7 +413,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     g = Q @ a + d - p_f
     local_active = np.flatnonzero(lo < hi).astype(np.int64)
     p_held = float(problem.p[fixed] @ alpha[fixed])
-    n_iter, eps_pg, events = 0, 0.1, []
+    n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
     gap = rel_gap = np.inf
     converged = False
     while True:
@@ -410,6 +450,18 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 keep[lo >= hi] = False
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
+        if (not ipm_done and n_iter >= IPM_AFTER_EPOCHS and 1 < local_active.size
+                <= IPM_MAX_SYSTEM):
+            ipm_done = True
+            to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
+                                              problem.sqnorm[free], tol, const_fixed_quad,
+                                              p_held, dynamic_screen)
+            if to_lo.size or to_hi.size:
+                keep = np.ones(a.size, dtype=bool)
+                keep[to_lo] = keep[to_hi] = False
+                local_active = local_active[keep[local_active]]
+                events.append((to_lo.size, to_hi.size, local_active.size))
+            continue
         if pg_ok:
             eps_pg *= 0.1
     alpha[free] = a
@@ -417,3 +469,24 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     dyn_fixed[local_active] = False
     fixed[free[dyn_fixed]] = True
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
+                       p_held, dynamic_screen):
+    """Finish the kernel solve over local indices ``la`` by the interior-point method,
+    updating ``a`` and the gradient ``g`` in place; returns the local indices its gap
+    balls fixed at each bound."""
+    rest = a.copy()
+    rest[la] = 0.0
+    offset = Q[la] @ rest + d[la]  # margins from everything outside the working set
+    outside_quad = float(rest @ (Q @ rest)) + 2.0 * float(rest @ d) + const_fixed_quad
+    term = DenseTerm(np.ascontiguousarray(Q[np.ix_(la, la)]), offset, outside_quad)
+    lo_l, hi_l = lo[la], hi[la]
+    x, d_lo, d_hi, _ = box_qp_ipm(term, p_f[la], lo_l, hi_l, sqnorm_f[la],
+                                  p_outside=float(p_f @ rest) + p_held,
+                                  tol=min(0.01 * tol, IPM_TOL), alpha0=a[la],
+                                  screen=dynamic_screen)
+    x = snap_to_bounds(x, lo_l, hi_l)
+    g += (x - a[la]) @ Q[la]
+    a[la] = x
+    return la[d_lo], la[d_hi]
