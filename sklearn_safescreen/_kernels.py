@@ -35,7 +35,7 @@ class KernelMatrix:
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.bias_sq = float(bias) ** 2
-        self.n_samples = X.shape[0]
+        self.n_samples = 0 if X is None else X.shape[0]
         self.n_evaluations = 0  # kernel values computed so far (cost accounting, R17)
 
     def block(self, rows, cols) -> np.ndarray:

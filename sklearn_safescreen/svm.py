@@ -37,9 +37,10 @@ from ._report import ScreeningEvent, ScreeningReport
 from .screening.svm import SVM_RULES, SVMReference, critical_C, screen_svm
 from .solvers.dual_cd import BoxQP
 
-#: A single cold fit walks an internal path from C_min in steps of this ratio
+#: A single cold fit walks an internal path from C_min in steps of this ratio (measured:
+#: with the interior-point finisher, steps of 10 were slower than one step up to 1e4)
 #: (spec A8, Lemma 9) when C is far enough above C_min for that to pay off.
-INTERNAL_PATH_RATIO = 10.0
+INTERNAL_PATH_RATIO = 1e4
 
 
 class _TaskData:
@@ -390,7 +391,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
             delayed(_fit_task)(d, float(self.C), r, rule=self.screening, tol=self.tol,
                                max_iter=self.max_iter, seed=s, verbose=self.verbose,
                                task=name)
-            for d, r, s, name in zip(datas, refs, seeds, names))
+            for d, r, s, name in zip(datas, refs, seeds, names, strict=True))
 
         self.classes_ = classes
         self._fingerprint = fingerprint
@@ -434,7 +435,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         self._bias = bias
         if self.kernel == "linear":
             W = np.vstack([np.asarray(Xa.T @ (r.alpha * d.ysign)).ravel()
-                           for r, d in zip(self._references, datas)])
+                           for r, d in zip(self._references, datas, strict=True)])
             self.coef_ = W[:, :X.shape[1]]
             self.intercept_ = W[:, X.shape[1]] * bias if bias else np.zeros(W.shape[0])
 

@@ -121,8 +121,8 @@ def box_qp_ipm(term, p, lo, hi, sqnorm, *, p_outside: float, tol: float, alpha0=
     v = np.maximum(-g, 0.0) + 1e-2 * scale
     best, best_gap = alpha.copy(), np.inf
     best_idx = idx
-    it = 0
-    for it in range(1, max_iter + 1):
+    n_done = 0
+    for n_done in range(1, max_iter + 1):  # noqa: B007 (returned)
         qa = term.margins(alpha)
         gvec = qa - p
         gap = float((np.maximum(-lo * gvec, -hi * gvec) + alpha * gvec).sum())
@@ -178,7 +178,7 @@ def box_qp_ipm(term, p, lo, hi, sqnorm, *, p_outside: float, tol: float, alpha0=
         s2 = np.maximum(hi - alpha, 1e-300)
         u, v = u + td * du, v + td * dv
     out[best_idx] = best
-    return out, dropped_lo, dropped_hi, it
+    return out, dropped_lo, dropped_hi, n_done
 
 
 def _step(s1, s2, dx) -> float:
