@@ -450,8 +450,9 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 keep[lo >= hi] = False
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
-        if (not ipm_done and n_iter >= IPM_AFTER_EPOCHS and 1 < local_active.size
-                <= IPM_MAX_SYSTEM):
+        # a dense factorisation costs about n/3 epochs and the IPM needs ~30 of them
+        if (not ipm_done and n_iter >= max(IPM_AFTER_EPOCHS, 10 * local_active.size)
+                and 1 < local_active.size <= IPM_MAX_SYSTEM):
             ipm_done = True
             to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
                                               problem.sqnorm[free], tol, const_fixed_quad,
