@@ -41,6 +41,8 @@ class KernelMatrix:
     def block(self, rows, cols) -> np.ndarray:
         """``K[rows][:, cols] + bias**2`` as a C-contiguous float64 array."""
         self.n_evaluations += len(rows) * len(cols)
+        if len(rows) == 0 or len(cols) == 0:
+            return np.zeros((len(rows), len(cols)))
         if self.kernel == "precomputed":
             K = np.asarray(self.X[np.ix_(rows, cols)], dtype=np.float64)
         else:

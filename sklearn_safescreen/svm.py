@@ -85,7 +85,7 @@ def _fit_task(data: _TaskData, C: float, ref: SVMReference | None, *, rule, tol,
     report = ScreeningReport(kind="samples", n_variables=data.ysign.size)
     n_iter = 0
     if ref is None:
-        ref, grid = _cold_start(data, C, report, task)
+        ref, grid = _cold_start(data, C, report, task, verbose)
     else:
         grid = [C]
     for value in grid:
@@ -95,7 +95,7 @@ def _fit_task(data: _TaskData, C: float, ref: SVMReference | None, *, rule, tol,
     return ref, report, n_iter
 
 
-def _cold_start(data: _TaskData, C: float, report: ScreeningReport, task: str):
+def _cold_start(data: _TaskData, C: float, report: ScreeningReport, task: str, verbose):
     """First reference of a cold fit: the closed form at C_min (Lemma 9) when it is
     cheap (linear mode) and an internal path from there to ``C``; otherwise none."""
     n = data.ysign.size
@@ -109,6 +109,9 @@ def _cold_start(data: _TaskData, C: float, report: ScreeningReport, task: str):
         report.add(ScreeningEvent("Cmin", "closed_form", C, 0, int((data.weights > 0).sum()),
                                   n, task=task))
         report.n_screened = int((data.weights > 0).sum())
+        if verbose:
+            print(f"[SafeSVC]{' ' + task if task else ''} C={C:<10.4g} closed form "
+                  f"(C <= C_min={c_min:.4g}): every sample at alpha=C")
         return ref, []
     ref = SVMReference(c_min, c_min * data.weights, c_min * qc, 0.0)
     n_steps = int(np.floor(np.log(C / c_min) / np.log(INTERNAL_PATH_RATIO)))
@@ -349,15 +352,16 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
                              "positive semi-definite, so screening would be unsafe; use "
                              "coef0 >= 0 or screening=None")
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        cw = compute_class_weight(self.class_weight, classes=np.arange(classes.size),
-                                  y=y_ind) if self.class_weight is not None else None
-        if isinstance(self.class_weight, dict):
+        cw = None
+        if self.class_weight == "balanced":
+            cw = compute_class_weight("balanced", classes=np.arange(classes.size), y=y_ind)
+        elif isinstance(self.class_weight, dict):
             cw = np.array([self.class_weight.get(c, 1.0) for c in classes], dtype=float)
         weights = sw * (cw[y_ind] if cw is not None else 1.0)
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")
 
-        kernel_params = self._kernel_params(X)
+        kernel_params = self._kernel_params(X, sw)
         linear = self.kernel == "linear"
         bias = self.intercept_scaling if self.fit_intercept else 0.0
         if linear:
@@ -403,15 +407,25 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         self.screening_report_ = report
         self.n_iter_ = np.array([o[2] for o in out], dtype=np.int64)
         self.dual_gap_ = np.array([o[0].gap for o in out])
-        self._set_model(X, Xa, datas, bias)
+        self._set_model(X, Xa, datas, bias, kernel_params)
         return self
 
-    def _kernel_params(self, X) -> dict:
+    def _kernel_params(self, X, sample_weight) -> dict:
+        """Resolved kernel parameters. ``gamma="scale"`` uses the sample-weighted
+        variance of all entries of X (equal to SVC's ``X.var()`` without weights), so
+        that a weight of 2 is the same as a duplicated sample."""
         if self.kernel not in ("rbf", "poly"):
             return {}
         if self.gamma == "scale":
-            var = (X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else X.var()
-            gamma = 1.0 / (X.shape[1] * var) if var != 0 else 1.0
+            sw = sample_weight / sample_weight.sum()
+            if sp.issparse(X):
+                mean = float(sw @ np.asarray(X.sum(axis=1)).ravel()) / X.shape[1]
+                sq = float(sw @ np.asarray(X.multiply(X).sum(axis=1)).ravel()) / X.shape[1]
+            else:
+                mean = float(sw @ X.sum(axis=1)) / X.shape[1]
+                sq = float(sw @ np.einsum("ij,ij->i", X, X)) / X.shape[1]
+            var = sq - mean**2
+            gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
         elif self.gamma == "auto":
             gamma = 1.0 / X.shape[1]
         else:
@@ -421,7 +435,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
             params.update(degree=self.degree, coef0=float(self.coef0))
         return params
 
-    def _set_model(self, X, Xa, datas, bias):
+    def _set_model(self, X, Xa, datas, bias, kernel_params):
         alphas = np.vstack([r.alpha for r in self._references])
         signs = np.vstack([d.ysign for d in datas])
         self.support_ = np.flatnonzero((alphas > 0).any(axis=0)).astype(np.int32)
@@ -431,7 +445,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         else:
             sv = X[self.support_]
             self.support_vectors_ = sv
-        self._kernel_params_ = self._kernel_params(X) if self.kernel != "linear" else {}
+        self._kernel_params_ = kernel_params
         self._bias = bias
         if self.kernel == "linear":
             W = np.vstack([np.asarray(Xa.T @ (r.alpha * d.ysign)).ravel()

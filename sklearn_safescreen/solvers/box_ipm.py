@@ -152,7 +152,8 @@ def box_qp_ipm(term, p, lo, hi, sqnorm, *, p_outside: float, tol: float, alpha0=
         n = alpha.size
         r_d = qa - p - u + v
         mu = (s1 @ u + s2 @ v) / (2 * n)
-        D = u / s1 + v / s2
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            D = u / s1 + v / s2
         if not np.all(np.isfinite(D)) or mu <= 0.0:
             break  # the barrier has reached machine precision
         try:

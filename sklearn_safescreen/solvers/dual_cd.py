@@ -50,6 +50,9 @@ IPM_AFTER_EPOCHS = 10
 #: Largest Newton system the finisher forms: d+1 (linear mode) or the free-set size
 #: (kernel mode).
 IPM_MAX_SYSTEM = 2500
+#: Problems whose Newton system costs at most this many flops are always finished by the
+#: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``.
+IPM_SMALL_FLOPS = 3e7
 #: Relative gap the finisher aims at: far below ``tol``, because the solution is the next
 #: screening reference and the gap inflation of an inexact reference (spec F1) grows with
 #: the square root of the absolute gap.
@@ -342,7 +345,10 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen):
         gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
         dual = float(-0.5 * w @ w + problem.p @ alpha)
         rel_gap = gap / max(abs(dual), _TINY)
-        if rel_gap <= tol:
+        ipm_fits = X.shape[1] <= IPM_MAX_SYSTEM and active.size > 1
+        small = active.size * X.shape[1] ** 2 <= IPM_SMALL_FLOPS
+        polish = ipm_fits and small and not ipm_done and rel_gap > IPM_TOL
+        if rel_gap <= tol and not polish:
             converged = True
             break
         if n_iter >= max_iter:
@@ -358,8 +364,8 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen):
                 fixed[moved] = True
                 active = np.flatnonzero(~fixed).astype(np.int64)
                 events.append((to_lo.size, to_hi.size, active.size))
-        if (not ipm_done and n_iter >= IPM_AFTER_EPOCHS and active.size > 1
-                and X.shape[1] <= IPM_MAX_SYSTEM):
+        if (ipm_fits and not ipm_done and active.size > 1  # screening may have emptied it
+                and (polish or n_iter >= IPM_AFTER_EPOCHS)):
             ipm_done = True
             w, to_lo, to_hi = _ipm_finish_linear(problem, alpha, w, active, tol,
                                                  dynamic_screen)
@@ -432,7 +438,10 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         quad = a @ (q_f - d) + 2.0 * a @ d + const_fixed_quad
         dual = -0.5 * quad + p_f @ a + p_held
         rel_gap = gap / max(abs(dual), _TINY)
-        if rel_gap <= tol:
+        ipm_fits = 1 < la.size <= IPM_MAX_SYSTEM
+        polish = (ipm_fits and not ipm_done and la.size**3 / 3 <= IPM_SMALL_FLOPS
+                  and rel_gap > IPM_TOL)
+        if rel_gap <= tol and not polish:
             converged = True
             break
         if n_iter >= max_iter:
@@ -451,8 +460,8 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
         # a dense factorisation costs about n/3 epochs and the IPM needs ~30 of them
-        if (not ipm_done and n_iter >= max(IPM_AFTER_EPOCHS, 10 * local_active.size)
-                and 1 < local_active.size <= IPM_MAX_SYSTEM):
+        if ipm_fits and not ipm_done and local_active.size > 1 and (
+                polish or n_iter >= max(IPM_AFTER_EPOCHS, 10 * local_active.size)):
             ipm_done = True
             to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
                                               problem.sqnorm[free], tol, const_fixed_quad,

@@ -1,0 +1,132 @@
+"""ScreeningReport of SafeSVC fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sklearn_safescreen import SafeSVC, ScreeningEvent, ScreeningReport
+
+
+def _binary(n=60, d=3, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = (X @ rng.randn(d) + 0.8 * rng.randn(n) > 0).astype(int)
+    return X, y
+
+
+def _multiclass(n=90, d=3, k=3, seed=0):
+    rng = np.random.RandomState(seed)
+    y = np.arange(n) % k
+    X = 2.0 * rng.randn(k, d)[y] + 1.2 * rng.randn(n, d)
+    return X, y
+
+
+EVENT_FIELDS = {"rule", "moment", "value", "n_lower", "n_upper", "n_variables",
+                "rule_time", "solver_time", "task"}
+
+
+def _check_report(report, n_variables):
+    assert isinstance(report, ScreeningReport)
+    d = report.to_dict()
+    assert {"n_variables", "n_screened", "screening_rate", "events"} <= set(d)
+    assert d["n_variables"] == n_variables == report.n_variables
+    assert d["n_screened"] == report.n_screened
+    assert 0 <= d["n_screened"] <= d["n_variables"]
+    assert d["screening_rate"] == pytest.approx(d["n_screened"] / d["n_variables"])
+    assert d["screening_rate"] == pytest.approx(report.screening_rate)
+    assert 0.0 <= d["screening_rate"] <= 1.0
+    assert isinstance(d["events"], list) and len(d["events"]) == len(report.events) > 0
+    for ev in d["events"]:
+        assert isinstance(ev, dict)
+        assert EVENT_FIELDS <= set(ev)
+        assert ev["moment"] in ("reference", "dynamic", "closed_form", "repair", "solve")
+        assert ev["rule_time"] >= 0 and ev["solver_time"] >= 0
+    r = repr(report)
+    assert r.startswith("ScreeningReport(")
+    assert f"{report.n_screened}/{report.n_variables}" in r
+    assert "samples" in r
+    assert all(len(line) < 200 for line in r.splitlines())
+    assert "\n" in r  # the events are listed, one per line
+    return d
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+@pytest.mark.parametrize("screening", ["IT", "BT1", "BT2", "DVI", None])
+def test_report_binary(kernel, screening):
+    X, y = _binary()
+    model = SafeSVC(kernel=kernel, C=10.0, screening=screening).fit(X, y)
+    _check_report(model.screening_report_, len(y))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_report_multiclass_counts_every_task(kernel):
+    X, y = _multiclass()
+    model = SafeSVC(kernel=kernel, C=10.0).fit(X, y)
+    d = _check_report(model.screening_report_, 3 * len(y))
+    tasks = {ev["task"] for ev in d["events"]}
+    assert tasks == {"0", "1", "2"}
+
+
+def test_report_multiclass_string_labels():
+    X, y = _multiclass()
+    names = np.array(["ant", "bee", "cat"])
+    model = SafeSVC(kernel="linear", C=1.0).fit(X, names[y])
+    d = _check_report(model.screening_report_, 3 * len(y))
+    assert {ev["task"] for ev in d["events"]} == set(names)
+
+
+def test_report_sample_weight_and_precomputed():
+    X, y = _binary(n=50)
+    sw = np.random.RandomState(0).uniform(0, 2, len(y))
+    model = SafeSVC(kernel="precomputed", C=3.0).fit(X @ X.T, y, sample_weight=sw)
+    _check_report(model.screening_report_, len(y))
+
+
+def test_report_closed_form():
+    """Below C_min the solution is alpha = C c (spec A8): everything is screened."""
+    X, y = _binary()
+    model = SafeSVC(kernel="linear", C=1e-6).fit(X, y)
+    d = _check_report(model.screening_report_, len(y))
+    assert d["n_screened"] == len(y)
+    assert d["screening_rate"] == 1.0
+    assert any(ev["moment"] == "closed_form" for ev in d["events"])
+
+
+def test_report_is_renewed_on_every_fit():
+    X, y = _binary()
+    model = SafeSVC(kernel="rbf", warm_start=True)
+    reports = []
+    for C in [0.1, 1.0, 10.0]:
+        model.set_params(C=C).fit(X, y)
+        reports.append(model.screening_report_)
+        _check_report(model.screening_report_, len(y))
+    assert reports[0] is not reports[1]
+    assert all(ev.value == 10.0 for ev in reports[2].events)
+    # along the path the reference rule reports what it screened
+    assert any(ev.moment == "reference" for ev in reports[2].events)
+
+
+def test_report_value_matches_C_rbf():
+    X, y = _binary()
+    model = SafeSVC(kernel="rbf", C=7.5).fit(X, y)
+    assert all(ev.value == pytest.approx(7.5) for ev in model.screening_report_.events)
+
+
+def test_report_repr_long_is_truncated():
+    rep = ScreeningReport(n_variables=10, n_screened=4)
+    for i in range(20):
+        rep.add(ScreeningEvent("IT", "reference", float(i), 1, 2, 10))
+    r = repr(rep)
+    assert "4/10" in r and "40.0%" in r
+    assert len(r.splitlines()) <= 12
+    assert "earlier events" in r
+    assert rep.to_dict()["screening_rate"] == pytest.approx(0.4)
+
+
+def test_empty_report():
+    rep = ScreeningReport()
+    assert rep.screening_rate == 0.0
+    d = rep.to_dict()
+    assert d["n_variables"] == 0 and d["events"] == []
+    assert repr(rep).startswith("ScreeningReport(")
