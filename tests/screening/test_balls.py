@@ -1,0 +1,263 @@
+"""Bounds over balls and over the intersection of two balls (spec svm A3, A6, F1(c); G R5).
+
+``two_ball_bounds`` is checked against a brute-force SLSQP minimisation / maximisation
+of ``z'w`` over the intersection, on random instances where all three cases of [OG]
+Theorem 8 occur, and on the degenerate situations of spec A6.6.
+"""
+
+import numpy as np
+import pytest
+from _svm_truth import few_cd_epochs, noisy_data, signed_gram, solve_svm_dual
+from scipy.optimize import minimize
+
+from sklearn_safescreen.screening.balls import (
+    ball_bounds,
+    gap_ball_screen,
+    two_ball_bounds,
+)
+
+
+# ------------------------------------------------------------------ helpers ---
+def _closed_form(Z, m1, r1, m2, r2):
+    """``two_ball_bounds`` fed with projections computed from explicit centres."""
+    phi = m1 - m2
+    return two_ball_bounds(Z @ m1, r1, Z @ m2, r2, Z @ phi, float(np.linalg.norm(phi)),
+                           np.linalg.norm(Z, axis=1))
+
+
+def _case_of_lower(z, m1, r1, m2, r2):
+    """Which branch of [OG] eq. (20) gives the lower bound (spec A6.1/A6.2)."""
+    phi = m1 - m2
+    pn = np.linalg.norm(phi)
+    zeta = (pn**2 + r2**2 - r1**2) / (2 * pn)
+    cos = z @ phi / (np.linalg.norm(z) * pn)
+    t_lo, t_hi = (zeta - pn) / r1, zeta / r2
+    if -cos < t_lo:
+        return 1
+    if t_hi < -cos:
+        return 2
+    return 3
+
+
+def _brute(z, m1, r1, m2, r2, sign):
+    """``min sign * z'w`` over both balls by SLSQP (a convex problem: local = global).
+
+    Returns ``(value of z'w, max constraint violation)``.
+    """
+    cons = [
+        {"type": "ineq", "fun": lambda w: r1**2 - (w - m1) @ (w - m1),
+         "jac": lambda w: -2.0 * (w - m1)},
+        {"type": "ineq", "fun": lambda w: r2**2 - (w - m2) @ (w - m2),
+         "jac": lambda w: -2.0 * (w - m2)},
+    ]
+    # a start inside the intersection: the better of the two centres and the point of
+    # the segment m2 -> m1 closest to the middle of the lens
+    phi = m1 - m2
+    pn = np.linalg.norm(phi)
+    starts = [m1, m2]
+    if pn > 0:
+        t = np.clip((pn**2 + r2**2 - r1**2) / (2 * pn**2), 0, 1)
+        starts.append(m2 + t * phi)
+
+    def infeas(w):
+        return max(np.linalg.norm(w - m1) - r1, np.linalg.norm(w - m2) - r2)
+
+    x0 = min(starts, key=infeas)
+    res = minimize(lambda w: sign * (z @ w), x0, jac=lambda w: sign * z, method="SLSQP",
+                   constraints=cons, options={"ftol": 1e-15, "maxiter": 1000})
+    w = res.x
+    return float(z @ w), infeas(w)
+
+
+def _random_instance(rng):
+    """Spec G R5: m1, m2 in R^(2..5), r1 in [0.05, 3],
+    r2 >= max(||phi|| - r1, 0) + U(0.01, 3) (so the balls always intersect)."""
+    dim = rng.randint(2, 6)
+    m1 = rng.randn(dim) * rng.uniform(0.2, 3)
+    m2 = m1 + rng.randn(dim) * rng.uniform(0.2, 3)
+    r1 = rng.uniform(0.05, 3)
+    r2 = max(np.linalg.norm(m1 - m2) - r1, 0.0) + rng.uniform(0.01, 3)
+    return m1, r1, m2, r2
+
+
+# -------------------------------------------------------------------- tests ---
+def test_r5_intersection_closed_form_matches_brute_force():
+    """Spec G R5: (20)/(24) of [OG] Theorem 8 equal the brute-force min/max of z'w over
+    the intersection of two balls; every one of the three cases occurs."""
+    rng = np.random.RandomState(20240605)
+    cases = {1: 0, 2: 0, 3: 0}
+    errors = {1: 0.0, 2: 0.0, 3: 0.0}
+    for _ in range(300):
+        m1, r1, m2, r2 = _random_instance(rng)
+        Z = rng.randn(3, m1.size) * rng.uniform(0.1, 3)
+        lower, upper, disjoint = _closed_form(Z, m1, r1, m2, r2)
+        assert not disjoint
+        for k, z in enumerate(Z):
+            lo_bf, v_lo = _brute(z, m1, r1, m2, r2, +1.0)
+            up_bf, v_up = _brute(z, m1, r1, m2, r2, -1.0)
+            assert v_lo <= 1e-6 and v_up <= 1e-6, "brute force left the intersection"
+            scale = 1.0 + abs(z @ m1) + np.linalg.norm(z) * (r1 + r2)
+            case = _case_of_lower(z, m1, r1, m2, r2)
+            cases[case] += 1
+            err = max(abs(lower[k] - lo_bf), abs(upper[k] - up_bf)) / scale
+            errors[case] = max(errors[case], err)
+    assert min(cases.values()) >= 50, f"not all cases of Theorem 8 exercised: {cases}"
+    assert max(errors.values()) <= 1e-7, f"max relative error per case: {errors}"
+
+
+def test_r5_intersection_bounds_never_weaker_than_either_ball():
+    """Spec A6.5/A6.7: the IT bounds are at least as tight as both ball bounds (robust
+    max/min form), and lower <= upper on intersecting balls."""
+    rng = np.random.RandomState(7)
+    for _ in range(500):
+        m1, r1, m2, r2 = _random_instance(rng)
+        Z = rng.randn(20, m1.size)
+        zn = np.linalg.norm(Z, axis=1)
+        lower, upper, _ = _closed_form(Z, m1, r1, m2, r2)
+        l1, u1 = ball_bounds(Z @ m1, r1, zn)
+        l2, u2 = ball_bounds(Z @ m2, r2, zn)
+        assert np.all(lower >= np.maximum(l1, l2))
+        assert np.all(upper <= np.minimum(u1, u2))
+        assert np.all(lower <= upper + 1e-12 * (1 + np.abs(upper)))
+
+
+def test_r5_nested_balls():
+    """Spec A6.6: ball 1 inside ball 2 gives BT1 exactly; ball 2 inside ball 1 gives
+    BT2 exactly."""
+    rng = np.random.RandomState(3)
+    Z = rng.randn(50, 4)
+    zn = np.linalg.norm(Z, axis=1)
+    m1 = np.array([0.3, -0.2, 0.1, 0.0])
+    m2 = np.array([0.0, 0.1, 0.0, 0.2])
+    pn = np.linalg.norm(m1 - m2)
+    # ball 1 strictly inside ball 2
+    r1, r2 = 0.5, pn + 0.5 + 0.3
+    lower, upper, disjoint = _closed_form(Z, m1, r1, m2, r2)
+    l1, u1 = ball_bounds(Z @ m1, r1, zn)
+    assert not disjoint
+    np.testing.assert_allclose(lower, l1, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(upper, u1, rtol=0, atol=1e-14)
+    # ball 2 strictly inside ball 1
+    r2, r1 = 0.4, pn + 0.4 + 0.2
+    lower, upper, disjoint = _closed_form(Z, m1, r1, m2, r2)
+    l2, u2 = ball_bounds(Z @ m2, r2, zn)
+    assert not disjoint
+    np.testing.assert_allclose(lower, l2, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(upper, u2, rtol=0, atol=1e-14)
+
+
+def test_r5_point_ball_r1_zero():
+    """Spec A6.6: r1 = 0 (C = C_ref) with the point m1 inside ball 2: the region is the
+    single point m1, so lower = upper = z'm1 (no division by r1)."""
+    rng = np.random.RandomState(4)
+    Z = rng.randn(30, 3)
+    m1 = np.array([0.2, 0.1, -0.3])
+    m2 = m1 + np.array([0.5, 0.0, 0.0])
+    with np.errstate(all="raise"):
+        lower, upper, disjoint = _closed_form(Z, m1, 0.0, m2, 1.0)
+    assert not disjoint
+    np.testing.assert_allclose(lower, Z @ m1, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(upper, Z @ m1, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("r1, r2", [(0.7, 1.3), (1.3, 0.7), (1.0, 1.0)])
+@pytest.mark.parametrize("offset", [0.0, 1e-15, 1e-9, 1e-6])
+def test_r5_concentric_balls(r1, r2, offset):
+    """Spec A6.6: concentric balls (||phi|| -> 0): the intersection is the smaller ball
+    (for a tiny offset it lies between that ball shrunk by the offset and the ball)."""
+    rng = np.random.RandomState(5)
+    Z = rng.randn(30, 3)
+    zn = np.linalg.norm(Z, axis=1)
+    m1 = np.array([0.4, -1.0, 0.25])
+    m2 = m1 + offset * np.array([1.0, 0.0, 0.0])
+    with np.errstate(all="raise"):
+        lower, upper, disjoint = _closed_form(Z, m1, r1, m2, r2)
+    ls, us = ball_bounds(Z @ (m1 if r1 <= r2 else m2), min(r1, r2), zn)  # smaller ball
+    assert not disjoint
+    tol = 2 * offset * zn + 1e-12
+    assert np.all(np.abs(lower - ls) <= tol)
+    assert np.all(np.abs(upper - us) <= tol)
+    assert np.all(lower >= ls - 1e-12) and np.all(upper <= us + 1e-12)
+
+
+def test_r5_zero_norm_sample():
+    """Spec A6.6: ||z|| = 0 gives lower = upper = 0 without dividing by ||z||."""
+    m1, r1 = np.array([0.5, 0.5]), 0.8
+    m2, r2 = np.array([0.0, 0.9]), 0.7
+    Z = np.array([[0.0, 0.0], [1.0, 0.0]])
+    with np.errstate(all="raise"):
+        lower, upper, disjoint = _closed_form(Z, m1, r1, m2, r2)
+    assert not disjoint
+    assert lower[0] == 0.0 and upper[0] == 0.0
+    assert np.isfinite(lower[1]) and np.isfinite(upper[1])
+
+
+def test_r5_tangent_balls_give_the_contact_point():
+    """Spec A6: externally tangent balls (||phi|| = r1 + r2) meet in one point p, so both
+    bounds collapse to z'p."""
+    rng = np.random.RandomState(6)
+    Z = rng.randn(40, 3)
+    m2 = np.array([0.0, 0.0, 0.0])
+    m1 = np.array([2.0, 0.0, 0.0])
+    r1, r2 = 1.25, 0.75
+    p = np.array([0.75, 0.0, 0.0])
+    lower, upper, disjoint = _closed_form(Z, m1, r1, m2, r2)
+    assert not disjoint
+    np.testing.assert_allclose(lower, Z @ p, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(upper, Z @ p, rtol=0, atol=1e-7)
+
+
+def test_disjoint_balls_are_flagged():
+    """Spec A6.6 / G R13: ||phi|| > r1 + r2 (impossible with an exact reference) is
+    reported as disjoint; overlapping balls are not."""
+    Z = np.eye(2)
+    m2 = np.zeros(2)
+    _, _, disjoint = _closed_form(Z, np.array([3.0, 0.0]), 1.0, m2, 1.5)
+    assert disjoint
+    _, _, disjoint = _closed_form(Z, np.array([2.4, 0.0]), 1.0, m2, 1.5)
+    assert not disjoint
+    # also with a point ball lying outside the other ball
+    _, _, disjoint = _closed_form(Z, np.array([3.0, 0.0]), 0.0, m2, 1.5)
+    assert disjoint
+
+
+def test_gap_ball_screen_tiny_example():
+    """Spec F1(c): the gap ball has radius sqrt(2 gap) around the current margins;
+    decisions are strict (a bound equal to the target does not screen)."""
+    margins = np.array([2.0, 0.5, 1.0, 1.05, 0.95, 1.2])
+    sqnorm = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 4.0])
+    gap = 0.5 * 0.05**2  # radius 0.05
+    at_lower, at_upper = gap_ball_screen(margins, np.ones(6), sqnorm, gap)
+    # bounds: [1.95,2.05] [0.45,0.55] [0.95,1.05] [1.0,1.1] [0.9,1.0] [1.1,1.3]
+    np.testing.assert_array_equal(at_lower, [True, False, False, False, False, True])
+    np.testing.assert_array_equal(at_upper, [False, True, False, False, False, False])
+    # a larger ball (radius 0.3): only the far samples survive
+    at_lower, at_upper = gap_ball_screen(margins, np.ones(6), sqnorm, 0.5 * 0.3**2)
+    np.testing.assert_array_equal(at_lower, [True, False, False, False, False, False])
+    np.testing.assert_array_equal(at_upper, [False, True, False, False, False, False])
+    # a zero (or round-off negative) gap: the margins themselves decide
+    at_lower, at_upper = gap_ball_screen(margins, np.ones(6), sqnorm, -1e-18)
+    np.testing.assert_array_equal(at_lower, margins > 1)
+    np.testing.assert_array_equal(at_upper, margins < 1)
+    # per-sample targets (the LAD use)
+    at_lower, at_upper = gap_ball_screen(np.array([0.0, 0.0]), np.array([-1.0, 1.0]),
+                                         np.ones(2), 0.5 * 0.5**2)
+    np.testing.assert_array_equal(at_lower, [True, False])
+    np.testing.assert_array_equal(at_upper, [False, True])
+
+
+@pytest.mark.parametrize("epochs", [3, 30, 100])
+def test_gap_ball_screen_is_safe_on_an_svm(epochs):
+    """Spec F1(c): around an inexact dual point at C, the gap ball contains w*; every
+    sample it screens is on the screened side at the exact optimum."""
+    X, y = noisy_data(11, 200, 4)
+    Q = signed_gram(X, y, "rbf1", 1.0)
+    C = 2.0
+    truth = solve_svm_dual(C, Q=Q)
+    approx = few_cd_epochs(C, Q, epochs, seed=epochs)
+    at_lower, at_upper = gap_ball_screen(approx.margins, np.ones(len(y)), np.diag(Q),
+                                         approx.gap)
+    assert not np.any(at_lower & ~truth.true_R())
+    assert not np.any(at_upper & ~truth.true_L())
+    if epochs >= 30:
+        assert at_lower.sum() + at_upper.sum() > 0  # the test is not vacuous
