@@ -52,7 +52,7 @@ IPM_AFTER_EPOCHS = 10
 IPM_MAX_SYSTEM = 2500
 #: Problems whose Newton system costs at most this many flops are always finished by the
 #: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``.
-IPM_SMALL_FLOPS = 3e7
+IPM_SMALL_FLOPS = 1e6
 #: Relative gap the finisher aims at: far below ``tol``, because the solution is the next
 #: screening reference and the gap inflation of an inexact reference (spec F1) grows with
 #: the square root of the absolute gap.
