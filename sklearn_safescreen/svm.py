@@ -125,11 +125,11 @@ def _path_step(data: _TaskData, C, ref, rule, tol, max_iter, rng, report, task, 
     t0 = time.perf_counter()
     if ref is None or rule is None:
         at_lower = at_upper = np.zeros(n, dtype=bool)
-        alpha0 = np.zeros(n) if ref is None else _seed_alpha(ref, problem)
+        alpha0 = np.zeros(n) if ref is None else _seed_alpha(ref, problem, C)
     else:
         res = screen_svm(rule, ref, C, data.sqnorm, data.weights, data.q_matvec)
         at_lower, at_upper = res.at_lower, res.at_upper
-        alpha0 = _seed_alpha(ref, problem)
+        alpha0 = _seed_alpha(ref, problem, C)
         report.add(ScreeningEvent(rule, "reference", C, int(at_lower.sum()),
                                   int(at_upper.sum()), n, time.perf_counter() - t0,
                                   task=task))
@@ -145,12 +145,12 @@ def _path_step(data: _TaskData, C, ref, rule, tol, max_iter, rng, report, task, 
     return SVMReference(C, sol.alpha, sol.margins, max(sol.gap, 0.0)), sol.n_iter
 
 
-def _seed_alpha(ref: SVMReference, problem: BoxQP) -> np.ndarray:
+def _seed_alpha(ref: SVMReference, problem: BoxQP, C: float) -> np.ndarray:
     """Alpha seeding: samples at the reference's upper bound stay at the new upper
     bound, the others keep their value (clipped to the new box)."""
-    at_top = ref.alpha >= ref.C / problem.hi.max() * problem.hi if problem.hi.max() > 0 \
-        else np.zeros_like(ref.alpha, dtype=bool)
-    return np.where(at_top & (ref.alpha > 0), problem.hi, np.clip(ref.alpha, 0, problem.hi))
+    ref_upper = problem.hi * (ref.C / C)
+    at_top = (ref.alpha > 0) & (ref.alpha >= ref_upper)
+    return np.where(at_top, problem.hi, np.clip(ref.alpha, 0, problem.hi))
 
 
 class SafeSVC(ClassifierMixin, BaseEstimator):
