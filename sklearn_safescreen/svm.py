@@ -335,6 +335,46 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         self : SafeSVC
         """
         self._validate_params()
+        X, y_ind, classes, weights, Xa, kernel, kernel_params, bias = self._prepare(
+            X, y, sample_weight)
+        fingerprint = data_fingerprint(X, y_ind, weights, self.kernel, kernel_params,
+                                       bias)
+        tasks = [1] if classes.size == 2 else list(range(classes.size))
+        refs = [None] * len(tasks)
+        if self.warm_start and getattr(self, "_fingerprint", None) == fingerprint:
+            refs = self._references
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=len(tasks))
+        datas = getattr(self, "_task_data", None) if self.warm_start and \
+            getattr(self, "_fingerprint", None) == fingerprint else None
+        if datas is None:
+            datas = [_TaskData(Xa, kernel, np.where(y_ind == k, 1.0, -1.0), weights)
+                     for k in tasks]
+        else:
+            for d in datas:  # same data: refresh the matrix handles only
+                d.X, d.kernel = Xa, (kernel if kernel is not None else None)
+        names = [str(classes[k]) for k in tasks] if len(tasks) > 1 else [""]
+        out = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            delayed(_fit_task)(d, float(self.C), r, rule=self.screening, tol=self.tol,
+                               max_iter=self.max_iter, seed=s, verbose=self.verbose,
+                               task=name)
+            for d, r, s, name in zip(datas, refs, seeds, names, strict=True))
+
+        self.classes_ = classes
+        self._fingerprint = fingerprint
+        self._references = [o[0] for o in out]
+        self._task_data = datas
+        report = ScreeningReport(kind="samples")
+        for _, rep, _ in out:
+            report.merge(rep)
+        self.screening_report_ = report
+        self.n_iter_ = np.array([o[2] for o in out], dtype=np.int64)
+        self.dual_gap_ = np.array([o[0].gap for o in out])
+        self._set_model(X, Xa, datas, bias, kernel_params)
+        return self
+
+    def _prepare(self, X, y, sample_weight):
+        """Validate the training data and build the design matrix or kernel."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              order="C")
         check_classification_targets(y)
@@ -374,41 +414,25 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
                                                or callable(self.kernel)):
                 _check_psd(kernel, check_random_state(0))
 
-        fingerprint = data_fingerprint(X, y_ind, weights, self.kernel, kernel_params,
-                                       bias)
-        tasks = [1] if classes.size == 2 else list(range(classes.size))
-        refs = [None] * len(tasks)
-        if self.warm_start and getattr(self, "_fingerprint", None) == fingerprint:
-            refs = self._references
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=len(tasks))
-        datas = getattr(self, "_task_data", None) if self.warm_start and \
-            getattr(self, "_fingerprint", None) == fingerprint else None
-        if datas is None:
-            datas = [_TaskData(Xa, kernel, np.where(y_ind == k, 1.0, -1.0), weights)
-                     for k in tasks]
-        else:
-            for d in datas:  # same data: refresh the matrix handles only
-                d.X, d.kernel = Xa, (kernel if kernel is not None else None)
-        names = [str(classes[k]) for k in tasks] if len(tasks) > 1 else [""]
-        out = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-            delayed(_fit_task)(d, float(self.C), r, rule=self.screening, tol=self.tol,
-                               max_iter=self.max_iter, seed=s, verbose=self.verbose,
-                               task=name)
-            for d, r, s, name in zip(datas, refs, seeds, names, strict=True))
+        return X, y_ind, classes, weights, Xa, kernel, kernel_params, bias
 
-        self.classes_ = classes
-        self._fingerprint = fingerprint
-        self._references = [o[0] for o in out]
-        self._task_data = datas
-        report = ScreeningReport(kind="samples")
-        for _, rep, _ in out:
-            report.merge(rep)
-        self.screening_report_ = report
-        self.n_iter_ = np.array([o[2] for o in out], dtype=np.int64)
-        self.dual_gap_ = np.array([o[0].gap for o in out])
-        self._set_model(X, Xa, datas, bias, kernel_params)
-        return self
+    # path protocol (path.py): the regularisation parameter, its direction and the
+    # critical value below which the solution is closed form
+    _path_param = "C"
+    _path_increasing = True  # larger C = less regularised
+
+    def _critical_value(self, X, y, sample_weight=None) -> float:
+        r""":math:`C_{\min}` ([OG] Lemma 9, spec A8): for every :math:`C \le C_{\min}`
+        each one-vs-rest problem has the closed-form optimum :math:`\alpha = Cc`
+        (every sample inside the margin). The smallest value over the tasks."""
+        self._validate_params()
+        X, y_ind, classes, weights, Xa, kernel, _, _ = self._prepare(X, y, sample_weight)
+        tasks = [1] if classes.size == 2 else list(range(classes.size))
+        values = []
+        for k in tasks:
+            data = _TaskData(Xa, kernel, np.where(y_ind == k, 1.0, -1.0), weights)
+            values.append(critical_C(data.q_matvec(weights)[weights > 0]))
+        return float(min(values))
 
     def _kernel_params(self, X, sample_weight) -> dict:
         """Resolved kernel parameters. ``gamma="scale"`` uses the sample-weighted
