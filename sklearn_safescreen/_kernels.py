@@ -6,6 +6,7 @@ so every kernel value carries ``+ s**2`` (spec svm A1.1).  All blocks are float6
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -30,19 +31,94 @@ class KernelMatrix:
         Constant bias feature (0 for no intercept).
     """
 
-    def __init__(self, X, kernel: str | Callable, kernel_params: dict, bias: float):
+    def __init__(self, X, kernel: str | Callable, kernel_params: dict, bias: float,
+                 cache_size: float = 0.0):
         self.X = X
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.bias_sq = float(bias) ** 2
         self.n_samples = 0 if X is None else X.shape[0]
         self.n_evaluations = 0  # kernel values computed so far (cost accounting, R17)
+        # Row cache (as LIBSVM's): whole rows K[i, :] + bias**2 of the built-in kernels,
+        # which are symmetric, so a cached row also serves as a column. A precomputed
+        # kernel is already in memory and a callable one may be asymmetric: no cache.
+        n = self.n_samples
+        capacity = int(cache_size * 2**20 // (8 * max(n, 1))) if n else 0
+        if not isinstance(kernel, str) or kernel == "precomputed":
+            capacity = 0
+        self._capacity = min(capacity, n)
+        self._rows = np.empty((self._capacity, n)) if self._capacity else None
+        self._slot = np.full(n, -1, dtype=np.int64)  # sample -> cache row
+        self._owner = np.full(self._capacity, -1, dtype=np.int64)  # cache row -> sample
+        self._last_use = np.zeros(self._capacity, dtype=np.int64)
+        self._clock = 0
+        self._lock = threading.RLock()  # one-vs-rest tasks share the cache across threads
+
+    def __getstate__(self):
+        # a pickled estimator should not carry (or share) the cache: start empty
+        state = self.__dict__.copy()
+        del state["_lock"]
+        if self._rows is not None:
+            state["_rows"] = None
+            state["_slot"] = np.full(self.n_samples, -1, dtype=np.int64)
+            state["_owner"] = np.full(self._capacity, -1, dtype=np.int64)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self._capacity and self._rows is None:
+            self._rows = np.empty((self._capacity, self.n_samples))
+        self._lock = threading.RLock()
+
+    @property
+    def cached(self) -> np.ndarray:
+        """Indices of the samples whose kernel row is in the cache."""
+        return np.flatnonzero(self._slot >= 0)
+
+    def _ensure_cached(self, idx) -> np.ndarray | None:
+        """Cache slots of the rows ``K[idx, :] + bias**2`` (computing the missing ones),
+        or None when they do not fit in the cache."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if self._rows is None or len(np.unique(idx)) > self._capacity:
+            return None
+        self._clock += 1
+        missing = np.unique(idx[self._slot[idx] < 0])
+        if missing.size:
+            free = np.flatnonzero(self._owner < 0)
+            if free.size < missing.size:  # evict the least recently used other rows
+                candidates = np.flatnonzero(self._owner >= 0)
+                keep = np.isin(self._owner[candidates], idx)
+                candidates = candidates[~keep]
+                need = missing.size - free.size
+                order = np.argpartition(self._last_use[candidates], need - 1)[:need]
+                evicted = candidates[order]
+                self._slot[self._owner[evicted]] = -1
+                self._owner[evicted] = -1
+                free = np.concatenate([free, evicted])
+            slots = free[:missing.size]
+            for start in range(0, missing.size, _CHUNK_ROWS):
+                chunk = missing[start:start + _CHUNK_ROWS]
+                self._rows[slots[start:start + _CHUNK_ROWS]] = self._compute(
+                    chunk, np.arange(self.n_samples))
+            self._slot[missing] = slots
+            self._owner[slots] = missing
+        slots = self._slot[idx]
+        self._last_use[slots] = self._clock
+        return slots
 
     def block(self, rows, cols) -> np.ndarray:
-        """``K[rows][:, cols] + bias**2`` as a C-contiguous float64 array."""
-        self.n_evaluations += len(rows) * len(cols)
+        """``K[rows][:, cols] + bias**2`` as a C-contiguous float64 array (from the row
+        cache when the rows fit in it)."""
         if len(rows) == 0 or len(cols) == 0:
             return np.zeros((len(rows), len(cols)))
+        with self._lock:
+            slots = self._ensure_cached(rows)
+            if slots is not None:
+                return np.ascontiguousarray(self._rows[slots][:, cols])
+        return self._compute(rows, cols)
+
+    def _compute(self, rows, cols) -> np.ndarray:
+        self.n_evaluations += len(rows) * len(cols)
         if self.kernel == "precomputed":
             K = np.asarray(self.X[np.ix_(rows, cols)], dtype=np.float64)
         else:
@@ -81,14 +157,25 @@ class KernelMatrix:
         return d + self.bias_sq
 
     def matvec(self, rows, cols, v) -> np.ndarray:
-        """``(K[rows][:, cols] + bias**2) @ v`` computed in row chunks."""
+        """``(K[rows][:, cols] + bias**2) @ v``: from the cached rows of ``cols`` (the
+        kernel is symmetric) when they fit, else computed in row chunks."""
         rows = np.asarray(rows)
         out = np.zeros(len(rows))
         if len(cols) == 0 or len(rows) == 0:
             return out
+        with self._lock:
+            slots = self._ensure_cached(cols)
+            if slots is not None:
+                every = (len(rows) == self.n_samples
+                         and np.array_equal(rows, np.arange(len(rows))))
+                for start in range(0, len(slots), 256):  # bounded temporaries
+                    sl = slice(start, start + 256)
+                    block = self._rows[slots[sl]]
+                    out += v[sl] @ (block if every else block[:, rows])
+                return out
         for start in range(0, len(rows), _CHUNK_ROWS):
             sl = slice(start, start + _CHUNK_ROWS)
-            out[sl] = self.block(rows[sl], cols) @ v
+            out[sl] = self._compute(rows[sl], cols) @ v
         return out
 
 

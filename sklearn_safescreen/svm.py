@@ -221,6 +221,9 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         Seeds the coordinate permutations (the optimum does not depend on it).
     n_jobs : int, default=None
         One-vs-rest classes solved in parallel through joblib.
+    cache_size : float, default=200
+        Memory (MB) of the kernel row cache, as in SVC; it persists across warm-started
+        fits on the same data, so a path evaluates each needed kernel row once.
 
     Attributes
     ----------
@@ -289,12 +292,13 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],
+        "cache_size": [Interval(numbers.Real, 0, None, closed="left")],
     }
 
     def __init__(self, C=1.0, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
                  fit_intercept=True, intercept_scaling=1.0, screening="IT", tol=1e-4,
                  max_iter=10000, warm_start=False, class_weight=None, verbose=0,
-                 random_state=None, n_jobs=None):
+                 random_state=None, n_jobs=None, cache_size=200):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -310,6 +314,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.cache_size = cache_size
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -351,8 +356,10 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
             datas = [_TaskData(Xa, kernel, np.where(y_ind == k, 1.0, -1.0), weights)
                      for k in tasks]
         else:
-            for d in datas:  # same data: refresh the matrix handles only
-                d.X, d.kernel = Xa, (kernel if kernel is not None else None)
+            for d in datas:  # same data: keep the kernel (and its row cache)
+                d.X = Xa
+                if kernel is not None and d.kernel is not None:
+                    kernel = d.kernel
         names = [str(classes[k]) for k in tasks] if len(tasks) > 1 else [""]
         out = Parallel(n_jobs=self.n_jobs, prefer="threads")(
             delayed(_fit_task)(d, float(self.C), r, rule=self.screening, tol=self.tol,
@@ -409,7 +416,8 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
             kernel = None
         else:
             Xa = None
-            kernel = KernelMatrix(X, self.kernel, kernel_params, bias)
+            kernel = KernelMatrix(X, self.kernel, kernel_params, bias,
+                                  cache_size=self.cache_size)
             if self.screening is not None and (self.kernel == "precomputed"
                                                or callable(self.kernel)):
                 _check_psd(kernel, check_random_state(0))
