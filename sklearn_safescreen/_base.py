@@ -21,6 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.balls import gap_ball_screen, proven_violations
 from .solvers.dual_cd import BoxQP, solve_box_qp
+from .solvers.working_set import WS_MIN_PROBLEM, solve_working_set
 
 #: Certificate attempts (each with a 10x tighter inner tolerance) before the screened
 #: variables that keep the full gap open are released.
@@ -74,9 +75,13 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
     dyn_screen = gap_ball_screen if dynamic else None
     for attempt in range(_CERTIFY_ATTEMPTS + 1):
         t0 = time.perf_counter()
-        res = solve_box_qp(problem, alpha, fixed, tol=inner_tol,
-                           max_iter=max(max_iter - n_iter, 1),
-                           random_state=random_state, dynamic_screen=dyn_screen)
+        # screening on: working sets whose only permanent decisions are full-problem gap
+        # balls (solvers/working_set.py); off: the plain solver on everything
+        solver = (solve_working_set if dynamic and (~fixed & movable).sum() > WS_MIN_PROBLEM
+                  else solve_box_qp)
+        res = solver(problem, alpha, fixed, tol=inner_tol,
+                     max_iter=max(max_iter - n_iter, 1),
+                     random_state=random_state, dynamic_screen=dyn_screen)
         alpha, fixed, n_iter = res.alpha, res.fixed, n_iter + res.n_iter
         margins = problem.margins(alpha)
         terms = problem.gap_terms(alpha, margins)

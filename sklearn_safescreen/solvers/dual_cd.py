@@ -399,20 +399,26 @@ def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen):
 
 
 def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
-                  const_fixed_quad):
+                  const_fixed_quad, held=None):
+    """Kernel mode. ``held=(Q_free, held_margins)`` passes the signed kernel block of the
+    free variables and their margins from the held ones when the caller has them."""
     K = problem.kernel
     free = np.flatnonzero(~fixed)
-    held = np.flatnonzero(fixed & (alpha != 0))
     check_kernel_memory(free.size)
-    s_f = problem.sign[free]
-    Q = K.block(free, free)
-    Q *= s_f[:, None]
-    Q *= s_f[None, :]
-    a_held = problem.sign[held] * alpha[held]
-    # margins contributed by the held variables (linear-term correction, spec A1.4)
-    d = s_f * K.matvec(free, held, a_held)
-    if const_fixed_quad is None:
-        const_fixed_quad = float(a_held @ K.matvec(held, held, a_held)) if held.size else 0.0
+    if held is None:
+        held_idx = np.flatnonzero(fixed & (alpha != 0))
+        s_f = problem.sign[free]
+        Q = K.block(free, free)
+        Q *= s_f[:, None]
+        Q *= s_f[None, :]
+        a_held = problem.sign[held_idx] * alpha[held_idx]
+        # margins contributed by the held variables (linear-term correction, spec A1.4)
+        d = s_f * K.matvec(free, held_idx, a_held)
+        if const_fixed_quad is None:
+            const_fixed_quad = (float(a_held @ K.matvec(held_idx, held_idx, a_held))
+                                if held_idx.size else 0.0)
+    else:
+        Q, d = held
     a = alpha[free].copy()
     lo, hi = problem.lo[free], problem.hi[free]
     p_f = problem.p[free]

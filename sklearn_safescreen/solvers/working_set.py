@@ -1,0 +1,158 @@
+r"""Working sets driven by gap-safe screening of the full problem (spec svm F1(c)).
+
+After a reference rule, most samples of a large problem are usually still undecided,
+although at the optimum only a few sit on the margin. Solving the whole undecided set
+spends most of its time on samples whose bound is obvious. Instead:
+
+1. pick a small *working set* :math:`W`: the samples strictly inside the box, then the
+   worst violators of their optimality condition, then the samples whose margin is
+   closest to the hinge point in units of :math:`\|z_i\|` (the radius a gap ball needs
+   to decide them);
+2. solve the problem restricted to :math:`W` (every other variable held where it is) to
+   a tight tolerance, with the plain solver;
+3. the result is a *feasible point of the full problem*: compute the full margins and
+   the full duality gap, and screen every undecided sample with the gap ball of radius
+   :math:`\sqrt{2\,\mathrm{gap}}` (:func:`~sklearn_safescreen.screening.balls.
+   gap_ball_screen`). This is the only step that fixes a variable for good, and it is
+   safe whatever the quality of the point;
+4. stop when the full relative gap is below ``tol``, else double :math:`W` and repeat.
+
+The working set is a heuristic for *where* to look; correctness and safety come only
+from the full-problem gap (the stopping rule) and the gap ball (the screening), so the
+answer is the same as the plain solver's. When :math:`W` covers every undecided sample
+the inner solve is the plain solve. The number of rounds is at most
+:math:`\log_2(n / |W_0|)`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dual_cd import (
+    BoxQP,
+    DynamicScreen,
+    SolveResult,
+    _solve_kernel,
+    _solve_linear,
+)
+
+_TINY = 1e-300
+#: Undecided samples below which the plain solver is used directly.
+WS_MIN_PROBLEM = 400
+#: Smallest working set.
+WS_INITIAL = 100
+#: Inner solves aim this much below ``tol``, so that the heuristic part of the gap does
+#: not make the outer loop stall on the inner solver's residual.
+INNER_TOL_FACTOR = 0.1
+
+
+def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: float,
+                      max_iter: int, random_state: np.random.RandomState,
+                      dynamic_screen: DynamicScreen) -> SolveResult:
+    """Solve by screening-driven working sets; same contract as ``solve_box_qp``.
+
+    The returned ``fixed`` holds the variables fixed on entry plus those fixed by the
+    full-problem gap balls (and, in the final round, by the plain solver's own dynamic
+    screening); ``gap`` is the duality gap over the others.
+    """
+    n = problem.n_samples
+    lo, hi, p = problem.lo, problem.hi, problem.p
+    alpha = alpha.astype(np.float64, copy=True)
+    fixed = fixed | (hi <= lo)
+    q = problem.margins(alpha)
+    n_iter, events, ws_size = 0, [], WS_INITIAL
+    gap = rel_gap = np.inf
+    converged = False
+    while True:
+        active = np.flatnonzero(~fixed)
+        terms = problem.gap_terms(alpha, q[active], active)
+        gap = float(terms.sum())
+        rel_gap = gap / max(abs(problem.dual_objective(alpha, q)), _TINY)
+        lo_m, hi_m = dynamic_screen(q[active], p[active], problem.sqnorm[active], gap)
+        if rel_gap <= tol:
+            # record what the final gap ball proves (variables already at that bound:
+            # moving others would change the certified point)
+            lo_m &= alpha[active] <= lo[active]
+            hi_m &= alpha[active] >= hi[active]
+            fixed[active[lo_m]] = fixed[active[hi_m]] = True
+            if lo_m.any() or hi_m.any():
+                events.append((int(lo_m.sum()), int(hi_m.sum()), int(n - fixed.sum())))
+            converged = True
+            break
+        if n_iter >= max_iter:
+            break
+        if lo_m.any() or hi_m.any():
+            moved = np.concatenate([active[lo_m], active[hi_m]])
+            new = np.concatenate([lo[active[lo_m]], hi[active[hi_m]]])
+            q = _move(problem, alpha, q, moved, new)
+            fixed[moved] = True
+            events.append((int(lo_m.sum()), int(hi_m.sum()), int(n - fixed.sum())))
+            active = np.flatnonzero(~fixed)
+            terms = problem.gap_terms(alpha, q[active], active)
+        work = _working_set(problem, alpha, q, active, terms, ws_size)
+        last_round = work.size == active.size
+        inner_fixed = fixed.copy() if last_round else np.ones(n, dtype=bool)
+        inner_fixed[work] = False
+        res = _inner_solve(problem, alpha, q, inner_fixed, work,
+                           tol=tol if last_round else INNER_TOL_FACTOR * tol,
+                           max_iter=max(max_iter - n_iter, 1), random_state=random_state,
+                           dynamic_screen=dynamic_screen)
+        n_iter += res.n_iter
+        changed = np.flatnonzero(res.alpha != alpha)
+        q = _move(problem, alpha, q, changed, res.alpha[changed])
+        if last_round:
+            # the plain solve of everything undecided: its gap balls are those of the
+            # full problem, so what it fixed is fixed for good
+            fixed = res.fixed
+            events.extend(res.dynamic)
+            if not res.converged:
+                break
+        ws_size = 2 * work.size
+    return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _working_set(problem: BoxQP, alpha, q, active, terms, size: int) -> np.ndarray:
+    """Interior samples, then violators (largest gap term first), then the samples
+    closest to their hinge point (``|q_i - p_i| / ||z_i||``)."""
+    if active.size <= max(size, WS_MIN_PROBLEM // 2):
+        return active
+    a = alpha[active]
+    interior = (a > problem.lo[active]) & (a < problem.hi[active])
+    violated = terms > 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dist = np.abs(q[active] - problem.p[active]) / np.sqrt(problem.sqnorm[active])
+    priority = np.where(interior, -np.inf, np.where(violated, -terms, dist))
+    k = max(size, int(interior.sum()))
+    if k >= active.size:
+        return active
+    return np.sort(active[np.argpartition(priority, k - 1)[:k]])
+
+
+def _inner_solve(problem: BoxQP, alpha, q, inner_fixed, work, *, tol, max_iter,
+                 random_state, dynamic_screen) -> SolveResult:
+    """The plain solver on ``work``; in kernel mode, the margins and the quadratic term
+    of the held variables come from the full margins ``q`` instead of kernel rows."""
+    if problem.linear:
+        return _solve_linear(problem, alpha.copy(), inner_fixed, tol, max_iter,
+                             random_state, dynamic_screen)
+    free = np.flatnonzero(~inner_fixed)
+    s_f = problem.sign[free]
+    Q_ff = problem.kernel.block(free, free) * s_f[:, None] * s_f[None, :]
+    own = Q_ff @ alpha[free]
+    held_margins = q[free] - own  # (Q alpha)_free from the held variables
+    # a_h' Q_hh a_h = a'Qa - a_f'Q_ff a_f - 2 a_f' held_margins
+    held_quad = float(alpha @ q - alpha[free] @ own - 2.0 * alpha[free] @ held_margins)
+    return _solve_kernel(problem, alpha.copy(), inner_fixed, tol, max_iter, random_state,
+                         dynamic_screen, held_quad, held=(Q_ff, held_margins))
+
+
+def _move(problem: BoxQP, alpha, q, idx, values) -> np.ndarray:
+    """Set ``alpha[idx] = values`` (in place) and return the updated full margins."""
+    if idx.size == 0:
+        return q
+    delta = values - alpha[idx]
+    alpha[idx] = values
+    s = problem.sign
+    if problem.linear:  # recomputed (same O(nd) cost as an update, no drift)
+        return problem.margins(alpha)
+    return q + s * problem.kernel.matvec(np.arange(problem.n_samples), idx, s[idx] * delta)
