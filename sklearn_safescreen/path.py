@@ -1,0 +1,542 @@
+r"""Regularisation paths: critical values, grids, ``*_path`` helpers (DESIGN.md 5, 6).
+
+Every Safe estimator implements the *path protocol*:
+
+* ``_path_param``: the name of its regularisation parameter (``"C"``, ``"alpha"``);
+* ``_path_increasing``: ``True`` when larger values are *less* regularised (``C``),
+  ``False`` for ``alpha``/``lambda``;
+* ``_critical_value(X, y, sample_weight=None)``: the most regularised value at which the
+  solution is known in closed form (:math:`C_{\min}` for SVM, :math:`\lambda_{\max}` for
+  sparse and metric models): the natural start of a path;
+* ``warm_start=True``: ``fit`` reuses the previous solution on the same data as start
+  point **and** screening reference.
+
+A path walks a clone of the estimator from the most to the least regularised value, with
+``warm_start=True``, so that each solution screens the next problem. The answer at every
+value is the exact optimum (each fit certifies it on the full problem); only the time
+changes.
+
+Grids (:func:`make_grid`):
+
+* ``"geometric"`` (default): ``n_values`` values spaced geometrically from the critical
+  value :math:`v_0` to ``stop``, by default :math:`v_0/\varepsilon` (increasing
+  parameters) or :math:`\varepsilon v_0` (decreasing ones), as
+  :func:`sklearn.linear_model.lasso_path` does with ``eps``;
+* explicit values (any order; walked sorted from most to least regularised);
+* ``"eps-path"`` (SafeSVC only): the :math:`\varepsilon`-approximation path of [OG]
+  Algorithm 1 (spec ``svm_lad_screening.md`` A9, D1) from :math:`C_{\min}`: each next
+  value is the largest :math:`C_t` for which the previous solution, rescaled by
+  :math:`C/C_{t-1}`, stays :math:`\varepsilon`-optimal in relative dual objective over
+  the whole interval :math:`[C_{t-1}, C_t]` (the spec's conservative step rule), up to
+  ``stop`` or until no sample sits at its upper bound (then the solution no longer
+  changes with C).
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+
+from ._report import ScreeningReport
+
+GRID_KINDS = ("geometric", "eps-path")
+
+#: Resolution of the eps-path step search: candidate ratios are powers of this.
+_EPS_PATH_RESOLUTION = 1.001
+#: Safety cap on the length of an eps-path.
+_EPS_PATH_MAX_VALUES = 10_000
+#: Default end of an eps-path without ``stop``: this many times the critical value
+#: (the spec's experiments run from C_min ~ 2e-4 to C_T = 1e4).
+_EPS_PATH_DEFAULT_SPAN = 1e4
+
+
+# ------------------------------------------------------------- locating the step ---
+def _is_safe(obj) -> bool:
+    return (not isinstance(obj, type) and hasattr(obj, "_path_param")
+            and hasattr(obj, "_critical_value") and hasattr(obj, "get_params"))
+
+
+def _safe_candidates(estimator) -> list[tuple[str, object]]:
+    """``(prefix, estimator)`` of every Safe estimator in ``estimator`` (itself or a
+    sub-estimator reachable through ``get_params(deep=True)``, e.g. a Pipeline step)."""
+    found = [("", estimator)] if _is_safe(estimator) else []
+    if hasattr(estimator, "get_params"):
+        for key, value in estimator.get_params(deep=True).items():
+            if _is_safe(value):
+                found.append((key + "__", value))
+    return found
+
+
+_SUPPORTED = ("a Safe estimator of sklearn_safescreen (SafeSVC, SafeLAD, "
+              "SafeMetricLearner, ...: any estimator with the path protocol "
+              "_path_param/_path_increasing/_critical_value), or a Pipeline containing one")
+
+
+def resolve_path_param(estimator, param_name: str | None = None) -> tuple[str, str, object]:
+    """Find the regularisation parameter to walk.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A Safe estimator or a Pipeline (possibly nested) containing one.
+    param_name : str or None
+        ``"C"``, ``"safesvc__C"``, ``"metric__alpha"``...; inferred when ``None`` and
+        exactly one Safe estimator is present.
+
+    Returns
+    -------
+    param_name : str
+        The full parameter name, usable with ``estimator.set_params``.
+    prefix : str
+        The prefix of the Safe estimator that owns it (``""`` or ``"step__"``).
+    safe : estimator
+        That Safe estimator (not a copy).
+    """
+    if not hasattr(estimator, "get_params") or not hasattr(estimator, "fit"):
+        raise TypeError(f"expected {_SUPPORTED}; got {type(estimator).__name__}")
+    candidates = _safe_candidates(estimator)
+    if not candidates:
+        raise TypeError(f"{type(estimator).__name__} is not supported: expected "
+                        f"{_SUPPORTED}")
+    names = {prefix + safe._path_param: (prefix, safe) for prefix, safe in candidates}
+    if param_name is None:
+        if len(names) > 1:
+            raise ValueError("param_name is ambiguous: the estimator contains several Safe "
+                             f"estimators; choose one of {sorted(names)}")
+        param_name = next(iter(names))
+    if not isinstance(param_name, str):
+        raise TypeError(f"param_name must be a string; got {param_name!r}")
+    if param_name not in names:
+        valid = estimator.get_params(deep=True)
+        if param_name not in valid:
+            raise ValueError(f"{type(estimator).__name__} has no parameter "
+                             f"{param_name!r}; the regularisation parameter(s) of its Safe "
+                             f"estimator(s): {sorted(names)}")
+        raise ValueError(f"{param_name!r} is not the regularisation parameter of a Safe "
+                         f"estimator, so a screened path cannot walk it; use one of "
+                         f"{sorted(names)} (or GridSearchCV for other parameters)")
+    prefix, safe = names[param_name]
+    return param_name, prefix, safe
+
+
+def _critical_value(estimator, prefix: str, X, y, sample_weight=None) -> float:
+    """The Safe step's critical value, on the data it sees (after the Pipeline steps
+    before it, fitted on ``X``)."""
+    obj, Xt = estimator, X
+    parts = prefix.split("__")[:-1] if prefix else []
+    for name in parts:
+        if not isinstance(obj, Pipeline):
+            raise ValueError(
+                f"cannot compute the critical value of a Safe estimator nested in a "
+                f"{type(obj).__name__}; pass explicit values")
+        index = [n for n, _ in obj.steps].index(name)
+        if index > 0:
+            Xt = clone(obj[:index]).fit_transform(Xt, y)
+        obj = obj.steps[index][1]
+    value = float(obj._critical_value(Xt, y, sample_weight=sample_weight))
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"the critical value of {type(obj).__name__} on this data is "
+                         f"{value}: the solution does not depend on "
+                         f"{obj._path_param}; pass explicit values")
+    return value
+
+
+# ---------------------------------------------------------------------- grids ---
+def _check_values(values) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be a 1-D array of positive numbers; got "
+                         f"{values!r}") from exc
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"values must be 1-D; got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("the grid of values is empty")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"the grid values must be finite and > 0; got {arr}")
+    return arr
+
+
+def walk_order(values: np.ndarray, increasing: bool) -> np.ndarray:
+    """Indices that sort ``values`` from the most to the least regularised (stable, so
+    ties keep their order)."""
+    return np.argsort(values if increasing else -values, kind="stable")
+
+
+def _geometric(start: float, n_values: int, eps: float, stop: float | None,
+               increasing: bool) -> np.ndarray:
+    if stop is None:
+        stop = start / eps if increasing else start * eps
+    if (stop < start) if increasing else (stop > start):
+        raise ValueError(f"stop={stop:g} is on the wrong side of the critical value "
+                         f"{start:g}: it must be {'larger' if increasing else 'smaller'} "
+                         "(less regularised)")
+    return np.geomspace(start, stop, n_values)
+
+
+def _check_grid_args(n_values, eps, stop) -> None:
+    if not isinstance(n_values, numbers.Integral) or isinstance(n_values, bool) \
+            or n_values < 1:
+        raise ValueError(f"n_values must be an integer >= 1; got {n_values!r}")
+    if not isinstance(eps, numbers.Real) or not 0 < eps < 1:
+        raise ValueError(f"eps must be in (0, 1); got {eps!r}")
+    if stop is not None and (not isinstance(stop, numbers.Real) or not np.isfinite(stop)
+                             or stop <= 0):
+        raise ValueError(f"stop must be a finite number > 0; got {stop!r}")
+
+
+def make_grid(estimator, X, y, values=None, *, n_values: int = 30, eps: float = 1e-3,
+              stop: float | None = None, param_name: str | None = None,
+              sample_weight=None) -> np.ndarray:
+    r"""The grid of a path, from the most to the least regularised value.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A Safe estimator or a Pipeline containing one.
+    X, y : array-like
+        Training data (the critical value depends on it).
+    values : {"geometric", "eps-path"}, array-like or None, default=None
+        ``None``/``"geometric"``: ``n_values`` values spaced geometrically from the
+        critical value to ``stop`` (default: critical/eps for increasing parameters such
+        as C, critical*eps for decreasing ones such as alpha). ``"eps-path"``: [OG]'s
+        :math:`\varepsilon`-path (SafeSVC only; spec A9), which fits the path to place
+        its values. Array-like: explicit positive values.
+    n_values : int, default=30
+        Number of values of the geometric grid (ignored otherwise).
+    eps : float, default=1e-3
+        Geometric grid: ratio of the ends (as ``lasso_path``). eps-path: the relative
+        dual-objective tolerance :math:`\varepsilon` of (OG-35).
+    stop : float or None, default=None
+        Least regularised value (end of a geometric grid or of the eps-path; default for
+        the eps-path: :math:`10^4` times the critical value).
+    param_name : str or None
+        See :func:`resolve_path_param`.
+    sample_weight : array-like or None
+        Passed to the critical value (and to the fits of the eps-path).
+
+    Returns
+    -------
+    ndarray of shape (n_values,)
+        In walk order (most to least regularised).
+    """
+    param_name, prefix, safe = resolve_path_param(estimator, param_name)
+    increasing = bool(safe._path_increasing)
+    if values is not None and not isinstance(values, str):
+        arr = _check_values(values)
+        return arr[walk_order(arr, increasing)]
+    _check_grid_args(n_values, eps, stop)
+    kind = "geometric" if values is None else values
+    if kind not in GRID_KINDS:
+        raise ValueError(f"values must be array-like, None or one of {GRID_KINDS}; got "
+                         f"{values!r}")
+    if kind == "eps-path":
+        return estimator_path(estimator, X, y, "eps-path", eps=eps, stop=stop,
+                              param_name=param_name, sample_weight=sample_weight).values
+    start = _critical_value(estimator, prefix, X, y, sample_weight)
+    return _geometric(start, n_values, eps, stop, increasing)
+
+
+# ------------------------------------------------------------ the SVM eps-path ---
+def _hinge_sums(q: np.ndarray, c: np.ndarray, rhos: np.ndarray) -> np.ndarray:
+    r""":math:`\sum_i c_i\max(0, 1-\rho q_i)` for every :math:`\rho` in ``rhos`` (>0):
+    piecewise linear in :math:`\rho`, evaluated by sorting the kinks :math:`1/q_i`
+    (O((n + m) log n), no n x m array)."""
+    pos = q > 0
+    base_c = c[~pos].sum()
+    base_cq = (c[~pos] * q[~pos]).sum()
+    kinks = 1.0 / q[pos]
+    order = np.argsort(kinks)
+    kinks, cp, cqp = kinks[order], c[pos][order], (c[pos] * q[pos])[order]
+    # samples with kink > rho still have a positive hinge: suffix sums from the first
+    # kink above rho
+    suffix_c = np.concatenate([np.cumsum(cp[::-1])[::-1], [0.0]])
+    suffix_cq = np.concatenate([np.cumsum(cqp[::-1])[::-1], [0.0]])
+    first = np.searchsorted(kinks, rhos, side="right")
+    return (base_c + suffix_c[first]) - rhos * (base_cq + suffix_cq[first])
+
+
+def svm_eps_step(alpha: np.ndarray, margins: np.ndarray, weights: np.ndarray, C: float,
+                 eps: float, max_ratio: float) -> float:
+    r"""Next ratio :math:`\varrho = C_t/C_{t-1}` of the eps-path (spec A9, step rule).
+
+    With :math:`\tilde\alpha=\varrho\alpha`, :math:`q=Q\alpha`, :math:`A=\alpha^\top q`:
+    :math:`\mathcal D(\tilde\alpha)=-\tfrac12\varrho^2A+\varrho\mathbf 1^\top\alpha`,
+    :math:`\mathcal P(\varrho w)=\tfrac12\varrho^2A+\varrho C\sum_ic_i(1-\varrho q_i)_+`,
+    :math:`\mathcal P(w)=\tfrac12A+\varrho C\sum_ic_i(1-q_i)_+`, and
+    :math:`E(\varrho)=(\min\mathcal P-\mathcal D)/\min\mathcal P`. Returns the largest
+    candidate :math:`\varrho\le` ``max_ratio`` (powers of ``_EPS_PATH_RESOLUTION``)
+    such that :math:`E\le\varepsilon` on every candidate up to it; at least one
+    resolution step, so that the path always advances. Efficiency only: the choice of
+    values never affects safety.
+    """
+    n_cand = max(int(np.ceil(np.log(max_ratio) / np.log(_EPS_PATH_RESOLUTION))), 1)
+    rhos = np.minimum(_EPS_PATH_RESOLUTION ** np.arange(1, n_cand + 1), max_ratio)
+    A = float(alpha @ margins)
+    S = float(alpha.sum())
+    dual = -0.5 * rhos**2 * A + rhos * S
+    p_scaled = 0.5 * rhos**2 * A + rhos * C * _hinge_sums(margins, weights, rhos)
+    p_same = 0.5 * A + rhos * C * float(weights @ np.maximum(0.0, 1.0 - margins))
+    primal = np.minimum(p_scaled, p_same)
+    err = (primal - dual) / np.maximum(np.abs(primal), 1e-300)
+    bad = np.flatnonzero(err > eps)
+    last = (bad[0] - 1) if bad.size else rhos.size - 1
+    return float(rhos[max(last, 0)])
+
+
+def _svc_eps_next(safe, eps: float, stop: float) -> float | None:
+    """Next C of the eps-path from a fitted SafeSVC, or None when the path is over (no
+    sample at its upper bound in any one-vs-rest task, or ``stop`` reached)."""
+    refs, datas = safe._references, safe._task_data
+    C = float(safe.C)
+    if C >= stop:
+        return None
+    at_top = [np.any((d.weights > 0) & (r.alpha >= C * d.weights))
+              for r, d in zip(refs, datas, strict=True)]
+    if not any(at_top):
+        return None
+    ratio = min(svm_eps_step(r.alpha, r.margins, d.weights, C, eps, stop / C)
+                for r, d in zip(refs, datas, strict=True))
+    return min(C * ratio, stop)
+
+
+# ---------------------------------------------------------------- the path walk ---
+@dataclass
+class PathResult:
+    """Solutions and screening reports along a regularisation path.
+
+    All per-value fields are in walk order (most to least regularised).
+
+    Attributes
+    ----------
+    param_name : str
+        The parameter walked (e.g. ``"C"`` or ``"safesvc__C"``).
+    values : ndarray of shape (n_values,)
+    reports : list of ScreeningReport
+        The Safe estimator's ``screening_report_`` after each fit.
+    times : ndarray of shape (n_values,)
+        Wall time of each fit (seconds).
+    n_iter : ndarray of shape (n_values,)
+        Solver iterations of each fit (``n_iter_`` summed over subproblems).
+    dual_gaps : ndarray of shape (n_values,)
+        Largest duality gap (``dual_gap_``) of each fit; NaN when not reported.
+    screening_rates : ndarray of shape (n_values,)
+        Fraction of the variables screened at each value.
+    solutions : list of dict
+        Per value, the fitted attributes of the Safe estimator that end in ``_`` and are
+        arrays (``coef_``, ``dual_coef_``, ``components_``...), copied.
+    critical_value : float or None
+        The critical value when the grid was built from it.
+    estimator : estimator
+        The walked clone, fitted at the last value.
+    """
+
+    param_name: str
+    values: np.ndarray
+    reports: list = field(default_factory=list)
+    times: np.ndarray = field(default_factory=lambda: np.empty(0))
+    n_iter: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    dual_gaps: np.ndarray = field(default_factory=lambda: np.empty(0))
+    screening_rates: np.ndarray = field(default_factory=lambda: np.empty(0))
+    solutions: list = field(default_factory=list)
+    critical_value: float | None = None
+    estimator: object = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def coefs(self) -> list:
+        """``coef_`` at each value (None where the estimator has none)."""
+        return [s.get("coef_") for s in self.solutions]
+
+    @property
+    def dual_coefs(self) -> list:
+        """``dual_coef_`` at each value (None where the estimator has none)."""
+        return [s.get("dual_coef_") for s in self.solutions]
+
+    @property
+    def total_time(self) -> float:
+        return float(np.sum(self.times))
+
+
+def _step_of(estimator, prefix: str):
+    return estimator if not prefix else estimator.get_params(deep=True)[prefix[:-2]]
+
+
+def _snapshot(safe) -> dict:
+    out = {}
+    for key, value in vars(safe).items():
+        if key.endswith("_") and not key.startswith("_"):
+            if isinstance(value, np.ndarray):
+                out[key] = value.copy()
+            elif sp.issparse(value):
+                out[key] = value.copy()
+    return out
+
+
+def _fit_stats(safe) -> tuple[ScreeningReport, int, float]:
+    report = getattr(safe, "screening_report_", None)
+    n_iter = int(np.sum(getattr(safe, "n_iter_", 0)))
+    gap = getattr(safe, "dual_gap_", None)
+    gap = float(np.max(gap)) if gap is not None and np.size(gap) else np.nan
+    return report, n_iter, gap
+
+
+def _fit_params(prefix: str, sample_weight) -> dict:
+    return {} if sample_weight is None else {prefix + "sample_weight": sample_weight}
+
+
+def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: float = 1e-3,
+                   stop: float | None = None, param_name: str | None = None,
+                   sample_weight=None, verbose: int = 0) -> PathResult:
+    r"""Fit ``estimator`` along a regularisation path with warm starts.
+
+    A clone of ``estimator`` (with ``warm_start=True`` on its Safe estimator) is fitted
+    at every value from the most to the least regularised, so that each solution is the
+    starting point and the screening reference of the next problem (DESIGN.md 5). Each
+    solution is the exact optimum at its value (certified by the estimator).
+
+    Parameters
+    ----------
+    estimator : estimator
+        A Safe estimator (SafeSVC, SafeLAD, SafeMetricLearner, ...) or a Pipeline
+        containing one; it is not modified.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,) or None
+    values : {"geometric", "eps-path"}, array-like or None, default=None
+        The grid, see :func:`make_grid`.
+    n_values, eps, stop : see :func:`make_grid`
+    param_name : str or None, default=None
+        The regularisation parameter (e.g. ``"safesvc__C"``); inferred when unambiguous.
+    sample_weight : array-like of shape (n_samples,) or None
+        Passed to the Safe estimator's ``fit`` (routed through the Pipeline).
+    verbose : int, default=0
+        Print one line per value (value, screening rate, gap, iterations, time).
+
+    Returns
+    -------
+    PathResult
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_safescreen.path import estimator_path
+    >>> from sklearn_safescreen.svm import SafeSVC
+    >>> X, y = make_classification(n_samples=200, random_state=0)
+    >>> res = estimator_path(SafeSVC(kernel="linear"), X, y, n_values=5)
+    >>> len(res.values), bool(res.values[0] < res.values[-1])
+    (5, True)
+    """
+    param_name, prefix, safe = resolve_path_param(estimator, param_name)
+    increasing = bool(safe._path_increasing)
+    eps_path = isinstance(values, str) and values == "eps-path"
+    critical = None
+    if eps_path:
+        _check_grid_args(n_values, eps, stop)
+        if safe._path_param != "C" or not all(
+                hasattr(safe, a) for a in ("kernel", "class_weight", "intercept_scaling")):
+            raise ValueError("the eps-path grid is defined for SafeSVC only (spec A9); use "
+                             "'geometric' or explicit values")
+        critical = _critical_value(estimator, prefix, X, y, sample_weight)
+        stop = critical * _EPS_PATH_DEFAULT_SPAN if stop is None else float(stop)
+        if stop < critical:
+            raise ValueError(f"stop={stop:g} is below C_min={critical:g}")
+        grid = [critical]
+    elif values is None or isinstance(values, str):
+        if values is not None and values not in GRID_KINDS:
+            raise ValueError(f"values must be array-like, None or one of {GRID_KINDS}; "
+                             f"got {values!r}")
+        _check_grid_args(n_values, eps, stop)
+        critical = _critical_value(estimator, prefix, X, y, sample_weight)
+        grid = list(_geometric(critical, n_values, eps, stop, increasing))
+    else:
+        arr = _check_values(values)
+        grid = list(arr[walk_order(arr, increasing)])
+
+    est = clone(estimator)
+    est.set_params(**{prefix + "warm_start": True})
+    fit_params = _fit_params(prefix, sample_weight)
+    walked, reports, times, iters, gaps, rates, sols = [], [], [], [], [], [], []
+    i = 0
+    while i < len(grid):
+        value = float(grid[i])
+        est.set_params(**{param_name: value})
+        t0 = time.perf_counter()
+        est.fit(X, y, **fit_params)
+        elapsed = time.perf_counter() - t0
+        step = _step_of(est, prefix)
+        report, n_iter, gap = _fit_stats(step)
+        walked.append(value)
+        reports.append(report)
+        times.append(elapsed)
+        iters.append(n_iter)
+        gaps.append(gap)
+        rates.append(report.screening_rate if report is not None else np.nan)
+        sols.append(_snapshot(step))
+        if verbose:
+            print(f"[path] {param_name}={value:<11.5g} screened={rates[-1]:7.1%} "
+                  f"gap={gap:9.2e} iter={n_iter:<6d} time={elapsed:.3f}s")
+        if eps_path and i == len(grid) - 1 and len(grid) < _EPS_PATH_MAX_VALUES:
+            nxt = _svc_eps_next(step, eps, stop)
+            if nxt is not None:
+                grid.append(nxt)
+        i += 1
+    return PathResult(param_name=param_name, values=np.asarray(walked), reports=reports,
+                      times=np.asarray(times), n_iter=np.asarray(iters, dtype=np.int64),
+                      dual_gaps=np.asarray(gaps), screening_rates=np.asarray(rates),
+                      solutions=sols, critical_value=critical, estimator=est)
+
+
+def _path_kwargs(params: dict) -> dict:
+    keys = ("n_values", "eps", "stop", "sample_weight", "verbose")
+    return {k: params.pop(k) for k in keys if k in params}
+
+
+def svm_path(X, y, Cs=None, **params) -> PathResult:
+    """SafeSVC solutions along a path of ``C`` (in the style of ``lasso_path``).
+
+    Parameters
+    ----------
+    X, y : training data
+    Cs : {"geometric", "eps-path"}, array-like or None, default=None
+        The grid (see :func:`make_grid`); by default 30 values from :math:`C_{\\min}` to
+        :math:`1000\\,C_{\\min}`.
+    **params
+        ``n_values``, ``eps``, ``stop``, ``sample_weight``, ``verbose`` (see
+        :func:`estimator_path`); everything else is a SafeSVC parameter
+        (e.g. ``kernel="linear"``, ``tol=1e-6``).
+
+    Returns
+    -------
+    PathResult
+    """
+    from .svm import SafeSVC
+
+    kw = _path_kwargs(params)
+    return estimator_path(SafeSVC(**params), X, y, Cs, **kw)
+
+
+def lad_path(X, y, Cs=None, **params) -> PathResult:
+    """SafeLAD solutions along a path of ``C`` (see :func:`svm_path`)."""
+    from .lad import SafeLAD
+
+    kw = _path_kwargs(params)
+    return estimator_path(SafeLAD(**params), X, y, Cs, **kw)
+
+
+def metric_learning_path(X, y, alphas=None, **params) -> PathResult:
+    """SafeMetricLearner solutions along a path of ``alpha``, from the critical value
+    down (see :func:`svm_path`)."""
+    from .metric_learning import SafeMetricLearner
+
+    kw = _path_kwargs(params)
+    return estimator_path(SafeMetricLearner(**params), X, y, alphas, **kw)

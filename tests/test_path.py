@@ -1,0 +1,229 @@
+"""Tests of the path helpers (sklearn_safescreen.path): grids, critical values, the
+eps-path step rule (spec svm A9) and estimator_path / svm_path.
+
+Oracles: cold (non-warm-started) fits at each value, an independent brute-force
+evaluation of the eps-path error bound E(rho), and the closed form at C_min.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_safescreen.path import (
+    PathResult,
+    _hinge_sums,
+    estimator_path,
+    make_grid,
+    resolve_path_param,
+    svm_eps_step,
+    svm_path,
+)
+from sklearn_safescreen.svm import SafeSVC
+
+
+def data(n=120, d=5, seed=0, flip=0.1):
+    return make_classification(n_samples=n, n_features=d, n_informative=3, n_redundant=0,
+                               flip_y=flip, random_state=seed)
+
+
+def hinge_objective(X, y, coef, intercept, C):
+    ys = np.where(y == np.unique(y)[1], 1.0, -1.0)
+    m = ys * (X @ coef.ravel() + intercept[0])
+    return 0.5 * (coef.ravel() @ coef.ravel() + intercept[0] ** 2) + C * np.maximum(
+        0.0, 1.0 - m).sum()
+
+
+# ----------------------------------------------------------------- grids ---
+def test_geometric_grid_from_critical_value():
+    X, y = data()
+    svc = SafeSVC(kernel="linear")
+    c_min = svc._critical_value(X, y)
+    grid = make_grid(svc, X, y, n_values=7, eps=1e-2)
+    np.testing.assert_allclose(grid, np.geomspace(c_min, c_min / 1e-2, 7))
+    grid = make_grid(svc, X, y, n_values=4, stop=10.0)
+    np.testing.assert_allclose(grid, np.geomspace(c_min, 10.0, 4))
+    assert make_grid(svc, X, y, n_values=1).tolist() == [c_min]
+
+
+def test_explicit_grid_is_sorted_most_to_least_regularised():
+    X, y = data()
+    assert make_grid(SafeSVC(), X, y, [3.0, 0.1, 1.0]).tolist() == [0.1, 1.0, 3.0]
+
+
+@pytest.mark.parametrize("values", [[], [1.0, -1.0], [0.0], [np.nan], [[1.0, 2.0]], "foo"])
+def test_bad_grids(values):
+    X, y = data()
+    with pytest.raises(ValueError):
+        make_grid(SafeSVC(), X, y, values)
+
+
+@pytest.mark.parametrize("kw", [{"n_values": 0}, {"eps": 0.0}, {"eps": 1.5},
+                                {"stop": -1.0}, {"stop": 1e-12}])
+def test_bad_grid_arguments(kw):
+    X, y = data()
+    with pytest.raises(ValueError):
+        make_grid(SafeSVC(kernel="linear"), X, y, **kw)
+
+
+# ------------------------------------------------------- locating the param ---
+def test_resolve_param_name():
+    pipe = make_pipeline(StandardScaler(), SafeSVC())
+    assert resolve_path_param(pipe)[:2] == ("safesvc__C", "safesvc__")
+    assert resolve_path_param(SafeSVC())[:2] == ("C", "")
+    nested = Pipeline([("outer", make_pipeline(StandardScaler(), SafeSVC()))])
+    assert resolve_path_param(nested)[0] == "outer__safesvc__C"
+    with pytest.raises(ValueError, match="no parameter 'gamma_x'"):
+        resolve_path_param(SafeSVC(), "gamma_x")
+    with pytest.raises(ValueError, match="not the regularisation parameter"):
+        resolve_path_param(SafeSVC(), "tol")
+    with pytest.raises(TypeError, match="Safe estimator"):
+        resolve_path_param(LogisticRegression())
+    with pytest.raises(TypeError, match="Safe estimator"):
+        resolve_path_param(make_pipeline(StandardScaler(), LogisticRegression()))
+    two = Pipeline([("a", SafeSVC()), ("b", SafeSVC())])
+    with pytest.raises(ValueError, match="ambiguous"):
+        resolve_path_param(two)
+    assert resolve_path_param(two, "b__C")[0] == "b__C"
+
+
+# --------------------------------------------------------------- the path ---
+def test_path_equals_cold_fits_and_is_exact():
+    X, y = data(n=150, seed=1)
+    res = svm_path(X, y, kernel="linear", n_values=6, eps=1e-3, tol=1e-9, max_iter=100000)
+    assert isinstance(res, PathResult) and len(res) == 6
+    assert res.param_name == "C" and np.all(np.diff(res.values) > 0)
+    assert res.critical_value == pytest.approx(res.values[0])
+    assert res.reports[0].screening_rate == 1.0  # closed form at C_min
+    for C, sol in zip(res.values, res.solutions, strict=True):
+        cold = SafeSVC(kernel="linear", C=C, tol=1e-9, max_iter=100000).fit(X, y)
+        f_path = hinge_objective(X, y, sol["coef_"], sol["intercept_"], C)
+        f_cold = hinge_objective(X, y, cold.coef_, cold.intercept_, C)
+        assert f_path == pytest.approx(f_cold, rel=1e-7)
+        np.testing.assert_allclose(sol["coef_"], cold.coef_, atol=1e-3)
+    assert np.all(np.isfinite(res.dual_gaps)) and np.all(res.n_iter >= 0)
+    assert res.times.shape == (6,) and res.total_time > 0
+    assert res.coefs[0] is res.solutions[0]["coef_"]
+    assert res.dual_coefs[-1].shape[0] == 1
+    # later values are warm started: the reference rule ran
+    assert any(e.moment == "reference" for e in res.reports[-1].events)
+
+
+def test_path_does_not_modify_the_estimator_and_pipeline_weights():
+    X, y = data(n=100, seed=2)
+    w = np.random.RandomState(0).uniform(0.5, 2.0, size=y.size)
+    pipe = make_pipeline(StandardScaler(), SafeSVC(kernel="linear", tol=1e-8))
+    before = pipe.get_params(deep=True)["safesvc__warm_start"]
+    res = estimator_path(pipe, X, y, [0.01, 1.0, 0.1], sample_weight=w)
+    assert pipe.get_params(deep=True)["safesvc__warm_start"] == before
+    assert res.param_name == "safesvc__C" and res.values.tolist() == [0.01, 0.1, 1.0]
+    Xs = StandardScaler().fit_transform(X)
+    cold = SafeSVC(kernel="linear", tol=1e-8, C=1.0).fit(Xs, y, sample_weight=w)
+    np.testing.assert_allclose(res.solutions[-1]["coef_"], cold.coef_, atol=1e-3)
+    assert res.estimator[-1].C == 1.0
+
+
+def test_decreasing_parameter_protocol():
+    """A stand-in Safe estimator whose parameter decreases (alpha): the grid goes down
+    from the critical value and the walk follows it."""
+
+    class Decreasing(SafeSVC):
+        _path_param = "tol"
+        _path_increasing = False
+
+        def _critical_value(self, X, y, sample_weight=None):
+            return 0.5
+
+    X, y = data()
+    grid = make_grid(Decreasing(kernel="linear"), X, y, n_values=3, eps=0.01)
+    np.testing.assert_allclose(grid, [0.5, 0.05, 0.005])
+    assert make_grid(Decreasing(), X, y, [0.1, 0.3, 0.2]).tolist() == [0.3, 0.2, 0.1]
+
+
+# ------------------------------------------------------------ the eps-path ---
+def E_bruteforce(alpha, Q, c, C, rho):
+    """(OG-35) bound E(rho) of spec A9, evaluated directly from Q."""
+    A = alpha @ Q @ alpha
+    q = Q @ alpha
+    D = -0.5 * rho**2 * A + rho * alpha.sum()
+    P1 = 0.5 * rho**2 * A + rho * C * (c * np.maximum(0, 1 - rho * q)).sum()
+    P2 = 0.5 * A + rho * C * (c * np.maximum(0, 1 - q)).sum()
+    P = min(P1, P2)
+    return (P - D) / P
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(-3, 3))
+def test_hinge_sums_match_direct_sum(seed, log_rho):
+    rng = np.random.RandomState(seed)
+    q, c = rng.randn(30), rng.uniform(0, 2, 30)
+    rhos = np.array([10**log_rho, 1.0, 2.5])
+    direct = [(c * np.maximum(0, 1 - r * q)).sum() for r in rhos]
+    np.testing.assert_allclose(_hinge_sums(q, c, rhos), direct, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([1e-2, 1e-3]))
+def test_eps_step_keeps_the_rescaled_solution_eps_good(seed, eps):
+    """Every C in [C_prev, C_next] satisfies E <= eps (brute force on a fine grid), and
+    the step is maximal up to the search resolution."""
+    X, y = data(n=60, seed=seed % 50)
+    C = 0.05
+    svc = SafeSVC(kernel="linear", C=C, tol=1e-10, max_iter=100000).fit(X, y)
+    ref, td = svc._references[0], svc._task_data[0]
+    Z = td.ysign[:, None] * td.X
+    Q = Z @ Z.T
+    rho = svm_eps_step(ref.alpha, ref.margins, td.weights, C, eps, 1e3)
+    assert rho > 1.0
+    for r in np.linspace(1.0, rho, 40):
+        assert E_bruteforce(ref.alpha, Q, td.weights, C, r) <= eps * (1 + 1e-9)
+    if rho < 1e3:
+        assert E_bruteforce(ref.alpha, Q, td.weights, C, rho * 1.0011) > eps
+
+
+def test_eps_path_walk():
+    X, y = data(n=200, seed=3)
+    res = svm_path(X, y, "eps-path", kernel="linear", eps=1e-2, stop=5.0, tol=1e-8)
+    assert res.values[0] == pytest.approx(res.critical_value)
+    assert np.all(np.diff(res.values) > 0) and res.values[-1] <= 5.0
+    assert len(res.values) >= 3
+    # the grid helper gives the same values
+    grid = make_grid(SafeSVC(kernel="linear", tol=1e-8), X, y, "eps-path", eps=1e-2,
+                     stop=5.0)
+    np.testing.assert_allclose(grid, res.values)
+
+
+def test_eps_path_stops_when_no_sample_is_at_the_upper_bound():
+    # separable data: beyond some C no alpha is at C, the solution stops changing
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.randn(20, 2) + 4, rng.randn(20, 2) - 4])
+    y = np.repeat([0, 1], 20)
+    res = svm_path(X, y, "eps-path", kernel="linear", eps=1e-2, stop=1e6, tol=1e-10)
+    assert res.values[-1] < 1e6
+    last = res.estimator
+    assert not np.any(last._references[0].alpha >= last.C * (1 - 1e-12))
+
+
+def test_eps_path_refuses_other_estimators():
+    class Other(SafeSVC):
+        _path_param = "tol"
+
+    X, y = data()
+    with pytest.raises(ValueError, match="eps-path"):
+        estimator_path(Other(), X, y, "eps-path")
+
+
+def test_path_multiclass_and_clone_of_result_estimator():
+    X, y = make_classification(n_samples=150, n_features=6, n_informative=4,
+                               n_classes=3, random_state=0)
+    res = svm_path(X, y, kernel="linear", n_values=4, tol=1e-8)
+    assert res.solutions[-1]["coef_"].shape == (3, 6)
+    assert res.reports[-1].n_variables == 3 * 150
+    clone(res.estimator)  # the walked estimator stays a normal estimator
