@@ -1,0 +1,155 @@
+"""Benchmark of RegularizationPathCV (issue 3).
+
+Setup of the issue: SafeSVC (linear), 5 stratified folds, 30 values geometrically from
+C_min (of the whole data) up to 10, on make_classification(n_samples=20000,
+n_features=50, n_informative=20, flip_y=0.05, random_state=0). Timed, on the same grid
+and folds (all with refit=True):
+
+* RegularizationPathCV(SafeSVC), n_jobs=1 and n_jobs=2;
+* GridSearchCV(SafeSVC), n_jobs=1 (cold fits, no warm starts);
+* GridSearchCV(LinearSVC(loss="hinge", dual=True)), n_jobs=1, scikit-learn's defaults
+  (tol=1e-4, max_iter=1000: it stops at max_iter at large C, which only makes it faster).
+
+Also checks that RegularizationPathCV and GridSearchCV(SafeSVC) give the same
+mean_test_score and best_params_. All ratios come from one run. Writes the section
+"RegularizationPathCV (issue 3)" of doc/benchmarks.md and prints it.
+
+Run: python benchmarks/bench_path_cv.py [--quick] [--no-doc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.svm import LinearSVC
+
+from sklearn_safescreen.path import RegularizationPathCV, make_grid
+from sklearn_safescreen.svm import SafeSVC
+
+SECTION = "## RegularizationPathCV (issue 3)"
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def run(quick: bool) -> tuple[list[str], dict]:
+    n, n_values = (4000, 10) if quick else (20000, 30)
+    X, y = make_classification(n_samples=n, n_features=50, n_informative=20, flip_y=0.05,
+                               random_state=0)
+    svc = SafeSVC(kernel="linear", random_state=0)
+    grid = make_grid(svc, X, y, n_values=n_values, stop=10.0)
+    folds = StratifiedKFold(5)
+    # compile the numba kernels outside the timings
+    SafeSVC(kernel="linear", warm_start=True).fit(X[:200], y[:200]).set_params(
+        C=2.0).fit(X[:200], y[:200])
+    print(f"data {n} x 50, {len(grid)} values C = {grid[0]:.4g} .. {grid[-1]:.4g}, 5 folds",
+          flush=True)
+
+    times, fitted = {}, {}
+    for jobs in (1, 2):
+        search = RegularizationPathCV(svc, values=grid, cv=folds, n_jobs=jobs)
+        fitted[f"path{jobs}"], times[f"path{jobs}"] = timed(lambda s=search: s.fit(X, y))
+        print(f"RegularizationPathCV(SafeSVC) n_jobs={jobs}: {times[f'path{jobs}']:.2f} s",
+              flush=True)
+    gs = GridSearchCV(svc, {"C": list(grid)}, cv=folds, n_jobs=1)
+    fitted["grid_safe"], times["grid_safe"] = timed(lambda: gs.fit(X, y))
+    print(f"GridSearchCV(SafeSVC): {times['grid_safe']:.2f} s", flush=True)
+    lsvc = GridSearchCV(LinearSVC(loss="hinge", dual=True, random_state=0), {"C": list(grid)},
+                        cv=folds, n_jobs=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        fitted["grid_lsvc"], times["grid_lsvc"] = timed(lambda: lsvc.fit(X, y))
+    n_capped = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    print(f"GridSearchCV(LinearSVC): {times['grid_lsvc']:.2f} s ({n_capped} fits at "
+          "max_iter)", flush=True)
+
+    path = fitted["path1"]
+    diff = np.max(np.abs(path.cv_results_["mean_test_score"]
+                         - fitted["grid_safe"].cv_results_["mean_test_score"]))
+    diff_l = np.max(np.abs(path.cv_results_["mean_test_score"]
+                           - fitted["grid_lsvc"].cv_results_["mean_test_score"]))
+    same_best = path.best_params_["C"] == fitted["grid_safe"].best_params_["C"]
+    rates = path.cv_results_["mean_screening_rate"]
+    fit_times = path.cv_results_["mean_fit_time"]
+    fit_times_gs = fitted["grid_safe"].cv_results_["mean_fit_time"]
+    fit_times_l = fitted["grid_lsvc"].cv_results_["mean_fit_time"]
+    scores = path.cv_results_["mean_test_score"]
+
+    lines = [
+        SECTION,
+        "",
+        f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, "
+        f"{os.cpu_count()} cores (shared with other jobs: timings are noisy), Python "
+        f"{platform.python_version()}, by `python benchmarks/bench_path_cv.py"
+        f"{' --quick' if quick else ''}`. Load average before the run: "
+        f"{os.getloadavg()[0]:.2f}.",
+        "",
+        f"make_classification({n} x 50, n_informative=20, flip_y=0.05), SafeSVC(kernel="
+        f"\"linear\") with default tol (1e-4 relative duality gap), 5 stratified folds, "
+        f"{len(grid)} values of C from C_min = {grid[0]:.4g} to 10 (geometric), refit=True.",
+        "",
+        "| search | time (s) | RegularizationPathCV speed-up |",
+        "|---|---|---|",
+        f"| RegularizationPathCV(SafeSVC), n_jobs=1 | {times['path1']:.2f} | 1.0x |",
+        f"| RegularizationPathCV(SafeSVC), n_jobs=2 | {times['path2']:.2f} | "
+        f"{times['path1'] / times['path2']:.2f}x (vs n_jobs=1) |",
+        f"| GridSearchCV(SafeSVC), n_jobs=1 | {times['grid_safe']:.2f} | "
+        f"{times['grid_safe'] / times['path1']:.1f}x |",
+        f"| GridSearchCV(LinearSVC(loss=\"hinge\", dual=True)), n_jobs=1 | "
+        f"{times['grid_lsvc']:.2f} | {times['grid_lsvc'] / times['path1']:.1f}x |",
+        "",
+        f"Same answer: max |mean_test_score difference| vs GridSearchCV(SafeSVC) = "
+        f"{diff:.1e}, best C identical: {same_best} (C = {path.best_params_['C']:.4g}). "
+        f"LinearSVC hit max_iter=1000 in {n_capped} of {5 * len(grid) + 1} fits; its "
+        f"scores differ by up to {diff_l:.1e}.",
+        "",
+        "Per value (mean over folds):",
+        "",
+        "| C | screened | path fit (s) | SafeSVC cold fit (s) | LinearSVC fit (s) | "
+        "CV accuracy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for k, C in enumerate(grid):
+        lines.append(f"| {C:.4g} | {rates[k]:.1%} | {fit_times[k]:.3f} | "
+                     f"{fit_times_gs[k]:.3f} | {fit_times_l[k]:.3f} | {scores[k]:.4f} |")
+    lines.append("")
+    summary = {"times": times, "diff": diff, "same_best": same_best}
+    return lines, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="4000 samples, 10 values (a smoke run)")
+    parser.add_argument("--no-doc", action="store_true",
+                        help="print only; do not write doc/benchmarks.md")
+    args = parser.parse_args()
+    lines, _ = run(args.quick)
+    text = "\n".join(lines)
+    print(text)
+    if args.no_doc:
+        return
+    doc = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.md"
+    old = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
+    start = old.find(SECTION)
+    if start >= 0:
+        end = old.find("\n## ", start + 1)
+        old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
+    doc.write_text(old.rstrip() + "\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()
