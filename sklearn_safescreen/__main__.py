@@ -1,71 +1,341 @@
-"""``python -m sklearn_safescreen``: walk a SafeSVC regularisation path on a shipped
-dataset and print the screening table (value, screened samples, gap, time, accuracy)."""
+"""``python -m sklearn_safescreen``: model selection along a safely screened path.
+
+By default: :class:`~sklearn_safescreen.path.RegularizationPathCV` over a linear SafeSVC
+on the standardised breast-cancer data shipped with scikit-learn (569 x 30), 20 values of
+C from C_min to 10, 5 folds. It prints, per value, the screening rate, the fit time and
+the CV score, then the best value, and then times GridSearchCV on the same grid and folds
+(``--no-compare`` skips it). ``--help`` lists every option.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
-from .datasets import load_standardized_breast_cancer
-from .svm import SafeSVC
+PROG = "python -m sklearn_safescreen"
+
+#: Shipped data sets: name -> (loader, task). Loaders are imported lazily.
+DATASETS = {
+    "breast_cancer": "classification: breast cancer Wisconsin, 569 x 30, standardised",
+    "iris": "classification: iris, 150 x 4, 3 classes, standardised",
+    "wine": "classification: wine, 178 x 13, 3 classes, standardised",
+    "digits": "classification: digits, 1797 x 64, 10 classes, scaled to [0, 1]",
+    "ogawa_toy": "classification: [OG] Fig. 1 toy, 1000 x 2",
+    "wang_toy1": "classification: [WWY] Toy1, 2000 x 2 (well separated)",
+    "wang_toy2": "classification: [WWY] Toy2, 2000 x 2",
+    "wang_toy3": "classification: [WWY] Toy3, 2000 x 2 (overlapping)",
+    "diabetes": "regression: diabetes, 442 x 10, standardised",
+}
+
+ESTIMATORS = {
+    "svc": "SafeSVC (hinge-loss SVM, parameter C)",
+    "lad": "SafeLAD (least absolute deviations regression, parameter C)",
+    "metric": "SafeMetricLearner + 3-nearest-neighbours (parameter metric__alpha)",
+}
 
 
-def _parse(argv):
-    parser = argparse.ArgumentParser(
-        prog="python -m sklearn_safescreen",
-        description="Fit a SafeSVC regularisation path with warm starts (each solution "
-        "screens the next problem) on the standardised breast-cancer data shipped with "
-        "scikit-learn, and print what screening removed at each value.")
-    parser.add_argument("--kernel", default="linear", choices=["linear", "rbf", "poly"],
-                        help="SVM kernel (default: linear)")
-    parser.add_argument("--screening", default="IT",
-                        choices=["IT", "BT1", "BT2", "DVI", "none"],
-                        help="screening rule (default: IT)")
-    parser.add_argument("--c-min", type=float, default=1e-3, help="smallest C (1e-3)")
-    parser.add_argument("--c-max", type=float, default=1e2, help="largest C (1e2)")
-    parser.add_argument("--n-values", type=int, default=20,
-                        help="number of C values, log-spaced (20)")
-    parser.add_argument("--tol", type=float, default=1e-6,
-                        help="relative duality gap (1e-6)")
-    args = parser.parse_args(argv)
-    if not (0 < args.c_min < args.c_max) or args.n_values < 1 or args.tol <= 0:
-        parser.error("need 0 < --c-min < --c-max, --n-values >= 1 and --tol > 0")
-    return args
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (no usage block)."""
+
+    def error(self, message):
+        self.exit(2, f"{PROG}: error: {message} (see --help)\n")
 
 
-def main(argv=None) -> int:
-    args = _parse(argv)
-    X, y = load_standardized_breast_cancer()
-    screening = None if args.screening == "none" else args.screening
-    model = SafeSVC(kernel=args.kernel, screening=screening, tol=args.tol, warm_start=True,
-                    gamma=1.0 / X.shape[1], max_iter=100000, random_state=0)
-    print(f"SafeSVC path on breast cancer ({X.shape[0]} x {X.shape[1]}), kernel="
-          f"{args.kernel}, screening={args.screening}")
-    print(f"{'C':>10} {'screened':>9} {'rate':>6} {'at 0':>6} {'at C':>6} "
-          f"{'rel. gap':>9} {'time (s)':>9} {'train acc':>9}")
-    total = 0.0
-    for C in np.geomspace(args.c_min, args.c_max, args.n_values):
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Cross-validated model selection along a regularisation path with safe "
+            "screening.\n\nPer fold, the grid is walked from the most to the least "
+            "regularised value with warm starts: each solution proves that some samples "
+            "cannot change the next optimum and removes them (safe screening). The "
+            "answer is exactly GridSearchCV's; only the time shrinks.\n\nThe default run "
+            "fits a linear SafeSVC on the standardised breast-cancer data (569 x 30) "
+            "over 20 values of C from C_min to 10 with 5 folds, prints per value the "
+            "screening rate, fit time and CV score, the best value, and the time "
+            "GridSearchCV takes on the same grid and folds."),
+        epilog=(
+            "datasets:\n" + "\n".join(f"  {k:<14} {v}" for k, v in DATASETS.items())
+            + "\n  FILE           any LIBSVM/svmlight file (sklearn's load_svmlight_file)"
+            "\n\nestimators:\n" + "\n".join(f"  {k:<14} {v}" for k, v in ESTIMATORS.items())
+            + "\n\nexamples:\n"
+            f"  {PROG}\n"
+            f"  {PROG} --dataset wang_toy3 --kernel rbf --n-values 15 --plot path.png\n"
+            f"  {PROG} --dataset data.svm --values 0.01,0.1,1,10 --no-compare\n"
+            f"  {PROG} --grid eps-path --eps 1e-2 --stop 1"),
+    )
+    data = parser.add_argument_group("data and model")
+    data.add_argument("--dataset", default=None, metavar="NAME|FILE",
+                      help="a shipped dataset (list below) or a LIBSVM/svmlight file "
+                      "(default: breast_cancer, or diabetes for --estimator lad)")
+    data.add_argument("--max-samples", type=int, default=None, metavar="N",
+                      help="use a random subset of N samples (default: all)")
+    data.add_argument("--scale", action="store_true",
+                      help="standardise features in a Pipeline (without centring for "
+                      "sparse files)")
+    data.add_argument("--estimator", default="svc", choices=list(ESTIMATORS),
+                      help="the Safe estimator (default: svc)")
+    data.add_argument("--kernel", default="linear", choices=["linear", "rbf", "poly"],
+                      help="SafeSVC kernel (default: linear)")
+    data.add_argument("--gamma", type=float, default=None,
+                      help="rbf/poly kernel coefficient (default: 1 / n_features)")
+    data.add_argument("--screening", default=None,
+                      choices=["IT", "BT1", "BT2", "DVI", "none"],
+                      help="screening rule (SafeSVC: IT, BT1, BT2, DVI; SafeLAD: DVI); "
+                      "none disables screening (default: the estimator's, IT for SafeSVC)")
+    data.add_argument("--tol", type=float, default=1e-6,
+                      help="relative duality gap of every fit (default: 1e-6)")
+    grid = parser.add_argument_group("grid")
+    grid.add_argument("--values", default=None, metavar="V1,V2,...",
+                      help="explicit comma-separated values (overrides --grid)")
+    grid.add_argument("--grid", default="geometric", choices=["geometric", "eps-path"],
+                      help="geometric: --n-values values from the critical value (C_min) "
+                      "to --stop; eps-path: [OG]'s eps-approximation path, SafeSVC only "
+                      "(default: geometric)")
+    grid.add_argument("--n-values", type=int, default=20, metavar="N",
+                      help="number of values of the geometric grid (default: 20)")
+    grid.add_argument("--stop", type=float, default=None,
+                      help="least regularised value (default: 10 for C; alpha_crit * "
+                      "--eps for alpha)")
+    grid.add_argument("--eps", type=float, default=1e-3,
+                      help="geometric grid without --stop: ratio of its ends; eps-path: "
+                      "its tolerance (default: 1e-3)")
+    run = parser.add_argument_group("run")
+    run.add_argument("--cv", type=int, default=5, metavar="K",
+                     help="number of (stratified) folds (default: 5)")
+    run.add_argument("--scoring", default=None,
+                     help="a scikit-learn scoring name (default: the estimator's score)")
+    run.add_argument("--n-jobs", type=int, default=1,
+                     help="folds in parallel through joblib (default: 1)")
+    run.add_argument("--no-compare", action="store_true",
+                     help="do not time GridSearchCV on the same grid and folds")
+    run.add_argument("--plot", default=None, metavar="FILE",
+                     help="save the screening-rate plot to FILE (PNG, PDF, SVG...; needs "
+                     "matplotlib)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser
+
+
+def _check_args(parser: argparse.ArgumentParser, args) -> None:
+    if args.n_values < 1:
+        parser.error("--n-values must be >= 1")
+    if args.cv < 2:
+        parser.error("--cv must be >= 2")
+    if not 0 < args.eps < 1:
+        parser.error("--eps must be in (0, 1)")
+    for name in ("tol", "stop", "gamma"):
+        value = getattr(args, name)
+        if value is not None and not (np.isfinite(value) and value > 0):
+            parser.error(f"--{name} must be a finite number > 0")
+    if args.max_samples is not None and args.max_samples < 2:
+        parser.error("--max-samples must be >= 2")
+    if args.n_jobs == 0:
+        parser.error("--n-jobs must be a non-zero integer")
+    if args.values is not None:
+        try:
+            values = [float(v) for v in args.values.split(",") if v.strip()]
+        except ValueError:
+            parser.error(f"--values must be comma-separated numbers; got {args.values!r}")
+        if not values or not all(np.isfinite(v) and v > 0 for v in values):
+            parser.error("--values must be finite numbers > 0")
+        args.values = values
+    if args.grid == "eps-path" and args.estimator != "svc" and args.values is None:
+        parser.error("--grid eps-path is defined for --estimator svc only")
+    if args.plot is not None:
+        folder = os.path.dirname(os.path.abspath(args.plot))
+        if not os.path.isdir(folder):
+            parser.error(f"--plot: the folder {folder} does not exist")
+
+
+def _load(args):
+    """(X, y, description, is_regression)."""
+    from sklearn import datasets as skd
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    from . import datasets as ours
+
+    name = args.dataset or ("diabetes" if args.estimator == "lad" else "breast_cancer")
+    if name in DATASETS:
+        if name == "breast_cancer":
+            X, y = ours.load_standardized_breast_cancer()
+        elif name in ("iris", "wine", "diabetes"):
+            X, y = getattr(skd, f"load_{name}")(return_X_y=True)
+            X = StandardScaler().fit_transform(X)
+        elif name == "digits":
+            X, y = skd.load_digits(return_X_y=True)
+            X = MinMaxScaler().fit_transform(X)
+        elif name == "ogawa_toy":
+            X, y = ours.make_ogawa_toy(random_state=0)
+        else:
+            X, y = ours.make_wang_toy(int(name[-1]), random_state=0)
+        desc = DATASETS[name].split(": ", 1)[1]
+        regression = DATASETS[name].startswith("regression")
+    else:
+        if not os.path.isfile(name):
+            raise ValueError(f"--dataset {name!r} is neither a shipped dataset "
+                             f"({', '.join(DATASETS)}) nor a readable file")
+        try:
+            X, y = skd.load_svmlight_file(name)
+        except (ValueError, OSError, UnicodeDecodeError, RuntimeError) as exc:
+            raise ValueError(f"cannot read {name} as a LIBSVM/svmlight file: "
+                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                             ) from exc
+        if X.shape[0] < 2:
+            raise ValueError(f"{name} has {X.shape[0]} sample(s); need at least 2")
+        desc = f"{os.path.basename(name)}, {X.shape[0]} x {X.shape[1]}, sparse"
+        regression = args.estimator == "lad"
+    if args.max_samples is not None and args.max_samples < X.shape[0]:
+        idx = np.sort(np.random.RandomState(0).choice(X.shape[0], args.max_samples,
+                                                      replace=False))
+        X, y = X[idx], y[idx]
+        desc += f", subset of {args.max_samples}"
+    return X, y, desc, regression
+
+
+def _estimator(args, n_features: int, sparse: bool):
+    """(estimator, short name)."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    def supported(cls, **params):
+        valid = cls().get_params()
+        return cls(**{k: v for k, v in params.items() if k in valid})
+
+    common = dict(tol=args.tol, random_state=0, max_iter=1_000_000)
+    if args.screening == "none":
+        common["screening"] = False if args.estimator == "metric" else None
+    elif args.screening is not None:
+        if args.estimator == "metric":
+            raise ValueError("SafeMetricLearner's screening is on or off: use --screening "
+                             "none to disable it")
+        common["screening"] = args.screening
+    if args.estimator == "svc":
+        from .svm import SafeSVC
+
+        est = SafeSVC(kernel=args.kernel, gamma=args.gamma or 1.0 / n_features, **common)
+        name = f"SafeSVC(kernel={args.kernel!r})"
+    elif args.estimator == "lad":
+        try:
+            from .lad import SafeLAD
+        except ImportError as exc:
+            raise ValueError("SafeLAD is not available in this installation") from exc
+        est = supported(SafeLAD, **common)
+        name = "SafeLAD"
+    else:
+        try:
+            from .metric_learning import SafeMetricLearner
+        except ImportError as exc:
+            raise ValueError("SafeMetricLearner is not available in this installation"
+                             ) from exc
+        from sklearn.neighbors import KNeighborsClassifier
+
+        est = Pipeline([("metric", supported(SafeMetricLearner, **common)),
+                        ("knn", KNeighborsClassifier(n_neighbors=3))])
+        name = "SafeMetricLearner + 3-NN"
+    if args.scale:
+        steps = est.steps if isinstance(est, Pipeline) else [("model", est)]
+        est = Pipeline([("scale", StandardScaler(with_mean=not sparse)), *steps])
+    return est, name
+
+
+def _run(args) -> int:
+    import scipy.sparse as sp
+    from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+
+    from .path import RegularizationPathCV, make_grid, resolve_path_param
+
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    X, y, desc, regression = _load(args)
+    estimator, name = _estimator(args, X.shape[1], sp.issparse(X))
+    if not regression and np.unique(y).size < 2:
+        raise ValueError("the dataset has a single class")
+    param, prefix, safe = resolve_path_param(estimator)
+    short = param.rsplit("__", 1)[-1]
+    if args.values is not None:
+        values = np.asarray(args.values)
+    else:
+        stop = args.stop
+        if stop is None and args.grid == "geometric" and safe._path_increasing:
+            stop = 10.0
+        say(f"computing the grid ({args.grid}) ...")
+        values = make_grid(estimator, X, y, args.grid, n_values=args.n_values,
+                           eps=args.eps, stop=stop)
+    cv = (KFold(args.cv, shuffle=True, random_state=0) if regression
+          else StratifiedKFold(args.cv, shuffle=True, random_state=0))
+    print(f"{name} on {desc}")
+    print(f"{len(values)} values of {short} from {values.min():.4g} to {values.max():.4g}, "
+          f"{args.cv} folds, scoring={args.scoring or 'default'}, n_jobs={args.n_jobs}, screening="
+          f"{args.screening or 'default'}")
+    search = RegularizationPathCV(estimator, param, values=values, cv=cv,
+                                  scoring=args.scoring, n_jobs=args.n_jobs,
+                                  verbose=0 if args.quiet else 1)
+    t0 = time.perf_counter()
+    search.fit(X, y)  # verbose: fold progress, then one line per value
+    t_path = time.perf_counter() - t0
+    if args.quiet:
+        search._print_table()
+    res = search.cv_results_
+    print(f"best {short} = {search.best_params_[param]:.6g}, CV score "
+          f"{search.best_score_:.4f}")
+    print(f"RegularizationPathCV: {t_path:.2f} s (refit {search.refit_time_:.2f} s)")
+    if not args.no_compare:
+        say(f"timing GridSearchCV on the same grid and folds ({len(values) * args.cv} "
+            "cold fits) ...")
+        grid = GridSearchCV(estimator, {param: list(map(float, values))}, cv=cv,
+                            scoring=args.scoring, n_jobs=args.n_jobs)
         t0 = time.perf_counter()
-        model.set_params(C=C).fit(X, y)
-        elapsed = time.perf_counter() - t0
-        total += elapsed
-        rep = model.screening_report_
-        final = [e for e in rep.events if e.value == C and e.moment in ("reference", "dynamic")]
-        n_lo = sum(e.n_lower for e in final)
-        n_up = sum(e.n_upper for e in final)
-        gap = model.dual_gap_[0] / max(abs(_dual_value(model)), 1e-300)
-        print(f"{C:>10.4g} {rep.n_screened:>9d} {rep.screening_rate:>6.1%} {n_lo:>6d} "
-              f"{n_up:>6d} {gap:>9.1e} {elapsed:>9.3f} {model.score(X, y):>9.3f}")
-    print(f"total time {total:.2f} s")
+        grid.fit(X, y)
+        t_grid = time.perf_counter() - t0
+        diff = float(np.max(np.abs(grid.cv_results_["mean_test_score"]
+                                   - res["mean_test_score"])))
+        same = grid.best_params_[param] == search.best_params_[param]
+        print(f"GridSearchCV:         {t_grid:.2f} s ({t_grid / t_path:.1f}x the path's "
+              f"time); max score difference {diff:.1e}, same best {short}: "
+              f"{'yes' if same else 'no'}")
+    if args.plot:
+        from .plotting import plot_screening_path
+
+        ax = plot_screening_path(search)
+        ax.figure.savefig(args.plot, dpi=100)
+        print(f"plot written to {args.plot}")
     return 0
 
 
-def _dual_value(model) -> float:
-    ref = model._references[0]
-    return float(ref.alpha.sum() - 0.5 * ref.alpha @ ref.margins)
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    text = str(message).strip().splitlines()
+    print(f"{PROG}: warning: {category.__name__}: {text[0] if text else ''}",
+          file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    _check_args(parser, args)
+    try:
+        if args.plot:
+            try:
+                import matplotlib
+
+                matplotlib.use("Agg")
+            except ImportError as exc:
+                raise ValueError("--plot needs matplotlib: pip install matplotlib") from exc
+        with warnings.catch_warnings():
+            # warnings as one line each (no source echo), never hidden
+            warnings.showwarning = _one_line_warning
+            return _run(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # every failure is one line, never a traceback
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"{PROG}: error: {msg}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

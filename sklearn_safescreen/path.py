@@ -765,7 +765,7 @@ class RegularizationPathCV(BaseSearchCV):
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
         candidates, order = self._grid(X, y, prefix, increasing, routed.estimator.fit)
         walk = candidates[order]
-        self.path_values_ = walk
+        self.path_values_ = np.array([float(v) for v in walk])
         n_cand = candidates.size
         if self.verbose > 0:
             print(f"Walking {self.n_splits_} folds along {n_cand} values of "
@@ -779,7 +779,8 @@ class RegularizationPathCV(BaseSearchCV):
                       return_parameters=False, error_score=self.error_score,
                       verbose=self.verbose, caller=self)
         base = clone(self.estimator)
-        folds = Parallel(n_jobs=self.n_jobs)(
+        # verbose: joblib reports each finished fold (progress of long runs)
+        folds = Parallel(n_jobs=self.n_jobs, verbose=10 if self.verbose > 0 else 0)(
             delayed(_walk_fold)(base, X, y, train, test, self.param_name_, prefix, walk, s,
                                 self.n_splits_, kwargs)
             for s, (train, test) in enumerate(splits))
@@ -816,8 +817,9 @@ class RegularizationPathCV(BaseSearchCV):
             if not callable(self.refit):
                 self.best_score_ = results[f"mean_test_{refit_metric}"][self.best_index_]
             self.best_params_ = results["params"][self.best_index_]
+        self.cv_results_ = results
         if self.verbose > 0:
-            self._print_table(results, refit_metric, position, walk)
+            self._print_table()
         if self.refit:
             self.best_estimator_ = clone(base).set_params(**self.best_params_)
             t0 = time.time()
@@ -833,14 +835,22 @@ class RegularizationPathCV(BaseSearchCV):
         self.cv_results_ = results
         return self
 
-    def _print_table(self, results, refit_metric, position, walk) -> None:
-        key = f"mean_test_{refit_metric}" if isinstance(refit_metric, str) else None
-        rates = results["mean_screening_rate"]
-        times = results["mean_fit_time"]
-        for k, value in enumerate(walk):
-            c = int(np.flatnonzero(position == k)[0])
-            score = f" {key[10:]}={results[key][c]:.6g}" if key in results else ""
-            print(f"[RegularizationPathCV] {self.param_name_}={value:<11.5g} "
-                  f"screened={rates[c]:7.1%} fit={times[c]:.3f}s{score}")
-        if hasattr(self, "best_params_"):
-            print(f"[RegularizationPathCV] best {self.best_params_}")
+    def _print_table(self) -> None:
+        """One line per value in walk order: value, screening rate, mean fit time and,
+        when there is a refit metric, the CV score and its standard deviation."""
+        results = self.cv_results_
+        metric = "score" if not self.multimetric_ else self.refit
+        key = f"mean_test_{metric}" if isinstance(metric, str) else None
+        params = [p[self.param_name_] for p in results["params"]]
+        short = self.param_name_.rsplit("__", 1)[-1]
+        head = f"{short:>11} {'screened':>9} {'fit time (s)':>13}"
+        if key in results:
+            head += f" {'CV ' + key[10:]:>12} {'+/-':>7}"
+        print(head)
+        for value in self.path_values_:
+            c = params.index(value)
+            line = (f"{value:>11.4g} {results['mean_screening_rate'][c]:>9.1%} "
+                    f"{results['mean_fit_time'][c]:>13.4f}")
+            if key in results:
+                line += f" {results[key][c]:>12.4f} {results['std' + key[4:]][c]:>7.4f}"
+            print(line)

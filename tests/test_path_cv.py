@@ -163,10 +163,14 @@ def test_attributes_reports_and_screening():
 
 def test_verbose_prints_one_line_per_value(capsys):
     X, y = binary(n=120)
-    RegularizationPathCV(SafeSVC(**TIGHT), n_values=4, cv=2, verbose=1).fit(X, y)
-    out = capsys.readouterr().out
-    assert out.count("[RegularizationPathCV] C=") == 4
-    assert "screened=" in out and "best" in out
+    search = RegularizationPathCV(SafeSVC(**TIGHT), n_values=4, cv=2, verbose=1).fit(X, y)
+    out = capsys.readouterr()
+    rows = [line.split() for line in out.out.splitlines()[2:]]
+    assert len(rows) == 4
+    np.testing.assert_allclose([float(r[0]) for r in rows], search.path_values_, rtol=1e-3)
+    np.testing.assert_allclose([float(r[3]) for r in rows],
+                               search.cv_results_["mean_test_score"], atol=1e-4)
+    assert "Done" in out.err  # joblib's fold progress
 
 
 def test_failed_fits_score_error_score_as_grid_search():
