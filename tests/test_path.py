@@ -227,3 +227,36 @@ def test_path_multiclass_and_clone_of_result_estimator():
     assert res.solutions[-1]["coef_"].shape == (3, 6)
     assert res.reports[-1].n_variables == 3 * 150
     clone(res.estimator)  # the walked estimator stays a normal estimator
+
+
+# ------------------------------------------------------------ other families ---
+def test_lad_path_equals_cold_fits():
+    lad = pytest.importorskip("sklearn_safescreen.lad")
+    from sklearn.datasets import make_regression
+
+    from sklearn_safescreen.path import lad_path
+
+    X, y = make_regression(n_samples=120, n_features=4, noise=5.0, random_state=1)
+    res = lad_path(X, y, n_values=5, tol=1e-10, max_iter=200000)
+    assert res.param_name == "C" and np.all(np.diff(res.values) > 0)
+    for C, sol in zip(res.values, res.solutions, strict=True):
+        cold = lad.SafeLAD(C=C, tol=1e-10, max_iter=200000).fit(X, y)
+        np.testing.assert_allclose(sol["coef_"], cold.coef_, rtol=1e-4, atol=1e-4)
+
+
+def test_metric_learning_path_walks_down_from_the_critical_value():
+    ml = pytest.importorskip("sklearn_safescreen.metric_learning")
+    from sklearn.datasets import load_iris
+
+    from sklearn_safescreen.path import metric_learning_path
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[::2]
+    y = y[::2]
+    res = metric_learning_path(X, y, n_values=4, eps=1e-2, tol=1e-8)
+    assert res.param_name == "alpha" and np.all(np.diff(res.values) < 0)
+    np.testing.assert_allclose(res.values, res.critical_value * np.geomspace(1, 1e-2, 4))
+    last = ml.SafeMetricLearner(alpha=res.values[-1], tol=1e-8).fit(X, y)
+    key = "components_" if "components_" in res.solutions[-1] else next(
+        k for k, v in res.solutions[-1].items() if v.ndim == 2)
+    np.testing.assert_allclose(res.solutions[-1][key], getattr(last, key), atol=1e-4)

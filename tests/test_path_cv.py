@@ -72,8 +72,9 @@ def assert_same_as_grid_search(search, X, y, key="score", **fit_params):
         assert search.best_params_ == pytest.approx(grid.best_params_)
         assert search.best_index_ == grid.best_index_
         assert search.best_score_ == pytest.approx(grid.best_score_, abs=1e-6)
-        np.testing.assert_allclose(search.decision_function(X),
-                                   grid.decision_function(X), atol=1e-4)
+        method = "decision_function" if hasattr(grid, "decision_function") else "predict"
+        a, b = getattr(search, method)(X), getattr(grid, method)(X)
+        np.testing.assert_allclose(a, b, atol=1e-4 * max(1.0, np.abs(b).max()))
     return grid
 
 
@@ -258,3 +259,42 @@ def test_nan_input_is_refused():
     X[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         RegularizationPathCV(SafeSVC(kernel="linear")).fit(X, y)
+
+
+# ------------------------------------- the other families (SafeLAD, SafeMetricLearner) ---
+def test_same_as_grid_search_lad_regression():
+    lad = pytest.importorskip("sklearn_safescreen.lad")
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(n_samples=150, n_features=5, noise=10.0, random_state=0)
+    y[::10] += 200.0  # outliers: where LAD differs from least squares
+    est = lad.SafeLAD(tol=1e-10, max_iter=200000, random_state=0)
+    for scoring in (None, "neg_mean_absolute_error"):
+        search = RegularizationPathCV(est, n_values=6, eps=1e-3, cv=3, scoring=scoring)
+        assert_same_as_grid_search(search, X, y)
+        assert search.param_name_ == "C"
+        assert search.path_values_[0] == pytest.approx(search.critical_value_)
+    assert search.screening_rates_.shape == (3, 6)
+    assert np.all(search.screening_rates_ >= 0)
+
+
+def test_same_as_grid_search_metric_learning_pipeline():
+    ml = pytest.importorskip("sklearn_safescreen.metric_learning")
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import Pipeline
+
+    X, y = iris()
+    pipe = Pipeline([("metric", ml.SafeMetricLearner(tol=1e-10, random_state=0)),
+                     ("knn", KNeighborsClassifier(n_neighbors=3))])
+    search = RegularizationPathCV(pipe, n_values=5, eps=1e-2,
+                                  cv=StratifiedKFold(3, shuffle=True, random_state=0))
+    assert_same_as_grid_search(search, X, y)
+    # alpha decreases along the walk, from the critical value
+    assert search.param_name_ == "metric__alpha"
+    assert np.all(np.diff(search.path_values_) < 0)
+    assert search.path_values_[0] == pytest.approx(search.critical_value_)
+    # transform delegates when the searched estimator is a transformer
+    alone = RegularizationPathCV(ml.SafeMetricLearner(tol=1e-8, random_state=0),
+                                 values=[search.critical_value_ * 0.1], cv=2,
+                                 scoring=lambda est, X, y: 0.0).fit(X, y)
+    np.testing.assert_allclose(alone.transform(X), alone.best_estimator_.transform(X))
