@@ -35,6 +35,7 @@ Grids (:func:`make_grid`):
 from __future__ import annotations
 
 import numbers
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -383,15 +384,48 @@ def _step_of(estimator, prefix: str):
     return estimator if not prefix else estimator.get_params(deep=True)[prefix[:-2]]
 
 
-def _snapshot(safe) -> dict:
+def _snapshot(safe, attributes) -> dict:
+    """Copies of the fitted array attributes (``attributes=None``: every public
+    attribute ending in ``_`` that is a dense or sparse array)."""
     out = {}
     for key, value in vars(safe).items():
-        if key.endswith("_") and not key.startswith("_"):
-            if isinstance(value, np.ndarray):
-                out[key] = value.copy()
-            elif sp.issparse(value):
-                out[key] = value.copy()
+        if not key.endswith("_") or key.startswith("_"):
+            continue
+        if attributes is not None and key not in attributes:
+            continue
+        if isinstance(value, np.ndarray) or sp.issparse(value):
+            out[key] = value.copy()
     return out
+
+
+def _nbytes(solution: dict) -> int:
+    total = 0
+    for value in solution.values():
+        if sp.issparse(value):
+            total += sum(getattr(value, a).nbytes for a in ("data", "indices", "indptr")
+                         if hasattr(value, a))
+        else:
+            total += value.nbytes
+    return total
+
+
+def _memory_budget() -> int:
+    """Half of the available physical memory (bytes); 4 GB when it cannot be read."""
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 4 << 30
+
+
+def _check_memory(first: dict, n_values: int, budget: int) -> None:
+    need = _nbytes(first) * n_values
+    if need > budget:
+        sizes = ", ".join(f"{k} {v.shape}" for k, v in first.items())
+        raise MemoryError(
+            f"storing the solutions at {n_values} values would take about "
+            f"{need / 2**20:.0f} MiB ({sizes} per value), more than the "
+            f"{budget / 2**20:.0f} MiB budget (half the available memory); pass "
+            "attributes=[...] with the attributes you need (e.g. ['coef_']) or []")
 
 
 def _fit_stats(safe) -> tuple[ScreeningReport, int, float]:
@@ -408,7 +442,7 @@ def _fit_params(prefix: str, sample_weight) -> dict:
 
 def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: float = 1e-3,
                    stop: float | None = None, param_name: str | None = None,
-                   sample_weight=None, verbose: int = 0) -> PathResult:
+                   sample_weight=None, attributes=None, verbose: int = 0) -> PathResult:
     r"""Fit ``estimator`` along a regularisation path with warm starts.
 
     A clone of ``estimator`` (with ``warm_start=True`` on its Safe estimator) is fitted
@@ -430,6 +464,11 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
         The regularisation parameter (e.g. ``"safesvc__C"``); inferred when unambiguous.
     sample_weight : array-like of shape (n_samples,) or None
         Passed to the Safe estimator's ``fit`` (routed through the Pipeline).
+    attributes : list of str or None, default=None
+        The fitted attributes stored per value in ``solutions`` (None: every array
+        attribute ending in ``_``, e.g. also ``support_vectors_``). Storing them costs
+        memory proportional to the number of values: the walk refuses, with the figure,
+        when the estimate exceeds half the available memory.
     verbose : int, default=0
         Print one line per value (value, screening rate, gap, iterations, time).
 
@@ -477,6 +516,7 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
     est.set_params(**{prefix + "warm_start": True})
     fit_params = _fit_params(prefix, sample_weight)
     walked, reports, times, iters, gaps, rates, sols = [], [], [], [], [], [], []
+    budget = _memory_budget()
     i = 0
     while i < len(grid):
         value = float(grid[i])
@@ -492,7 +532,12 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
         iters.append(n_iter)
         gaps.append(gap)
         rates.append(report.screening_rate if report is not None else np.nan)
-        sols.append(_snapshot(step))
+        sols.append(_snapshot(step, attributes))
+        if i == 0 and not eps_path:
+            # refuse early rather than run out of memory at the end of a long path
+            _check_memory(sols[0], len(grid), budget)
+        elif eps_path:  # its length is not known in advance
+            _check_memory(sols[-1], len(sols), budget)
         if verbose:
             print(f"[path] {param_name}={value:<11.5g} screened={rates[-1]:7.1%} "
                   f"gap={gap:9.2e} iter={n_iter:<6d} time={elapsed:.3f}s")
@@ -508,7 +553,7 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
 
 
 def _path_kwargs(params: dict) -> dict:
-    keys = ("n_values", "eps", "stop", "sample_weight", "verbose")
+    keys = ("n_values", "eps", "stop", "sample_weight", "attributes", "verbose")
     return {k: params.pop(k) for k in keys if k in params}
 
 
@@ -522,8 +567,8 @@ def svm_path(X, y, Cs=None, **params) -> PathResult:
         The grid (see :func:`make_grid`); by default 30 values from :math:`C_{\\min}` to
         :math:`1000\\,C_{\\min}`.
     **params
-        ``n_values``, ``eps``, ``stop``, ``sample_weight``, ``verbose`` (see
-        :func:`estimator_path`); everything else is a SafeSVC parameter
+        ``n_values``, ``eps``, ``stop``, ``sample_weight``, ``attributes``, ``verbose``
+        (see :func:`estimator_path`); everything else is a SafeSVC parameter
         (e.g. ``kernel="linear"``, ``tol=1e-6``).
 
     Returns

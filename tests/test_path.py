@@ -260,3 +260,23 @@ def test_metric_learning_path_walks_down_from_the_critical_value():
     key = "components_" if "components_" in res.solutions[-1] else next(
         k for k, v in res.solutions[-1].items() if v.ndim == 2)
     np.testing.assert_allclose(res.solutions[-1][key], getattr(last, key), atol=1e-4)
+
+
+def test_solution_attributes_and_memory_refusal(monkeypatch):
+    import sklearn_safescreen.path as path_module
+
+    X, y = data(n=100)
+    res = svm_path(X, y, kernel="linear", n_values=3, attributes=["coef_"])
+    assert all(set(s) == {"coef_"} for s in res.solutions)
+    assert all(s == {} for s in svm_path(X, y, kernel="linear", n_values=2,
+                                         attributes=[]).solutions)
+    full = svm_path(X, y, kernel="linear", n_values=2).solutions[-1]
+    assert {"coef_", "intercept_", "dual_coef_", "support_vectors_"} <= set(full)
+    # a budget smaller than the stored solutions: refused with the figure, before the
+    # rest of the path is walked
+    monkeypatch.setattr(path_module, "_memory_budget", lambda: 1000)
+    with pytest.raises(MemoryError, match=r"would take about .* MiB .* attributes="):
+        svm_path(X, y, kernel="linear", n_values=50)
+    with pytest.raises(MemoryError, match="MiB"):
+        svm_path(X, y, "eps-path", kernel="linear", eps=1e-2, stop=10.0)
+    assert len(svm_path(X, y, kernel="linear", n_values=50, attributes=[])) == 50
