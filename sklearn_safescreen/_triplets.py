@@ -1,0 +1,265 @@
+r"""Triplet sets for distance metric learning (spec ``triplet_screening.md`` 1.2, 1.3, 3.6).
+
+A triplet :math:`t=(i,j,l)` pairs an anchor :math:`x_i` with a same-class instance
+:math:`x_j` and a different-class instance :math:`x_l`; its matrix is
+
+.. math::
+
+    H_t = aa^\top - bb^\top,\qquad a = x_i - x_l,\quad b = x_i - x_j,
+
+so :math:`\langle M, H_t\rangle = d_M^2(x_i,x_l) - d_M^2(x_i,x_j)`.
+
+**Storage** (spec 3.6, pitfall P7). :math:`H_t` is never formed. A triplet is two int32
+indices into a table of *pairs* (:math:`(i,l)`, the positive pair, and :math:`(i,j)`, the
+negative pair) plus :math:`\|H_t\|`. A k-NN set has at most :math:`2nk` distinct pairs for
+:math:`nk^2` triplets, so the quadratic forms :math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` are
+computed once per pair (O(n_pairs d^2)) and every :math:`\langle Q,H_t\rangle` is a
+difference of two of them (O(1) per triplet).
+
+Memory: about ``BYTES_PER_TRIPLET`` bytes per triplet for the estimator (indices, norms,
+current values, range bookkeeping) plus ``8 (d + 4)`` bytes per pair; it is estimated up
+front and refused, with the figure, when it would not fit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+#: Bytes per triplet held during a fit: two int32 pair indices, the norm, z (reference and
+#: current), the active index list, status, range ends and label, and temporaries.
+BYTES_PER_TRIPLET = 72
+#: Fraction of the available memory a triplet set may take.
+MEMORY_FRACTION = 0.7
+
+
+@dataclass
+class TripletSet:
+    r"""A triplet set stored through its pairs.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    pairs : ndarray of shape (n_pairs, 2), int32
+        ``(u, v)`` sample indices of every distinct pair.
+    diff : ndarray of shape (n_pairs, n_features)
+        :math:`x_u - x_v` per pair.
+    pos, neg : ndarray of shape (n_triplets,), int32
+        Pair index of :math:`(i,l)` and of :math:`(i,j)` per triplet.
+    hnorm : ndarray of shape (n_triplets,)
+        :math:`\|H_t\|_F` (full metric) or :math:`\|\mathrm{diag}(H_t)\|_2` (diagonal).
+    """
+
+    X: np.ndarray
+    pairs: np.ndarray
+    diff: np.ndarray
+    pos: np.ndarray
+    neg: np.ndarray
+    hnorm: np.ndarray
+
+    @property
+    def n_triplets(self) -> int:
+        return int(self.pos.shape[0])
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.pairs.shape[0])
+
+    def indices(self) -> np.ndarray:
+        """The triplets as an ``(n_triplets, 3)`` int32 array of ``(i, j, l)``."""
+        return np.column_stack([self.pairs[self.pos, 0], self.pairs[self.neg, 1],
+                                self.pairs[self.pos, 1]]).astype(np.int32)
+
+
+# ------------------------------------------------------------------- memory ---
+def available_memory() -> int:
+    """Bytes of memory available to this process (``MemAvailable`` on Linux)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    try:  # pragma: no cover - not Linux
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 1 << 62
+
+
+def estimate_memory(n_triplets: int, n_pairs: int, n_features: int) -> int:
+    """Bytes a fit needs for a triplet set of this size (see module docstring)."""
+    return int(n_triplets) * BYTES_PER_TRIPLET + int(n_pairs) * 8 * (n_features + 4)
+
+
+def check_memory(n_triplets: int, n_pairs: int, n_features: int) -> None:
+    """Refuse, with the figures, a triplet set that would not fit in memory."""
+    need = estimate_memory(n_triplets, n_pairs, n_features)
+    avail = available_memory()
+    if need > MEMORY_FRACTION * avail:
+        raise MemoryError(
+            f"{n_triplets:,} triplets ({n_pairs:,} pairs, {n_features} features) would need "
+            f"about {need / 2**30:.2f} GiB, more than {MEMORY_FRACTION:.0%} of the "
+            f"{avail / 2**30:.2f} GiB available; use a smaller k (k=None means all "
+            "triplets) or fewer samples.")
+
+
+def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
+    r""":math:`|\mathcal T|=\sum_i \min(k,n_{y_i}-1)\min(k,n-n_{y_i})` (spec 1.2)."""
+    _, counts = np.unique(y, return_counts=True)
+    n = int(y.shape[0])
+    same, diff = counts - 1, n - counts
+    if k is not None:
+        same, diff = np.minimum(same, k), np.minimum(diff, k)
+    return int((counts.astype(np.int64) * same * diff).sum())
+
+
+# -------------------------------------------------------------- construction ---
+def _nearest(X, anchors, candidates, k, exclude_self):
+    """Indices (into ``candidates``) of the k nearest candidates of every anchor.
+
+    Exact squared distances from differences (no expansion, so ties are true ties),
+    ordered by (distance, index) through a stable sort over index-sorted candidates
+    (spec P9). Chunked over anchors to bound the temporary memory.
+    """
+    n_a, n_c, d = anchors.size, candidates.size, X.shape[1]
+    out = np.empty((n_a, k), dtype=np.int64)
+    chunk = max(1, int(2e7 // max(n_c * d, 1)))
+    C = X[candidates]
+    for s in range(0, n_a, chunk):
+        A = X[anchors[s:s + chunk]]
+        dist = ((A[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+        if exclude_self:
+            rows = np.arange(A.shape[0])
+            dist[rows, s + rows] = np.inf  # anchors == candidates, same order
+        order = np.argsort(dist, axis=1, kind="stable")
+        out[s:s + chunk] = order[:, :k]
+    return out
+
+
+def build_triplets(X: np.ndarray, y: np.ndarray, k: int | None,
+                   diagonal: bool = False) -> TripletSet:
+    r"""The k-nearest-neighbour triplet set of spec 1.2 (``k=None``: all triplets).
+
+    For every anchor :math:`i`: its ``k`` nearest same-class instances :math:`j\ne i` and
+    its ``k`` nearest instances of any other class :math:`l` (Euclidean distance in the
+    input space, ties by index), and all :math:`k\times k` combinations.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Integer class labels (at least two classes).
+    k : int or None
+        Neighbours per side; must not exceed the size of any class minus one (use
+        ``None`` for all triplets).
+    diagonal : bool
+        Store the norms of :math:`\mathrm{diag}(H_t)` instead of :math:`\|H_t\|_F`.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    classes, y_ind, counts = np.unique(y, return_inverse=True, return_counts=True)
+    if classes.size < 2:
+        raise ValueError("metric learning from triplets needs at least two classes; got "
+                         f"{classes.size} class")
+    if counts.min() < 2:
+        raise ValueError("every class needs at least two samples to form a same-class "
+                         f"pair; class {classes[counts.argmin()]!r} has "
+                         f"{counts.min()}")
+    if k is not None and k > counts.min() - 1:
+        raise ValueError(
+            f"k={k} is larger than the number of same-class neighbours of class "
+            f"{classes[counts.argmin()]!r} ({counts.min() - 1}); use k <= "
+            f"{counts.min() - 1} or k=None for all triplets")
+    n_trip = count_knn_triplets(y_ind, k)
+    n_pairs_est = int(sum(c * (min(k or n, c - 1) + min(k or n, n - c)) for c in counts))
+    check_memory(n_trip, n_pairs_est, X.shape[1])
+
+    pairs_parts, pos_parts, neg_parts = [], [], []
+    offset = 0
+    for c in range(classes.size):
+        anchors = np.flatnonzero(y_ind == c)
+        others = np.flatnonzero(y_ind != c)
+        ks = anchors.size - 1 if k is None else k
+        kd = others.size if k is None else min(k, others.size)
+        if k is None:  # all pairs: no sorting needed
+            base = np.arange(ks)
+            same = base[None, :] + (base[None, :] >= np.arange(anchors.size)[:, None])
+            diffn = np.broadcast_to(np.arange(others.size), (anchors.size, kd))
+        else:
+            same = _nearest(X, anchors, anchors, ks, exclude_self=True)
+            diffn = _nearest(X, anchors, others, kd, exclude_self=False)
+        na = anchors.size
+        same_pairs = np.column_stack([np.repeat(anchors, ks), anchors[same].ravel()])
+        diff_pairs = np.column_stack([np.repeat(anchors, kd), others[diffn].ravel()])
+        # pair indices: same pairs first, then diff pairs, per anchor block
+        same_idx = offset + np.arange(na * ks).reshape(na, ks)
+        diff_idx = offset + na * ks + np.arange(na * kd).reshape(na, kd)
+        neg_parts.append(np.repeat(same_idx[:, :, None], kd, axis=2).ravel())
+        pos_parts.append(np.repeat(diff_idx[:, None, :], ks, axis=1).ravel())
+        pairs_parts += [same_pairs, diff_pairs]
+        offset += na * (ks + kd)
+    pairs = np.vstack(pairs_parts).astype(np.int32)
+    pos = np.concatenate(pos_parts).astype(np.int32)
+    neg = np.concatenate(neg_parts).astype(np.int32)
+    return _finish(X, pairs, pos, neg, diagonal)
+
+
+def triplets_from_indices(X: np.ndarray, triplets, diagonal: bool = False) -> TripletSet:
+    """A :class:`TripletSet` from user triplets, an ``(m, 3)`` array of ``(i, j, l)``
+    (anchor, same-class, different-class instance)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    T = np.asarray(triplets)
+    if T.ndim != 2 or T.shape[1] != 3 or T.shape[0] == 0:
+        raise ValueError("triplets must be a non-empty array of shape (n_triplets, 3) of "
+                         f"(i, j, l) sample indices; got shape {T.shape}")
+    if not np.issubdtype(T.dtype, np.integer):
+        if not np.all(np.isfinite(T)) or np.any(T != np.round(T)):
+            raise ValueError("triplets must hold integer sample indices")
+        T = T.astype(np.int64)
+    if T.min() < 0 or T.max() >= n:
+        raise ValueError(f"triplet indices must lie in [0, {n - 1}] (n_samples={n}); got "
+                         f"values in [{T.min()}, {T.max()}]")
+    check_memory(T.shape[0], 2 * T.shape[0], X.shape[1])
+    T = T.astype(np.int64)
+    keys = np.concatenate([T[:, 0] * n + T[:, 2], T[:, 0] * n + T[:, 1]])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    pairs = np.column_stack([uniq // n, uniq % n]).astype(np.int32)
+    m = T.shape[0]
+    return _finish(X, pairs, inv[:m].astype(np.int32), inv[m:].astype(np.int32), diagonal)
+
+
+def _finish(X, pairs, pos, neg, diagonal) -> TripletSet:
+    diff = np.ascontiguousarray(X[pairs[:, 0]] - X[pairs[:, 1]])
+    hnorm = _hnorms(diff, pos, neg, diagonal)
+    return TripletSet(X, pairs, diff, pos, neg, hnorm)
+
+
+@njit(cache=True)
+def _hnorms(diff, pos, neg, diagonal):
+    r""":math:`\|H_t\|_F^2=\|a\|^4-2(a^\top b)^2+\|b\|^4` (spec 1.3) in O(d) per triplet;
+    for a diagonal metric :math:`\|a\circ a-b\circ b\|_2`."""
+    m, d = pos.shape[0], diff.shape[1]
+    out = np.empty(m)
+    for t in range(m):
+        p, q = pos[t], neg[t]
+        if diagonal:
+            s = 0.0
+            for c in range(d):
+                v = diff[p, c] * diff[p, c] - diff[q, c] * diff[q, c]
+                s += v * v
+            out[t] = np.sqrt(s)
+        else:
+            aa = 0.0
+            bb = 0.0
+            ab = 0.0
+            for c in range(d):
+                aa += diff[p, c] * diff[p, c]
+                bb += diff[q, c] * diff[q, c]
+                ab += diff[p, c] * diff[q, c]
+            out[t] = np.sqrt(max(aa * aa - 2.0 * ab * ab + bb * bb, 0.0))
+    return out

@@ -1,0 +1,543 @@
+r"""Projected gradient on the PSD cone for triplet metric learning (spec triplet 1.5-1.9,
+5.1, 5.2, pitfalls P2, P3).
+
+Reduced primal (spec 1.9, eq. 2.9) over the active triplets :math:`\tilde{\mathcal T}`
+with the screened sets :math:`\hat{\mathcal L}` (folded into :math:`H_{\hat L}`) and
+:math:`\hat{\mathcal R}` (dropped):
+
+.. math::
+
+    \tilde P_\lambda(M)=\sum_{t\in\tilde{\mathcal T}}\ell(\langle M,H_t\rangle)
+    +\frac\lambda2\|M\|_F^2+\Big(1-\frac\gamma2\Big)|\hat{\mathcal L}|-\langle M,H_{\hat L}\rangle,
+    \qquad M\succeq O,
+
+with the smoothed hinge :math:`\ell` (threshold 1, smoothing :math:`\gamma`; the hinge is
+:math:`\gamma=0`). With :math:`\alpha_t=-\ell'(z_t)` and
+:math:`S=\sum_{\tilde{\mathcal T}}\alpha_tH_t+H_{\hat L}`, the gradient is
+:math:`\lambda M-S` and the duality gap is computed in the cancellation-free form of
+pitfall P2, :math:`\mathrm{gap}=\|\lambda M-S_+\|_F^2/(2\lambda)+\langle M,-S_-\rangle\ge0`.
+
+Everything goes through the pairs of the triplet set (spec 3.6): the pair quadratic
+forms :math:`D_M(u,v)` (O(n_pairs d^2), BLAS), the triplet values
+:math:`z_t=D_M(i,l)-D_M(i,j)` and the pair weights of :math:`S` in one numba pass over
+the active triplets (O(|T~|)), and :math:`S=\Delta^\top\mathrm{diag}(w)\Delta` (the
+Laplacian form, O(n_pairs d^2)). One ``eigh`` of a d x d matrix per projection and per
+gap. A diagonal metric replaces the PSD cone by the non-negative orthant.
+
+The solver (:func:`solve`) is the paper's: projected gradient with the averaged
+Barzilai-Borwein step, rejected steps retried with a 10x smaller step, stopping on the
+relative gap :math:`\mathrm{gap}\le\mathrm{tol}\,|\tilde P|`. A callback is invoked every
+``interval`` iterations (dynamic screening); it may move triplets to the screened sets.
+The optional active-set heuristic (spec 5.4) optimises over the active triplets with
+positive loss, refreshed at every callback, and confirms convergence on all of them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .._triplets import TripletSet
+
+STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
+#: Memory of the non-monotone acceptance test (Grippo-Lampariello-Lucidi): a BB step is
+#: rejected only if it increases the objective above the last NONMONOTONE values.
+NONMONOTONE = 10
+#: Step reduction after a rejected step ([CODE]: 0.1).
+BACKTRACK = 0.1
+#: The compiled loop checks the gap (one more d x d eigendecomposition) every GAP_EVERY
+#: steps and at the end of each run; the NumPy loop at every step.
+GAP_EVERY = 4
+
+
+# ---------------------------------------------------------------- geometry ---
+def psd_split(A: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`(A_+, A_-)` from one decomposition (pitfall P3): the projection on the PSD
+    cone (non-negative orthant for a diagonal metric) and the remainder."""
+    if diagonal:
+        return np.maximum(A, 0.0), np.minimum(A, 0.0)
+    A = 0.5 * (A + A.T)
+    w, V = np.linalg.eigh(A)
+    pos = (V * np.maximum(w, 0.0)) @ V.T
+    neg = (V * np.minimum(w, 0.0)) @ V.T
+    return 0.5 * (pos + pos.T), 0.5 * (neg + neg.T)
+
+
+def project(A: np.ndarray, diagonal: bool) -> np.ndarray:
+    return psd_split(A, diagonal)[0]
+
+
+def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool,
+                diff2: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` for every pair (any symmetric Q)."""
+    if diagonal:
+        return (diff * diff if diff2 is None else diff2) @ Q
+    return np.einsum("ij,ij->i", diff @ Q, diff)
+
+
+def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool,
+              diff2: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`\sum_p w_p (x_u-x_v)(x_u-x_v)^\top` (its diagonal for a diagonal metric)."""
+    if diagonal:
+        return (diff * diff if diff2 is None else diff2).T @ w
+    S = diff.T @ (diff * w[:, None])
+    return 0.5 * (S + S.T)
+
+
+def triplet_values(ts: TripletSet, Q: np.ndarray, diagonal: bool,
+                   idx: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`\langle Q,H_t\rangle` for the triplets ``idx`` (all by default), O(1) per
+    triplet after O(n_pairs d^2) (spec 3.6)."""
+    D = pair_values(ts.diff, Q, diagonal)
+    if idx is None:
+        return _gather(D, ts.pos, ts.neg)
+    return _gather_idx(D, ts.pos, ts.neg, idx)
+
+
+def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
+          idx: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`\sum_t w_tH_t` through the pair weights (Laplacian form, spec 3.6); with
+    ``idx`` only the pairs of those triplets are touched."""
+    weights = np.broadcast_to(np.asarray(weights, dtype=np.float64),
+                              (ts.n_triplets if idx is None else len(idx),))
+    if idx is None:
+        w = (np.bincount(ts.pos, weights, minlength=ts.n_pairs)
+             - np.bincount(ts.neg, weights, minlength=ts.n_pairs))
+        return aggregate(ts.diff, w, diagonal)
+    m = len(idx)
+    pairs, inv = np.unique(np.concatenate([ts.pos[idx], ts.neg[idx]]), return_inverse=True)
+    w = (np.bincount(inv[:m], weights, minlength=pairs.size)
+         - np.bincount(inv[m:], weights, minlength=pairs.size))
+    return aggregate(ts.diff[pairs], w, diagonal)
+
+
+@njit(cache=True)
+def _gather(D, pos, neg):
+    out = np.empty(pos.shape[0])
+    for t in range(pos.shape[0]):
+        out[t] = D[pos[t]] - D[neg[t]]
+    return out
+
+
+@njit(cache=True)
+def _gather_idx(D, pos, neg, idx):
+    out = np.empty(idx.shape[0])
+    for s in range(idx.shape[0]):
+        t = idx[s]
+        out[s] = D[pos[t]] - D[neg[t]]
+    return out
+
+
+# ------------------------------------------------------------------- losses ---
+def loss_values(z: np.ndarray, gamma: float) -> np.ndarray:
+    """Smoothed hinge (hinge for gamma=0), spec 1.4."""
+    if gamma == 0.0:
+        return np.maximum(0.0, 1.0 - z)
+    return np.where(z > 1.0, 0.0, np.where(z >= 1.0 - gamma, (1.0 - z) ** 2 / (2 * gamma),
+                                           1.0 - z - gamma / 2))
+
+
+def dual_alpha(z: np.ndarray, gamma: float) -> np.ndarray:
+    r""":math:`\alpha_t=-\ell'(z_t)` (spec 1.8); for the hinge :math:`1[z<1]` (0 at z=1)."""
+    if gamma == 0.0:
+        return (z < 1.0).astype(np.float64)
+    return np.clip((1.0 - z) / gamma, 0.0, 1.0)
+
+
+@njit(cache=True)
+def _triplet_pass(D, pos, neg, gamma, z, w):
+    """z_t, loss, alpha and the pair weights of S over the (compact) active triplets."""
+    w[:] = 0.0
+    loss = 0.0
+    sa = 0.0
+    sa2 = 0.0
+    for t in range(pos.shape[0]):
+        p = pos[t]
+        q = neg[t]
+        zt = D[p] - D[q]
+        z[t] = zt
+        if zt >= 1.0:
+            continue
+        if gamma > 0.0 and zt >= 1.0 - gamma:
+            u = 1.0 - zt
+            a = u / gamma
+            loss += 0.5 * u * a
+        else:
+            a = 1.0
+            loss += 1.0 - zt - 0.5 * gamma
+        sa += a
+        sa2 += a * a
+        w[p] += a
+        w[q] -= a
+    return loss, sa, sa2
+
+
+# ------------------------------------------------------------------ problem ---
+@dataclass
+class Evaluation:
+    """Everything known at one PSD point M of the reduced problem."""
+
+    M: np.ndarray
+    z: np.ndarray  # compact: values of the working triplets
+    S: np.ndarray  # sum alpha_t H_t + H_L
+    S_pos: np.ndarray
+    primal: float
+    dual: float
+    gap: float  # stable form (P2), >= 0
+    grad: np.ndarray
+
+    @property
+    def rel_gap(self) -> float:
+        return self.gap / max(abs(self.primal), 1e-300)
+
+
+class TripletProblem:
+    """The reduced problem of spec 1.9: a triplet set, its loss, and the screening state.
+
+    ``status`` holds, per triplet, active / in :math:`\\hat{\\mathcal L}` / in
+    :math:`\\hat{\\mathcal R}`. ``work`` is the index list the solver iterates over: the
+    active triplets, or a subset of them under the active-set heuristic (which never
+    changes ``status``, pitfall P4(f)).
+    """
+
+    def __init__(self, ts: TripletSet, gamma: float, diagonal: bool,
+                 status: np.ndarray | None = None):
+        self.ts, self.gamma, self.diagonal = ts, float(gamma), diagonal
+        d = ts.X.shape[1]
+        self.status = (np.zeros(ts.n_triplets, dtype=np.int8) if status is None
+                       else status.copy())
+        self.n_active = int((self.status == STATUS_ACTIVE).sum())
+        self.n_rejected = 0  # rejected (backtracked) steps, for diagnostics
+        self.HL = np.zeros(d) if diagonal else np.zeros((d, d))
+        self.nL = 0
+        L = np.flatnonzero(self.status == STATUS_L)
+        if L.size:
+            self.HL = sum_h(ts, np.ones(L.size), diagonal, L)
+            self.nL = int(L.size)
+        self.set_work(np.flatnonzero(self.status == STATUS_ACTIVE).astype(np.int32))
+
+    # -- state
+    @property
+    def active(self) -> np.ndarray:
+        return np.flatnonzero(self.status == STATUS_ACTIVE).astype(np.int32)
+
+    def set_work(self, work: np.ndarray) -> None:
+        """Iterate over ``work`` (triplet indices): compact its pairs for the BLAS parts."""
+        ts = self.ts
+        self.work = work
+        used = np.zeros(ts.n_pairs, dtype=bool)
+        used[ts.pos[work]] = True
+        used[ts.neg[work]] = True
+        pairs = np.flatnonzero(used)
+        remap = np.full(ts.n_pairs, -1, dtype=np.int32)
+        remap[pairs] = np.arange(pairs.size, dtype=np.int32)
+        self.cpos = remap[ts.pos[work]]
+        self.cneg = remap[ts.neg[work]]
+        self.cdiff = np.ascontiguousarray(ts.diff[pairs])
+        self.cdiff2 = self.cdiff * self.cdiff if self.diagonal else None
+        self._cdiffT = None
+        self._z = np.empty(work.size)
+        self._w = np.empty(pairs.size)
+
+    def screen(self, to_R: np.ndarray, to_L: np.ndarray) -> None:
+        """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
+        :math:`H_{\\hat L}` (whatever their current value, spec 1.9)."""
+        if to_L.size:
+            self.HL = self.HL + sum_h(self.ts, np.ones(to_L.size), self.diagonal, to_L)
+            self.nL += int(to_L.size)
+            self.status[to_L] = STATUS_L
+        if to_R.size:
+            self.status[to_R] = STATUS_R
+        self.n_active -= int(to_L.size + to_R.size)
+        if to_L.size or to_R.size:
+            keep = self.status[self.work] == STATUS_ACTIVE
+            self.set_work(self.work[keep])
+
+    def values(self, Q: np.ndarray) -> np.ndarray:
+        r""":math:`\langle Q,H_t\rangle` over the working triplets (compact pairs)."""
+        D = pair_values(self.cdiff, Q, self.diagonal, self.cdiff2)
+        return _gather(D, self.cpos, self.cneg)
+
+    # -- evaluation
+    def evaluate(self, M: np.ndarray, lam: float) -> Evaluation:
+        if not self.diagonal:
+            if self._cdiffT is None:
+                self._cdiffT = np.ascontiguousarray(self.cdiff.T)
+            M = np.ascontiguousarray(M)
+            primal, dual, gap, S, S_pos = _evaluate_full_nb(
+                self.cdiff, self._cdiffT, self.cpos, self.cneg, self.HL, float(self.nL),
+                self.gamma, lam, M, self._z, self._w)
+            return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, gap,
+                              lam * M - S)
+        D = pair_values(self.cdiff, M, self.diagonal, self.cdiff2)
+        loss, sa, sa2 = _triplet_pass(D, self.cpos, self.cneg, self.gamma, self._z,
+                                      self._w)
+        S = aggregate(self.cdiff, self._w, self.diagonal, self.cdiff2) + self.HL
+        S_pos, S_neg = psd_split(S, self.diagonal)
+        nL = self.nL
+        sqM = float(np.sum(M * M))
+        primal = (loss + (1.0 - self.gamma / 2) * nL - float(np.sum(M * self.HL))
+                  + 0.5 * lam * sqM)
+        sqSp = float(np.sum(S_pos * S_pos))
+        dual = -0.5 * self.gamma * (sa2 + nL) + sa + nL - sqSp / (2.0 * lam)
+        R = lam * M - S_pos
+        gap = float(np.sum(R * R)) / (2.0 * lam) + max(float(-np.sum(M * S_neg)), 0.0)
+        return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, max(gap, 0.0),
+                          lam * M - S)
+
+
+@dataclass
+class SolveResult:
+    M: np.ndarray
+    evaluation: Evaluation
+    n_iter: int
+    converged: bool
+    step: float
+    time: float
+
+
+def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
+          max_iter: int, step: float | None = None, callback=None, interval: int = 10,
+          active_set: bool = False, compiled: bool = True) -> SolveResult:
+    r"""Minimise the reduced problem at ``lam`` from the PSD point ``M0``.
+
+    Parameters
+    ----------
+    problem : TripletProblem
+        Modified in place by the callback (screening).
+    M0 : ndarray
+        Feasible start (projected again for safety).
+    tol : float
+        Relative duality gap :math:`(\tilde P-\tilde D)/|\tilde P|` to reach.
+    max_iter : int
+        Maximum number of accepted gradient steps.
+    step : float, optional
+        Initial step (the previous solve's last one along a path); default
+        :math:`1/\lambda`.
+    callback : callable ``(problem, evaluation) -> bool``, optional
+        Called at iteration 0 and every ``interval`` iterations with an evaluation over
+        all active triplets; returns True if it changed the screened sets.
+    active_set : bool
+        The heuristic of spec 5.4 (safe: it only restricts the working set).
+    compiled : bool
+        Run the iterations between checkpoints in numba (full metric); False uses the
+        NumPy loop (always used for a diagonal metric). Same iterates up to round-off.
+    """
+    t0 = time.perf_counter()
+    diag = problem.diagonal
+    M = project(np.asarray(M0, dtype=np.float64), diag)
+    eta = 1.0 / lam if step is None or not np.isfinite(step) or step <= 0 else step
+    checkpoints = callback is not None or active_set
+    ev = _checkpoint(problem, M, lam, callback, active_set)
+    k = 0
+    converged = False
+    while True:
+        if ev.gap <= tol * abs(ev.primal):
+            if problem.work.size != problem.n_active:
+                # active-set heuristic: confirm on every active triplet (spec 5.4)
+                ev = _checkpoint(problem, M, lam, None, False)
+                continue
+            converged = True
+            break
+        if k >= max_iter:
+            break
+        n = min(interval if checkpoints else max_iter, max_iter - k)
+        if compiled and not diag:
+            M, eta, steps = _run_compiled(problem, ev, lam, eta, n, tol)
+        else:
+            M, eta, steps = _run_numpy(problem, ev, lam, eta, n, tol)
+        k += steps
+        ev = (_checkpoint(problem, M, lam, callback, active_set) if checkpoints
+              else problem.evaluate(M, lam))
+    return SolveResult(M, ev, k, converged, eta, time.perf_counter() - t0)
+
+
+def _bb_step(dM, dG, eta):
+    mg, gg, mm = float(np.sum(dM * dG)), float(np.sum(dG * dG)), float(np.sum(dM * dM))
+    if mg > 0 and gg > 0:
+        return 0.5 * abs(mg / gg + mm / mg)  # averaged Barzilai-Borwein step
+    return eta
+
+
+def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
+    """Up to ``n`` accepted projected-gradient steps (NumPy reference loop)."""
+    M = ev.M
+    k = n_reject = 0
+    while k < n:
+        Mn = project(M - eta * ev.grad, problem.diagonal)
+        evn = problem.evaluate(Mn, lam)
+        if evn.primal > ev.primal + 1e-13 * abs(ev.primal) and n_reject < 60:
+            eta *= 0.1  # rejected step ([CODE] backtracking)
+            n_reject += 1
+            problem.n_rejected += 1
+            continue
+        n_reject = 0
+        eta = _bb_step(Mn - M, evn.grad - ev.grad, eta)
+        M, ev = Mn, evn
+        k += 1
+        if ev.gap <= tol * abs(ev.primal):
+            break
+    return M, eta, k
+
+
+def _run_compiled(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
+    """Up to ``n`` accepted steps in numba (same algorithm as :func:`_run_numpy`)."""
+    if problem._cdiffT is None:
+        problem._cdiffT = np.ascontiguousarray(problem.cdiff.T)
+    M, eta, k, rejected = _pg_steps(problem.cdiff, problem._cdiffT, problem.cpos, problem.cneg,
+                          np.ascontiguousarray(problem.HL), float(problem.nL),
+                          problem.gamma, lam, np.ascontiguousarray(ev.M),
+                          np.ascontiguousarray(ev.grad), ev.primal, eta, n, tol)
+    problem.n_rejected += rejected
+    return M, eta, k
+
+
+@njit(cache=True)
+def _psd_part_nb(A, sign):
+    """:math:`A_+` (sign=1) or :math:`A_-` (sign=-1) of the symmetrised A, one eigh."""
+    B = 0.5 * (A + A.T)
+    w, V = np.linalg.eigh(B)
+    d = w.shape[0]
+    Vw = np.empty((d, d))
+    for k in range(d):
+        lam = w[k] if (w[k] > 0) == (sign > 0) else 0.0
+        for r in range(d):
+            Vw[r, k] = V[r, k] * lam
+    P = np.dot(Vw, V.T)
+    return 0.5 * (P + P.T)
+
+
+@njit(cache=True)
+def _psd_split_nb(A):
+    """:math:`(A_+, A_-)` of the symmetrised A from one eigh."""
+    B = 0.5 * (A + A.T)
+    w, V = np.linalg.eigh(B)
+    d = w.shape[0]
+    Vp = np.empty((d, d))
+    for k in range(d):
+        lam = w[k] if w[k] > 0 else 0.0
+        for r in range(d):
+            Vp[r, k] = V[r, k] * lam
+    P = np.dot(Vp, V.T)
+    P = 0.5 * (P + P.T)
+    return P, B - P
+
+
+@njit(cache=True)
+def _pair_sq(diff, M, T, D):
+    """D_p = diff_p' M diff_p, with T = diff M (BLAS) as workspace."""
+    np.dot(diff, M, T)
+    npairs, d = diff.shape
+    for p in range(npairs):
+        s = 0.0
+        for c in range(d):
+            s += T[p, c] * diff[p, c]
+        D[p] = s
+
+
+@njit(cache=True)
+def _weighted_gram(diff, diffT, w, W):
+    """sum_p w_p diff_p diff_p' (W workspace)."""
+    npairs, d = diff.shape
+    for p in range(npairs):
+        for c in range(d):
+            W[p, c] = diff[p, c] * w[p]
+    S = np.dot(diffT, W)
+    return 0.5 * (S + S.T)
+
+
+@njit(cache=True)
+def _evaluate_full_nb(diff, diffT, pos, neg, HL, nL, gamma, lam, M, z, w):
+    """Full evaluation (S, S_+, primal, dual, stable gap) for the full metric."""
+    npairs, d = diff.shape
+    T = np.empty((npairs, d))
+    D = np.empty(npairs)
+    _pair_sq(diff, M, T, D)
+    loss, sa, sa2 = _triplet_pass(D, pos, neg, gamma, z, w)
+    S = _weighted_gram(diff, diffT, w, T) + HL
+    Sp, Sn = _psd_split_nb(S)
+    primal = loss + (1.0 - 0.5 * gamma) * nL - np.sum(M * HL) + 0.5 * lam * np.sum(M * M)
+    dual = -0.5 * gamma * (sa2 + nL) + sa + nL - np.sum(Sp * Sp) / (2.0 * lam)
+    R = lam * M - Sp
+    gap = np.sum(R * R) / (2.0 * lam) + max(-np.sum(M * Sn), 0.0)
+    return primal, dual, max(gap, 0.0), S, Sp
+
+
+@njit(cache=True)
+def _pg_steps(diff, diffT, pos, neg, HL, nL, gamma, lam, M, G, P, eta, n, tol):
+    """Up to ``n`` accepted projected-gradient steps: averaged BB step, non-monotone
+    rejection (x0.1), gap every GAP_EVERY steps. Returns (M, step, steps)."""
+    npairs, d = diff.shape
+    z = np.empty(pos.shape[0])
+    w = np.empty(npairs)
+    T = np.empty((npairs, d))
+    D = np.empty(npairs)
+    k = 0
+    n_reject = 0
+    total_reject = 0
+    hist = np.full(NONMONOTONE, P)
+    while k < n:
+        Mn = _psd_part_nb(M - eta * G, 1.0)
+        _pair_sq(diff, Mn, T, D)
+        loss, sa, sa2 = _triplet_pass(D, pos, neg, gamma, z, w)
+        Pn = (loss + (1.0 - 0.5 * gamma) * nL - np.sum(Mn * HL)
+              + 0.5 * lam * np.sum(Mn * Mn))
+        Pref = hist.max()
+        if Pn > Pref + 1e-13 * abs(Pref) and n_reject < 60:
+            eta *= BACKTRACK  # rejected step ([CODE] backtracking)
+            n_reject += 1
+            total_reject += 1
+            continue
+        n_reject = 0
+        S = _weighted_gram(diff, diffT, w, T) + HL
+        Gn = lam * Mn - S
+        dM = Mn - M
+        dG = Gn - G
+        mg = np.sum(dM * dG)
+        gg = np.sum(dG * dG)
+        mm = np.sum(dM * dM)
+        if mg > 0 and gg > 0:
+            eta = 0.5 * abs(mg / gg + mm / mg)  # averaged Barzilai-Borwein step
+        M, G, P = Mn, Gn, Pn
+        hist[k % NONMONOTONE] = P
+        k += 1
+        if k % GAP_EVERY == 0 or k == n:
+            Sn = _psd_part_nb(S, -1.0)
+            R = lam * M - (S - Sn)
+            gap = np.sum(R * R) / (2.0 * lam) + max(-np.sum(M * Sn), 0.0)
+            if gap <= tol * abs(P):
+                break
+    return M, eta, k, total_reject
+
+
+def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evaluation:
+    """Screening / working-set refresh point: evaluate over all active triplets, let the
+    callback screen, then restrict the working set (active set) if asked."""
+    if problem.work.size != problem.n_active or active_set:
+        problem.set_work(problem.active)
+    ev = problem.evaluate(M, lam)
+    if callback is not None and callback(problem, ev):
+        ev = problem.evaluate(M, lam)
+    if active_set:
+        work = problem.work[ev.z < 1.0]  # positive loss (spec 5.4)
+        if work.size < problem.work.size:
+            problem.set_work(work)
+            ev = problem.evaluate(M, lam)
+    return ev
+
+
+def closed_form(ts: TripletSet, gamma: float, diagonal: bool) -> tuple[float, np.ndarray]:
+    r""":math:`\lambda_L` and :math:`G_+` of spec 1.10: for :math:`\lambda\ge\lambda_L`,
+    :math:`M^\star=G_+/\lambda` with :math:`G=\sum_tH_t` and
+    :math:`\lambda_L=\max_t\langle H_t,G_+\rangle/(1-\gamma)` (every triplet in
+    :math:`\mathcal L^\star\cup\mathcal C^\star`)."""
+    G = sum_h(ts, np.ones(ts.n_triplets), diagonal)
+    G_pos = project(G, diagonal)
+    vmax = float(triplet_values(ts, G_pos, diagonal).max())
+    lam_L = vmax / (1.0 - gamma)
+    if not lam_L > 0:  # degenerate data: M* = G_+/lambda for every lambda > 0
+        lam_L = np.finfo(float).tiny
+    return lam_L, G_pos

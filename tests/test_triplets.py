@@ -1,0 +1,133 @@
+"""Triplet sets (spec triplet 1.2, 1.3, 3.6, 8.1): counts, neighbours, norms, pair trick,
+user triplets and the memory refusal, against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, load_wine
+from sklearn.preprocessing import MinMaxScaler
+
+from sklearn_safescreen import _triplets
+from sklearn_safescreen._triplets import (
+    build_triplets,
+    count_knn_triplets,
+    estimate_memory,
+    triplets_from_indices,
+)
+from sklearn_safescreen.solvers.psd_gradient import sum_h, triplet_values
+
+
+def scaled(loader):
+    X, y = loader(return_X_y=True)
+    return MinMaxScaler((-1, 1)).fit_transform(X), y
+
+
+def explicit_H(X, trip):
+    i, j, l = trip
+    a, b = X[i] - X[l], X[i] - X[j]
+    return np.outer(a, a) - np.outer(b, b)
+
+
+def brute_knn_triplets(X, y, k):
+    """Loop-based reference of spec 1.2: k nearest same-class and other-class
+    instances (squared Euclidean, ties by smaller index), all combinations."""
+    out = []
+    n = X.shape[0]
+    for i in range(n):
+        d = ((X - X[i]) ** 2).sum(axis=1)
+        same = sorted((d[j], j) for j in range(n) if j != i and y[j] == y[i])
+        diff = sorted((d[l], l) for l in range(n) if y[l] != y[i])
+        ks = len(same) if k is None else k
+        kd = len(diff) if k is None else min(k, len(diff))
+        for _, j in same[:ks]:
+            for _, l in diff[:kd]:
+                out.append((i, j, l))
+    return np.array(out)
+
+
+def test_counts_match_the_spec():
+    X, y = scaled(load_iris)
+    assert build_triplets(X, y, None).n_triplets == 735_000
+    assert build_triplets(X, y, 5).n_triplets == 3_750
+    Xw, yw = scaled(load_wine)
+    assert build_triplets(Xw, yw, None).n_triplets == 1_232_288
+    assert build_triplets(Xw, yw, 5).n_triplets == 4_450
+    # the two-class example of [J] section 1 and the formula of spec 1.2
+    assert count_knn_triplets(np.repeat([0, 1], 100), None) == 1_980_000
+    assert count_knn_triplets(np.repeat(np.arange(7), 330), 20) == 2310 * 400
+
+
+@pytest.mark.parametrize("k", [1, 3, None])
+def test_knn_triplets_equal_brute_force_with_ties(k):
+    rng = np.random.RandomState(0)
+    # integer coordinates: many exact distance ties, broken by index
+    X = rng.randint(0, 3, size=(24, 2)).astype(float)
+    y = np.arange(24) % 3
+    ts = build_triplets(X, y, k)
+    got = ts.indices()
+    want = brute_knn_triplets(X, y, k)
+    assert np.array_equal(np.sort(got.view("i4,i4,i4"), axis=0),
+                          np.sort(want.astype(np.int32).view("i4,i4,i4"), axis=0))
+    assert ts.pos.dtype == np.int32 and ts.neg.dtype == np.int32
+
+
+def test_norms_inner_products_and_aggregation_against_explicit_matrices():
+    rng = np.random.RandomState(1)
+    X = rng.randn(15, 4)
+    y = np.arange(15) % 3
+    ts = build_triplets(X, y, 2)
+    trips = ts.indices()
+    H = np.array([explicit_H(X, t) for t in trips])
+    assert np.allclose(ts.hnorm, np.linalg.norm(H, axis=(1, 2)), rtol=1e-10)
+    Q = rng.randn(4, 4)
+    Q = Q + Q.T  # indefinite on purpose
+    assert np.allclose(triplet_values(ts, Q, False), np.einsum("tij,ij->t", H, Q))
+    w = rng.rand(trips.shape[0])
+    assert np.allclose(sum_h(ts, w, False), np.einsum("t,tij->ij", w, H))
+    idx = np.array([0, 3, 5, 5, 7])
+    assert np.allclose(sum_h(ts, np.ones(idx.size), False, idx), H[idx].sum(axis=0))
+    # diagonal metric: norms and values of diag(H_t)
+    tsd = build_triplets(X, y, 2, diagonal=True)
+    hd = np.einsum("tii->ti", H)
+    assert np.allclose(tsd.hnorm, np.linalg.norm(hd, axis=1))
+    q = rng.randn(4)
+    assert np.allclose(triplet_values(tsd, q, True), hd @ q)
+    assert np.allclose(sum_h(tsd, w, True), w @ hd)
+
+
+def test_user_triplets_round_trip_and_validation():
+    rng = np.random.RandomState(2)
+    X = rng.randn(10, 3)
+    T = np.array([[0, 1, 2], [0, 1, 3], [4, 5, 0], [4, 5, 0]])
+    ts = triplets_from_indices(X, T)
+    assert np.array_equal(ts.indices(), T)
+    H = np.array([explicit_H(X, t) for t in T])
+    assert np.allclose(ts.hnorm, np.linalg.norm(H, axis=(1, 2)))
+    with pytest.raises(ValueError, match=r"must lie in \[0, 9\]"):
+        triplets_from_indices(X, [[0, 1, 10]])
+    with pytest.raises(ValueError, match="shape"):
+        triplets_from_indices(X, [[0, 1]])
+    with pytest.raises(ValueError, match="integer"):
+        triplets_from_indices(X, [[0, 1, 2.5]])
+
+
+def test_bad_label_configurations():
+    X = np.random.RandomState(0).randn(12, 2)
+    with pytest.raises(ValueError, match="at least two classes"):
+        build_triplets(X, np.zeros(12), 2)
+    with pytest.raises(ValueError, match="k=5 is larger"):
+        build_triplets(X, np.arange(12) % 3, 5)
+    with pytest.raises(ValueError, match="at least two samples"):
+        build_triplets(X, np.r_[np.zeros(11), 1], 1)
+
+
+def test_memory_estimate_and_refusal(monkeypatch):
+    assert estimate_memory(10**6, 10**4, 10) == 10**6 * _triplets.BYTES_PER_TRIPLET + \
+        10**4 * 8 * 14
+    monkeypatch.setattr(_triplets, "available_memory", lambda: 10**6)
+    X, y = scaled(load_iris)
+    with pytest.raises(MemoryError, match=r"735,000 triplets .* GiB"):
+        build_triplets(X, y, None)
+    with pytest.raises(MemoryError, match="GiB available"):
+        triplets_from_indices(X, np.zeros((20000, 3), dtype=int))
