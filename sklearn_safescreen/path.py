@@ -666,8 +666,9 @@ class RegularizationPathCV(BaseSearchCV):
     refit : bool, str or callable, default=True
         Refit the best value on the whole data (as in GridSearchCV).
     verbose : int, default=0
-        ``>0``: one line per value after the search (value, screening rate, fit time, CV
-        score); ``>1``: sklearn's per-fit lines.
+        ``>0``: joblib's progress line per finished fold (stderr), then one line per
+        value (value, mean screening rate, mean fit time, CV score and its standard
+        deviation); ``>1``: also sklearn's per-fit lines.
     error_score : "raise" or float, default=np.nan
         Score of a failed fit (as in GridSearchCV).
     return_train_score : bool, default=False
