@@ -323,8 +323,15 @@ def main(argv=None) -> int:
                 import matplotlib
 
                 matplotlib.use("Agg")
+                from matplotlib.backend_bases import FigureCanvasBase
             except ImportError as exc:
                 raise ValueError("--plot needs matplotlib: pip install matplotlib") from exc
+            # refuse an unknown format before the (possibly long) run, not after it
+            ext = os.path.splitext(args.plot)[1].lstrip(".").lower() or "png"
+            formats = FigureCanvasBase.get_supported_filetypes()
+            if ext not in formats:
+                raise ValueError(f"--plot: unknown image format {ext!r}; use one of "
+                                 f"{', '.join(sorted(formats))}")
         with warnings.catch_warnings():
             # warnings as one line each (no source echo), never hidden
             warnings.showwarning = _one_line_warning

@@ -78,6 +78,7 @@ BAD = [
     (["--dataset", "/nonexistent/file.svm"], "neither a shipped dataset"),
     (["--plot", "/nonexistent/dir/p.png"], "does not exist"),
     (["--estimator", "metric", "--screening", "IT"], "on or off"),
+    (["--plot", "figure.xyz"], "unknown image format"),
 ]
 
 
