@@ -1,0 +1,375 @@
+"""Bounds and rules of safe triplet screening (spec triplet 2, 3, 4, 8.4-8.9, 8.11).
+
+The "true" optimum is a solve to relative gap 1e-13; a screened triplet whose true value
+lies within the DGB band sqrt(2 gap / lam) ||H_t|| of its threshold is inconclusive, not
+a failure (spec 8.7). Rules are checked against cvxpy/CLARABEL on their inner problems.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from sklearn_safescreen._triplets import build_triplets
+from sklearn_safescreen.screening import triplet_bounds as tb
+from sklearn_safescreen.screening.triplet import (
+    linear_bounds,
+    screen_triplets,
+    sphere_bounds,
+)
+from sklearn_safescreen.solvers import psd_gradient as pg
+
+HYP = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def make_data(seed, n=24, d=3, k=2, diagonal=False):
+    rng = np.random.RandomState(seed)
+    y = np.arange(n) % 3
+    X = rng.randn(n, d) + rng.uniform(0.5, 1.5) * y[:, None] * rng.randn(1, d)
+    return X, y, build_triplets(X, y, k, diagonal)
+
+
+def nondegenerate(ts, gamma, diagonal):
+    """lambda_L and G_+; data where G_+ = 0 (M* = 0 for every lambda) are skipped."""
+    lam_L, G_pos = pg.closed_form(ts, gamma, diagonal)
+    assume(np.linalg.norm(G_pos) > 0)
+    return lam_L, G_pos
+
+
+def exact(ts, gamma, diagonal, lam, start):
+    res = pg.solve(pg.TripletProblem(ts, gamma, diagonal), start, lam, tol=1e-13,
+                   max_iter=300000)
+    return res.M, res.evaluation.gap
+
+
+def reference_at(ts, gamma, diagonal, lam0, quality, rng, M_exact):
+    """A PSD reference at lam0: exact, an iterate at a given relative gap, or random."""
+    if quality == "exact":
+        return M_exact
+    if quality == "random":
+        if diagonal:
+            return np.abs(rng.randn(M_exact.shape[0])) * np.abs(M_exact).max()
+        L = rng.randn(*M_exact.shape)
+        return L @ L.T / np.linalg.norm(L @ L.T) * np.linalg.norm(M_exact)
+    tol = {"gap1e-2": 1e-2, "gap1e-6": 1e-6}[quality]
+    res = pg.solve(pg.TripletProblem(ts, gamma, diagonal), M_exact * 3.0 + 0.1 * (
+        np.ones_like(M_exact) if diagonal else np.eye(M_exact.shape[0])), lam0, tol=tol,
+        max_iter=100000, compiled=False)
+    return res.M
+
+
+def all_balls(ts, gamma, diagonal, M_ref, lam0, lam):
+    """Every bound of spec 2 for the target lam from a reference at lam0."""
+    ev = pg.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam)
+    ev0 = pg.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam0)
+    eps = tb.rrpb_eps(ev0.gap, lam0)
+    p_img = pg.TripletProblem(ts, gamma, diagonal).evaluate(ev.S_pos / lam, lam).primal
+    return [tb.gb(M_ref, ev.grad, lam), tb.pgb(M_ref, ev.grad, lam, diagonal),
+            tb.gb_linear(M_ref, ev.grad, lam, diagonal), tb.dgb(M_ref, ev.gap, lam),
+            tb.cdgb(ev.S_pos, p_img, ev.dual, lam), tb.rrpb(M_ref, lam0, lam, eps)], ev
+
+
+# -------------------------------------------------------------- containment ---
+@settings(max_examples=12, **HYP)
+@given(seed=st.integers(0, 10**6), diagonal=st.booleans(),
+       quality=st.sampled_from(["exact", "gap1e-2", "gap1e-6", "random"]),
+       ratio=st.sampled_from([0.5, 0.9, 1.0, 1.3]))
+def test_every_bound_contains_the_optimum(seed, diagonal, quality, ratio):
+    X, y, ts = make_data(seed, diagonal=diagonal)
+    gamma = 0.05
+    lam_L, G_pos = nondegenerate(ts, gamma, diagonal)
+    lam0 = lam_L * 0.05
+    M0_star, gap0 = exact(ts, gamma, diagonal, lam0, G_pos / lam_L)
+    rng = np.random.RandomState(seed)
+    M_ref = reference_at(ts, gamma, diagonal, lam0, quality, rng, M0_star)
+    lam = ratio * lam0
+    M_star, gap_star = exact(ts, gamma, diagonal, lam, M0_star)
+    err = np.sqrt(2 * gap_star / lam)  # ||M_star - M*||, the truth's own uncertainty
+    balls, _ = all_balls(ts, gamma, diagonal, M_ref, lam0, lam)
+    for ball in balls:
+        dist = np.linalg.norm(M_star - ball.center)
+        assert dist <= ball.radius * (1 + 1e-7) + err + 1e-12, (ball.name, dist, ball.radius)
+    if quality == "exact":
+        rpb = tb.rpb(M0_star, lam0, lam)
+        err0 = np.sqrt(2 * gap0 / lam0) * (lam0 + lam + abs(lam0 - lam)) / (2 * lam)
+        assert np.linalg.norm(M_star - rpb.center) <= rpb.radius * (1 + 1e-6) + err + err0
+
+
+def test_rpb_refuses_an_inexact_reference():
+    with pytest.raises(ValueError, match="RRPB"):
+        tb.rpb(np.eye(2), 1.0, 0.9, eps=1e-3)
+
+
+def test_theorem_relations_with_an_exact_reference():
+    """Thm 7 (PGB = RPB), Thm 8 (DGB = 2 RPB, internally tangent), RRPB special cases."""
+    X, y, ts = make_data(7, n=30, d=3, k=3)
+    gamma = 0.05
+    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam0 = 0.05 * lam_L
+    M0, gap0 = exact(ts, gamma, False, lam0, G_pos / lam_L)
+    lam1 = 0.9 * lam0
+    # PGB with the optimal dual variables as subgradient (smoothed hinge: unique)
+    ev = pg.TripletProblem(ts, gamma, False).evaluate(M0, lam1)
+    pgb = tb.pgb(M0, ev.grad, lam1, False)
+    rpb = tb.rpb(M0, lam0, lam1)
+    scale = np.linalg.norm(rpb.center)
+    assert np.linalg.norm(pgb.center - rpb.center) <= 1e-6 * scale
+    assert pgb.radius == pytest.approx(rpb.radius, rel=1e-5)
+    dgb = tb.dgb(M0, ev.gap, lam1)
+    assert dgb.radius == pytest.approx(2 * rpb.radius, rel=1e-5)
+    assert np.linalg.norm(dgb.center - rpb.center) == pytest.approx(rpb.radius, rel=1e-5)
+    gb = tb.gb(M0, ev.grad, lam1)
+    assert gb.radius >= pgb.radius
+    rr0 = tb.rrpb(M0, lam0, lam1, 0.0)
+    assert rr0.radius == pytest.approx(rpb.radius, rel=1e-12)
+    eps = tb.rrpb_eps(gap0, lam0)
+    assert tb.rrpb(M0, lam0, lam0, eps).radius == pytest.approx(
+        tb.dgb(M0, gap0, lam0).radius, rel=1e-9, abs=1e-15)
+
+
+# -------------------------------------------------------------------- rules ---
+def random_instance(rng, d):
+    a, b = rng.randn(d), rng.randn(d)
+    H = np.outer(a, a) - np.outer(b, b)
+    L = rng.randn(d, d)
+    Q = L @ L.T * rng.uniform(0.1, 2)
+    if rng.rand() < 0.5:  # a non-PSD centre (GB)
+        Q = Q - rng.uniform(0, 2) * np.eye(d)
+    r = rng.uniform(0.1, 2.0)
+    return H, Q, r
+
+
+def cvx_min(H, Q, r, extra):
+    d = Q.shape[0]
+    X = cp.Variable((d, d), symmetric=True)
+    cons = [cp.sum_squares(X - Q) <= r * r]
+    if isinstance(extra, str):
+        cons.append(X >> 0)
+    elif extra is not None:
+        cons.append(cp.sum(cp.multiply(extra, X)) >= 0)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(H, X))), cons)
+    prob.solve(solver="CLARABEL")
+    return prob.value if prob.status == "optimal" else None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sphere_and_linear_rule_values_equal_cvxpy(seed):
+    rng = np.random.RandomState(seed)
+    d = 3
+    for _ in range(4):
+        H, Q, r = random_instance(rng, d)
+        hn = np.linalg.norm(H)
+        hq = np.sum(H * Q)
+        lo, up = sphere_bounds(np.array([hq]), np.array([hn]), r)
+        assert lo[0] == pytest.approx(cvx_min(H, Q, r, None), abs=1e-6)
+        assert up[0] == pytest.approx(-cvx_min(-H, Q, r, None), abs=1e-6)
+        P = -pg.psd_split(Q, False)[1]  # half-space containing the PSD cone
+        if np.sum(P * P) == 0:
+            continue
+        llo, lup = linear_bounds(np.array([hq]), np.array([hn]), r,
+                                 np.array([np.sum(P * H)]), float(np.sum(P * Q)),
+                                 float(np.sum(P * P)))
+        want_lo, want_up = cvx_min(H, Q, r, P), cvx_min(-H, Q, r, P)
+        if want_lo is not None:
+            assert llo[0] == pytest.approx(want_lo, abs=1e-5)
+            assert -want_up == pytest.approx(lup[0], abs=1e-5)
+        assert llo[0] >= lo[0] - 1e-12 and lup[0] <= up[0] + 1e-12
+
+
+@settings(max_examples=25, **HYP)
+@given(seed=st.integers(0, 10**6))
+def test_bounds_hold_for_sampled_points(seed):
+    """Spec 8.11: for PSD X in the ball, sphere min <= <X,H> <= sphere max, and the
+    linear-rule bounds hold whenever <P,X> >= 0."""
+    rng = np.random.RandomState(seed)
+    d = 3
+    H, Q, r = random_instance(rng, d)
+    P = -pg.psd_split(Q, False)[1]
+    hn, hq = np.linalg.norm(H), np.sum(H * Q)
+    lo, up = sphere_bounds(np.array([hq]), np.array([hn]), r)
+    llo, lup = linear_bounds(np.array([hq]), np.array([hn]), r, np.array([np.sum(P * H)]),
+                             float(np.sum(P * Q)), float(np.sum(P * P)))
+    for _ in range(200):
+        E = rng.randn(d, d)
+        E = (E + E.T) / 2
+        X = Q + E / np.linalg.norm(E) * r * rng.rand() ** 0.5
+        v = np.sum(X * H)
+        assert lo[0] - 1e-9 <= v <= up[0] + 1e-9
+        if np.sum(P * X) >= 0:
+            assert llo[0] - 1e-9 <= v <= lup[0] + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sdp_rule_decisions_agree_with_cvxpy(seed):
+    """The SDLS rule screens only what the PSD-constrained minimum proves, and agrees
+    with a direct conic solve away from the threshold."""
+    X, y, ts = make_data(seed, n=15, d=3, k=2)
+    gamma = 0.05
+    rng = np.random.RandomState(seed)
+    L = rng.randn(3, 3)
+    Q = L @ L.T
+    Q *= 1.5 / np.median(np.abs(pg.triplet_values(ts, Q, False)))
+    r = 0.4 * np.linalg.norm(Q)
+    ball = tb.Ball("test", Q, r, psd_center=True)
+    idx = np.arange(ts.n_triplets, dtype=np.int32)
+    res = screen_triplets(ts, ball, "sdp", gamma, False, idx)
+    sph = screen_triplets(ts, ball, "sphere", gamma, False, idx)
+    assert np.all(res.to_R >= sph.to_R) and np.all(res.to_L >= sph.to_L)
+    trips = ts.indices()
+    n_checked = 0
+    for t in range(ts.n_triplets):
+        a, b = X[trips[t, 0]] - X[trips[t, 2]], X[trips[t, 0]] - X[trips[t, 1]]
+        H = np.outer(a, a) - np.outer(b, b)
+        lo, up = cvx_min(H, Q, r, "psd"), -cvx_min(-H, Q, r, "psd")
+        if res.to_R[t]:
+            assert lo > 1 - 1e-6
+        if res.to_L[t]:
+            assert up < 1 - gamma + 1e-6
+        if lo > 1 + 1e-4:
+            assert res.to_R[t]
+            n_checked += 1
+        if up < 1 - gamma - 1e-4:
+            assert res.to_L[t]
+            n_checked += 1
+    assert n_checked > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_diagonal_rule_equals_cvxpy(seed):
+    X, y, ts = make_data(seed, n=15, d=4, k=2, diagonal=True)
+    rng = np.random.RandomState(seed)
+    q = rng.randn(4) * 0.5 + 0.3
+    # the ball must meet the orthant (as any ball containing an optimum does)
+    r = max(rng.uniform(0.2, 1.0), 1.2 * np.linalg.norm(np.minimum(q, 0)))
+    ball = tb.Ball("test", q, r, psd_center=False)
+    idx = np.arange(ts.n_triplets, dtype=np.int32)
+    res = screen_triplets(ts, ball, "sdp", 0.05, True, idx)
+    sph = screen_triplets(ts, ball, "sphere", 0.05, True, idx)
+    trips = ts.indices()
+    n_tight = 0
+    for t in range(0, ts.n_triplets, 3):
+        h = (X[trips[t, 0]] - X[trips[t, 2]]) ** 2 - (X[trips[t, 0]] - X[trips[t, 1]]) ** 2
+        x = cp.Variable(4, nonneg=True)
+        cons = [cp.sum_squares(x - q) <= r * r]
+        lo = cp.Problem(cp.Minimize(h @ x), cons).solve(solver="CLARABEL")
+        up = cp.Problem(cp.Maximize(h @ x), cons).solve(solver="CLARABEL")
+        assert res.lower[t] <= lo + 1e-6 and res.upper[t] >= up - 1e-6  # safe
+        if not (sph.to_R[t] or sph.to_L[t]):  # evaluated by the closed form: tight
+            assert res.lower[t] == pytest.approx(lo, abs=1e-5)
+            assert res.upper[t] == pytest.approx(up, abs=1e-5)
+            n_tight += 1
+    assert n_tight > 0
+
+
+# ------------------------------------------------------------------- safety ---
+@settings(max_examples=20, **HYP)
+@given(seed=st.integers(0, 10**6), diagonal=st.booleans(), hinge=st.booleans(),
+       quality=st.sampled_from(["exact", "gap1e-2", "random"]),
+       rule=st.sampled_from(["sphere", "linear", "sdp"]))
+def test_no_screened_triplet_is_outside_its_set(seed, diagonal, hinge, quality, rule):
+    gamma = 0.0 if hinge else 0.05
+    X, y, ts = make_data(seed, diagonal=diagonal)
+    lam_L, G_pos = nondegenerate(ts, 0.05, diagonal)
+    lam0 = 0.05 * lam_L
+    # the smoothed-hinge optimum at lam0 is a valid (inexact) reference for the hinge
+    M0_star, _ = exact(ts, 0.05, diagonal, lam0, G_pos / lam_L)
+    rng = np.random.RandomState(seed)
+    M_ref = reference_at(ts, 0.05, diagonal, lam0, quality, rng, M0_star)
+    lam = 0.8 * lam0
+    balls, ev = all_balls(ts, gamma, diagonal, M_ref, lam0, lam)
+    z_ref = pg.triplet_values(ts, M_ref, diagonal)
+    if hinge:  # the truth for the hinge: a tight solve of the smoothed problem is not it
+        M_star, gap = exact_hinge(X, ts, lam, diagonal)
+    else:
+        M_star, gap = exact(ts, gamma, diagonal, lam, M0_star)
+    z = pg.triplet_values(ts, M_star, diagonal)
+    band = np.sqrt(2 * max(gap, 0) / lam) * ts.hnorm + 1e-7 * (1 + np.abs(z))
+    idx = np.arange(ts.n_triplets, dtype=np.int32)
+    for ball in balls:
+        res = screen_triplets(ts, ball, rule, gamma, diagonal, idx, ref_values=z_ref,
+                              x0_values=z_ref)
+        assert np.all(z[res.to_R] > 1 - band[res.to_R]), ball.name
+        assert np.all(z[res.to_L] < 1 - gamma + band[res.to_L]), ball.name
+
+
+def exact_hinge(X, ts, lam, diagonal):
+    """The hinge optimum from CLARABEL (a projected subgradient method is not exact)."""
+    T = ts.indices()
+    A = X[T[:, 0]] - X[T[:, 2]]
+    B = X[T[:, 0]] - X[T[:, 1]]
+    d = X.shape[1]
+    if diagonal:
+        m = cp.Variable(d, nonneg=True)
+        z = (A**2 - B**2) @ m
+    else:
+        m = cp.Variable((d, d), PSD=True)
+        z = cp.sum(cp.multiply(A @ m, A), axis=1) - cp.sum(cp.multiply(B @ m, B), axis=1)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - z)) + lam / 2 * cp.sum_squares(m)))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    # CLARABEL's accuracy stands in for the gap: 1e-8 relative of the objective
+    return m.value, 1e-8 * abs(prob.value)
+
+
+def test_screened_sets_never_cross_on_a_path_and_gb_linear_beats_pgb():
+    """Along a short path: every bound's decisions are safe, and GB + linear screens a
+    superset of the PGB sphere rule (spec 2.2, 8.5)."""
+    X, y, ts = make_data(11, n=45, d=3, k=4)
+    gamma = 0.05
+    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam0, M0 = lam_L, G_pos / lam_L
+    idx = np.arange(ts.n_triplets, dtype=np.int32)
+    for _ in range(12):
+        lam = 0.6 * lam0
+        M1, gap1 = exact(ts, gamma, False, lam, M0)
+        z = pg.triplet_values(ts, M1, False)
+        band = np.sqrt(2 * gap1 / lam) * ts.hnorm + 1e-9
+        balls, ev = all_balls(ts, gamma, False, M0, lam0, lam)
+        z0 = pg.triplet_values(ts, M0, False)
+        for ball in balls:
+            res = screen_triplets(ts, ball, "sphere", gamma, False, idx, ref_values=z0)
+            assert np.all(z[res.to_R] > 1 - band[res.to_R])
+            assert np.all(z[res.to_L] < 1 - gamma + band[res.to_L])
+        pgb = screen_triplets(ts, balls[1], "sphere", gamma, False, idx)
+        gbl = screen_triplets(ts, balls[2], "linear", gamma, False, idx)
+        assert np.all(gbl.to_R >= pgb.to_R) and np.all(gbl.to_L >= pgb.to_L)
+        lam0, M0 = lam, M1
+
+
+# ------------------------------------------------------------------- ranges ---
+@pytest.mark.parametrize("perturb", [0.0, 1e-3])
+def test_rrpb_ranges_are_safe_on_a_grid(perturb):
+    """Spec 8.9: for every solved lam inside a triplet's range, membership holds."""
+    X, y, ts = make_data(5, n=36, d=3, k=3)
+    gamma = 0.05
+    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam0 = 0.1 * lam_L
+    M0, gap0 = exact(ts, gamma, False, lam0, G_pos / lam_L)
+    rng = np.random.RandomState(0)
+    if perturb:
+        E = rng.randn(3, 3)
+        M0 = pg.project(M0 + perturb * np.linalg.norm(M0) * (E + E.T) / 2, False)
+    gap = pg.TripletProblem(ts, gamma, False).evaluate(M0, lam0).gap
+    eps = tb.rrpb_eps(gap, lam0)
+    z0 = pg.triplet_values(ts, M0, False)
+    label, lo, hi = tb.rrpb_ranges(z0, ts.hnorm, float(np.linalg.norm(M0)), eps, lam0, gamma)
+    assert (label > 0).sum() > 0
+    assert np.all((lo[label > 0] < lam0) & (lam0 < hi[label > 0]))
+    M = M0
+    n_checked = 0
+    for lam in lam0 * np.r_[np.geomspace(1.5, 1.01, 4), np.geomspace(0.99, 0.05, 10)]:
+        M, g = exact(ts, gamma, False, lam, M)
+        z = pg.triplet_values(ts, M, False)
+        band = np.sqrt(2 * g / lam) * ts.hnorm + 1e-9
+        inside = (label > 0) & (lo < lam) & (lam < hi)
+        R, L = inside & (label == 2), inside & (label == 1)
+        assert np.all(z[R] > 1 - band[R]) and np.all(z[L] < 1 - gamma + band[L])
+        n_checked += inside.sum()
+        # the range decision equals the RRPB sphere rule at that lam
+        ball = tb.rrpb(M0, lam0, lam, eps)
+        res = screen_triplets(ts, ball, "sphere", gamma, False,
+                              np.arange(ts.n_triplets, dtype=np.int32), ref_values=z0)
+        assert np.all(res.to_R[R]) and np.all(res.to_L[L])
+    assert n_checked > 0
