@@ -140,7 +140,7 @@ def resolve_path_param(estimator, param_name: str | None = None) -> tuple[str, s
 def _critical_value(estimator, prefix: str, X, y, sample_weight=None) -> float:
     """The Safe step's critical value, on the data it sees (after the Pipeline steps
     before it, fitted on ``X``)."""
-    obj, Xt = estimator, X
+    obj, Xt = clone(estimator), X  # validation inside _critical_value sets attributes
     parts = prefix.split("__")[:-1] if prefix else []
     for name in parts:
         if not isinstance(obj, Pipeline):

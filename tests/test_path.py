@@ -53,6 +53,16 @@ def test_geometric_grid_from_critical_value():
     assert make_grid(svc, X, y, n_values=1).tolist() == [c_min]
 
 
+def test_grid_does_not_touch_the_estimator():
+    X, y = data()
+    svc = SafeSVC(kernel="linear")
+    pipe = make_pipeline(StandardScaler(), SafeSVC(kernel="linear"))
+    make_grid(svc, X, y, n_values=3)
+    make_grid(pipe, X, y, n_values=3)
+    assert not hasattr(svc, "n_features_in_") and not hasattr(pipe[0], "mean_")
+    assert not hasattr(pipe[-1], "n_features_in_")
+
+
 def test_explicit_grid_is_sorted_most_to_least_regularised():
     X, y = data()
     assert make_grid(SafeSVC(), X, y, [3.0, 0.1, 1.0]).tolist() == [0.1, 1.0, 3.0]
