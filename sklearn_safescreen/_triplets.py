@@ -24,6 +24,7 @@ front and refused, with the figure, when it would not fit.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,8 +155,9 @@ def build_triplets(X: np.ndarray, y: np.ndarray, k: int | None,
     y : ndarray of shape (n_samples,)
         Integer class labels (at least two classes).
     k : int or None
-        Neighbours per side; must not exceed the size of any class minus one (use
-        ``None`` for all triplets).
+        Neighbours per side (``None``: all triplets). Anchors of a class with fewer
+        than ``k + 1`` samples use :math:`\min(k, n_c-1)` same-class neighbours (spec
+        1.2), with a warning.
     diagonal : bool
         Store the norms of :math:`\mathrm{diag}(H_t)` instead of :math:`\|H_t\|_F`.
     """
@@ -165,15 +167,17 @@ def build_triplets(X: np.ndarray, y: np.ndarray, k: int | None,
     if classes.size < 2:
         raise ValueError("metric learning from triplets needs at least two classes; got "
                          f"{classes.size} class")
-    if counts.min() < 2:
-        raise ValueError("every class needs at least two samples to form a same-class "
-                         f"pair; class {classes[counts.argmin()]!r} has "
-                         f"{counts.min()}")
+    if counts.max() < 2:
+        raise ValueError("no class has two samples, so no same-class pair and no triplet "
+                         "can be formed")
     if k is not None and k > counts.min() - 1:
-        raise ValueError(
-            f"k={k} is larger than the number of same-class neighbours of class "
-            f"{classes[counts.argmin()]!r} ({counts.min() - 1}); use k <= "
-            f"{counts.min() - 1} or k=None for all triplets")
+        small = classes[counts - 1 < k]
+        warnings.warn(
+            f"k={k} is larger than the number of same-class neighbours of class(es) "
+            f"{list(small)[:5]} (smallest class: {counts.min()} samples); their anchors "
+            f"use min(k, n_c - 1) neighbours (spec 1.2) and singleton classes none. Use "
+            f"k <= {max(counts.min() - 1, 1)} for exactly k x k triplets per anchor.",
+            UserWarning, stacklevel=3)
     n_trip = count_knn_triplets(y_ind, k)
     n_pairs_est = int(sum(c * (min(k or n, c - 1) + min(k or n, n - c)) for c in counts))
     check_memory(n_trip, n_pairs_est, X.shape[1])
@@ -183,8 +187,10 @@ def build_triplets(X: np.ndarray, y: np.ndarray, k: int | None,
     for c in range(classes.size):
         anchors = np.flatnonzero(y_ind == c)
         others = np.flatnonzero(y_ind != c)
-        ks = anchors.size - 1 if k is None else k
+        ks = anchors.size - 1 if k is None else min(k, anchors.size - 1)
         kd = others.size if k is None else min(k, others.size)
+        if ks == 0:
+            continue  # a singleton class has no same-class pair (it still serves as l)
         if k is None:  # all pairs: no sorting needed
             base = np.arange(ks)
             same = base[None, :] + (base[None, :] >= np.arange(anchors.size)[:, None])

@@ -116,10 +116,17 @@ def test_bad_label_configurations():
     X = np.random.RandomState(0).randn(12, 2)
     with pytest.raises(ValueError, match="at least two classes"):
         build_triplets(X, np.zeros(12), 2)
-    with pytest.raises(ValueError, match="k=5 is larger"):
-        build_triplets(X, np.arange(12) % 3, 5)
-    with pytest.raises(ValueError, match="at least two samples"):
-        build_triplets(X, np.r_[np.zeros(11), 1], 1)
+    with pytest.warns(UserWarning, match="k=5 is larger"):
+        ts = build_triplets(X, np.arange(12) % 3, 5)
+    assert ts.n_triplets == count_knn_triplets(np.arange(12) % 3, 5) == 12 * 3 * 5
+    # a singleton class anchors nothing but is a different-class instance for others
+    y = np.r_[np.zeros(11), 1]
+    with pytest.warns(UserWarning, match="larger"):
+        ts = build_triplets(X, y, 2)
+    assert ts.n_triplets == 11 * 2 * 1 == count_knn_triplets(y, 2)
+    assert np.all(ts.indices()[:, 2] == 11)
+    with pytest.raises(ValueError, match="no class has two samples"):
+        build_triplets(X[:3], np.arange(3), 1)
 
 
 def test_memory_estimate_and_refusal(monkeypatch):

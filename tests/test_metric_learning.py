@@ -1,0 +1,242 @@
+"""SafeMetricLearner (issue 5): exactness against the unscreened solve and cvxpy, the
+closed form above lambda_L, paths with warm starts, every bound/rule, the scikit-learn
+API (check_estimator, Pipeline with k-NN, GridSearchCV, clone, pickle), bad input and
+the screening report."""
+
+from __future__ import annotations
+
+import pickle
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_iris, load_wine
+from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import MinMaxScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_safescreen import _triplets
+from sklearn_safescreen.metric_learning import BOUNDS, SafeMetricLearner
+from sklearn_safescreen.solvers import psd_gradient as pg
+
+
+def scaled(loader, every=1):
+    X, y = loader(return_X_y=True)
+    X = MinMaxScaler((-1, 1)).fit_transform(X)
+    return X[::every], y[::every]
+
+
+def objective(ml, X, y, gamma=0.05):
+    """Full primal objective of the fitted metric, computed from explicit triplets."""
+    T = ml._triplets.indices()
+    A, B = X[T[:, 0]] - X[T[:, 2]], X[T[:, 0]] - X[T[:, 1]]
+    M = ml.metric_
+    z = np.einsum("ij,jk,ik->i", A, M, A) - np.einsum("ij,jk,ik->i", B, M, B)
+    return pg.loss_values(z, gamma).sum() + ml.alpha / 2 * np.sum(M * M)
+
+
+def dgb_tol(ml):
+    """sqrt(2 gap / lambda): the distance of the returned metric to the optimum."""
+    return np.sqrt(2 * ml.dual_gap_ / ml.alpha)
+
+
+@parametrize_with_checks([SafeMetricLearner(), SafeMetricLearner(metric="diagonal",
+                                                                    loss="hinge")])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def test_equals_cvxpy_on_a_small_problem():
+    X, y = scaled(load_iris, every=5)
+    ml = SafeMetricLearner(k=3, tol=1e-10)
+    lam = 0.05 * ml._critical_value(X, y)
+    ml.set_params(alpha=lam).fit(X, y)
+    T = ml._triplets.indices()
+    A, B = X[T[:, 0]] - X[T[:, 2]], X[T[:, 0]] - X[T[:, 1]]
+    M = cp.Variable((4, 4), PSD=True)
+    z = cp.sum(cp.multiply(A @ M, A), axis=1) - cp.sum(cp.multiply(B @ M, B), axis=1)
+    obj = cp.sum(cp.huber(cp.pos(1 - z), 0.05)) / 0.1 + lam / 2 * cp.sum_squares(M)
+    prob = cp.Problem(cp.Minimize(obj))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert np.linalg.norm(ml.metric_ - M.value) <= 1e-5 * np.linalg.norm(M.value)
+    assert objective(ml, X, y) <= prob.value * (1 + 1e-8)
+    assert ml.screening_report_.n_screened > 0
+
+
+def test_closed_form_above_the_critical_value():
+    X, y = scaled(load_wine, every=2)
+    ml = SafeMetricLearner(k=4)
+    lam_L = ml._critical_value(X, y)
+    ts = _triplets.build_triplets(X, np.unique(y, return_inverse=True)[1], 4)
+    G = pg.sum_h(ts, np.ones(ts.n_triplets), False)
+    G_pos = pg.project(G, False)
+    assert lam_L == pytest.approx(
+        (pg.triplet_values(ts, G_pos, False).max()) / 0.95, rel=1e-12)
+    for lam in [lam_L, 3 * lam_L]:
+        ml.set_params(alpha=lam).fit(X, y)
+        assert np.allclose(ml.metric_, G_pos / lam, rtol=1e-12, atol=1e-15)
+        assert ml.n_iter_ == 0 and ml.dual_gap_ == 0.0
+        assert ml.screening_report_.events[0].moment == "closed_form"
+    # just below: a solve, and the answer differs from the closed form
+    ml.set_params(alpha=0.5 * lam_L, tol=1e-9).fit(X, y)
+    assert ml.n_iter_ > 0
+    assert not np.allclose(ml.metric_, G_pos / (0.5 * lam_L), rtol=1e-6)
+
+
+@pytest.mark.parametrize("metric", ["full", "diagonal"])
+def test_screened_path_equals_unscreened_path(metric):
+    X, y = scaled(load_wine)
+    kw = dict(k=3, metric=metric, tol=1e-9, warm_start=True, max_iter=100000)
+    safe, plain = SafeMetricLearner(**kw), SafeMetricLearner(screening=False, **kw)
+    lam0 = safe._critical_value(X, y)
+    rates = []
+    for lam in lam0 * 0.5 ** np.arange(1, 14):
+        safe.set_params(alpha=lam).fit(X, y)
+        plain.set_params(alpha=lam).fit(X, y)
+        diff = np.linalg.norm(safe.metric_ - plain.metric_)
+        assert diff <= 1.01 * (dgb_tol(safe) + dgb_tol(plain)) + 1e-12
+        assert diff <= 1e-3 * np.linalg.norm(plain.metric_)
+        assert objective(safe, X, y) == pytest.approx(objective(plain, X, y), rel=1e-7)
+        rates.append(safe.screening_report_.screening_rate)
+        assert plain.screening_report_.n_screened == 0
+    assert np.mean(rates) > 0.5
+    # warm-started path = cold fit at the last value
+    cold = SafeMetricLearner(**{**kw, "warm_start": False}).set_params(alpha=lam).fit(X, y)
+    assert np.linalg.norm(cold.metric_ - safe.metric_) <= 1.01 * (
+        dgb_tol(cold) + dgb_tol(safe)) + 1e-12
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+@pytest.mark.parametrize("rule", ["sphere", "linear", "sdp"])
+def test_every_bound_and_rule_gives_the_same_metric(bound, rule):
+    X, y = scaled(load_iris, every=3)
+    ref = SafeMetricLearner(k=3, screening=False, tol=1e-10).set_params(alpha=2.0).fit(X, y)
+    ml = SafeMetricLearner(k=3, bound=bound, rule=rule, tol=1e-10, warm_start=True)
+    for lam in [200.0, 20.0, 2.0]:
+        ml.set_params(alpha=lam).fit(X, y)
+    assert np.linalg.norm(ml.metric_ - ref.metric_) <= 1.01 * (dgb_tol(ml) + dgb_tol(ref))
+    assert ml.screening_report_.n_screened > 0
+
+
+@pytest.mark.parametrize("options", [dict(loss="hinge"), dict(active_set=True),
+                                     dict(active_set=True, metric="diagonal"),
+                                     dict(range_screening=False)])
+def test_options_keep_the_optimum(options):
+    X, y = scaled(load_wine, every=2)
+    # the hinge is solved in the dual by FISTA (sublinear): a looser tolerance
+    tol = 1e-6 if options.get("loss") == "hinge" else 1e-8
+    kw = dict(k=3, tol=tol, warm_start=True, max_iter=200000, **options)
+    safe, plain = SafeMetricLearner(**kw), SafeMetricLearner(screening=False, **kw)
+    for lam in [300.0, 30.0, 3.0]:
+        safe.set_params(alpha=lam).fit(X, y)
+        plain.set_params(alpha=lam).fit(X, y)
+    assert np.linalg.norm(safe.metric_ - plain.metric_) <= 1.01 * (
+        dgb_tol(safe) + dgb_tol(plain)) + 1e-12
+
+
+def test_range_screening_reports_and_warm_start_on_new_data():
+    X, y = scaled(load_wine, every=2)
+    ml = SafeMetricLearner(k=3, warm_start=True, tol=1e-8)
+    for lam in [100.0, 90.0, 81.0, 72.9]:
+        ml.set_params(alpha=lam).fit(X, y)
+    moments = {e.moment for e in ml.screening_report_.events}
+    assert {"range", "reference", "solve"} <= moments
+    rng_ev = [e for e in ml.screening_report_.events if e.moment == "range"][0]
+    assert rng_ev.n_screened > 0
+    d = ml.screening_report_.to_dict()
+    assert {"n_variables", "n_screened", "screening_rate"} <= d.keys()
+    assert d["n_variables"] == ml.n_triplets_ and 0 < d["screening_rate"] <= 1
+    # different data: the old reference must not be used
+    X2 = X + 0.01
+    ml.fit(X2, y)
+    assert not any(e.moment == "range" for e in ml.screening_report_.events)
+    fresh = SafeMetricLearner(k=3, tol=1e-8, alpha=72.9).fit(X2, y)
+    assert np.linalg.norm(ml.metric_ - fresh.metric_) <= 1.01 * (
+        dgb_tol(ml) + dgb_tol(fresh)) + 1e-12
+
+
+def test_transform_and_metric_learn_interface():
+    X, y = scaled(load_iris, every=2)
+    ml = SafeMetricLearner(k=3, alpha=10.0).fit(X, y)
+    M, L = ml.get_mahalanobis_matrix(), ml.components_
+    assert np.allclose(L.T @ L, M, atol=1e-10 * np.abs(M).max())
+    Z = ml.transform(X)
+    pairs = np.stack([X[:10], X[10:20]], axis=1)
+    d = ml.pair_distance(pairs)
+    assert np.allclose(d, np.linalg.norm(Z[:10] - Z[10:20], axis=1))
+    assert np.allclose(ml.pair_score(pairs), -d)
+    f = ml.get_metric()
+    assert f(X[0], X[10]) == pytest.approx(d[0])
+    with pytest.raises(ValueError, match="pairs must have shape"):
+        ml.pair_distance(X[:4])
+
+
+def test_user_triplets():
+    X, y = scaled(load_iris, every=3)
+    ml = SafeMetricLearner(k=2, alpha=5.0, tol=1e-10).fit(X, y)
+    T = ml._triplets.indices()
+    mu = SafeMetricLearner(alpha=5.0, tol=1e-10).fit(X, y, triplets=T)
+    assert np.linalg.norm(ml.metric_ - mu.metric_) <= 1.01 * (dgb_tol(ml) + dgb_tol(mu))
+    with pytest.raises(ValueError, match="must lie in"):
+        SafeMetricLearner().fit(X, y, triplets=[[0, 1, X.shape[0]]])
+
+
+def test_pipeline_gridsearch_clone_pickle():
+    X, y = scaled(load_wine)
+    pipe = Pipeline([("metric", SafeMetricLearner(k=3)),
+                     ("knn", KNeighborsClassifier(n_neighbors=5))])
+    grid = GridSearchCV(pipe, {"metric__alpha": [1.0, 100.0]}, cv=3).fit(X, y)
+    assert grid.best_score_ > 0.9
+    ml = grid.best_estimator_.named_steps["metric"]
+    ml2 = pickle.loads(pickle.dumps(ml))
+    assert np.array_equal(ml2.transform(X), ml.transform(X))
+    c = clone(ml)
+    assert c.get_params() == ml.get_params() and not hasattr(c, "metric_")
+
+
+def test_regularization_path_cv_if_available():
+    path = pytest.importorskip("sklearn_safescreen.path")
+    if not hasattr(path, "RegularizationPathCV"):
+        pytest.skip("RegularizationPathCV not available yet")
+    X, y = scaled(load_wine)
+    pipe = Pipeline([("metric", SafeMetricLearner(k=3)),
+                     ("knn", KNeighborsClassifier(n_neighbors=5))])
+    lam_L = SafeMetricLearner(k=3)._critical_value(X, y)
+    cv = path.RegularizationPathCV(pipe, param_name="metric__alpha",
+                                   values=lam_L * 0.3 ** np.arange(1, 6), cv=3).fit(X, y)
+    assert cv.best_score_ > 0.9
+
+
+def test_bad_input():
+    X, y = scaled(load_iris, every=3)
+    with pytest.raises(ValueError, match="at least two classes"):
+        SafeMetricLearner().fit(X, np.zeros(X.shape[0]))
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SafeMetricLearner().fit(Xn, y)
+    with pytest.warns(UserWarning, match="k=20 is larger"):
+        SafeMetricLearner(k=20, alpha=1e3).fit(X, y)
+    with pytest.raises(ValueError):
+        SafeMetricLearner(alpha=-1.0).fit(X, y)
+    with pytest.raises(ValueError):
+        SafeMetricLearner(bound="nope").fit(X, y)
+    with pytest.raises(ValueError, match="continuous|Unknown label"):
+        SafeMetricLearner().fit(X, np.linspace(0, 1, X.shape[0]))
+
+
+def test_memory_refusal(monkeypatch):
+    X, y = scaled(load_iris)
+    monkeypatch.setattr(_triplets, "available_memory", lambda: 2**20)
+    with pytest.raises(MemoryError, match="GiB"):
+        SafeMetricLearner(k=None).fit(X, y)
+
+
+def test_verbose_prints_per_check(capsys):
+    X, y = scaled(load_iris, every=3)
+    SafeMetricLearner(k=3, alpha=5.0, verbose=2).fit(X, y)
+    out = capsys.readouterr().out
+    assert "reference" in out and "gap=" in out and "screened" in out
