@@ -1,0 +1,137 @@
+r"""Safe sample screening for least absolute deviations (LAD) regression.
+
+Problem (spec svm B6, W-33, with a regularised bias feature and weights F2):
+
+.. math::
+
+    \min_w\ \tfrac12\|w\|^2 + C\sum_{i=1}^n c_i\,|y_i - w^\top\Phi(x_i)|,
+
+dual :math:`\min_{\alpha}\ \tfrac12\alpha^\top G\alpha - y^\top\alpha` over the box
+:math:`-Cc_i\le\alpha_i\le Cc_i`, :math:`G_{ij}=K(x_i,x_j)`, :math:`w=\sum_i\alpha_i\Phi(x_i)`.
+At the optimum (spec B6, pitfall E8: **signs**):
+
+* :math:`\mathcal R`: prediction **above** the target, :math:`w^\top\Phi(x_i)>y_i`
+  (negative residual), so :math:`\alpha_i=-Cc_i` (the lower end of the box);
+* :math:`\mathcal L`: prediction **below** the target (positive residual), so
+  :math:`\alpha_i=+Cc_i` (the upper end);
+* :math:`\mathcal E`: interpolated samples, :math:`\alpha_i` anywhere in the box.
+
+A rule bounds the prediction :math:`\ell_i\le w^{*\top}_{[C]}\Phi(x_i)\le u_i` and compares
+the bounds with :math:`y_i` (not with 1 as for the SVM): :math:`\ell_i>y_i` proves
+:math:`\mathcal R`, :math:`u_i<y_i` proves :math:`\mathcal L` (strict, with the slack of
+pitfall E6).
+
+References are :class:`~sklearn_safescreen.screening.svm.SVMReference` objects: the
+dataclass holds what any box-QP dual solution needs (``C``, the full ``alpha``, its
+margins :math:`G\alpha` -- for LAD, the *predictions* of the reference -- and its full
+duality gap); nothing in it is specific to the hinge loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .balls import ScreeningResult, ball_bounds, decide
+from .svm import SVMReference, _ball_one
+
+LAD_RULES = ("DVI",)
+
+#: The reference of a LAD path step (same fields as the SVM's: C, alpha, G alpha, gap).
+LADReference = SVMReference
+
+
+def dvi_lad(ref: SVMReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
+            weights: np.ndarray) -> ScreeningResult:
+    r"""DVI\ :sub:`s` for LAD ([WWY] Corollary 15, spec B6), gap-inflated (spec F1(b)).
+
+    With the reference predictions :math:`q=G\alpha_{\rm ref}` at :math:`C_{\rm ref}`,
+    :math:`c=(C+C_{\rm ref})/(2C_{\rm ref})` and :math:`\rho=|C-C_{\rm ref}|/(2C_{\rm ref})`
+    (both path directions, spec B3):
+
+    .. math::
+
+        \ell_i,\ u_i = c\,q_i \mp \big(\rho(\|\tilde w\|+\delta) + c\,\delta\big)\|x_i\|,
+        \qquad \delta=\sqrt{2\,\mathrm{gap}_{\rm ref}},
+
+    the bounds of :math:`x_i^\top w^*_{[C]}` over the variational-inequality ball of
+    [WWY] Theorem 6 around the *exact* reference optimum, which lies within
+    :math:`\delta` of :math:`\tilde w` because the primal is 1-strongly convex (F1(b)).
+    With an exact reference (``gap = 0``) these are exactly Corollary 15's bounds. The
+    box :math:`C[-c_i, c_i]` scales with ``C``, so the ball holds with weights too (F2).
+
+    Decisions: :math:`\ell_i>y_i\Rightarrow\alpha_i=-Cc_i` (``at_lower``, set
+    :math:`\mathcal R`), :math:`u_i<y_i\Rightarrow\alpha_i=+Cc_i` (``at_upper``, set
+    :math:`\mathcal L`); samples with :math:`c_i=0` are left alone (their box is the
+    point 0). Cost: O(n) given the reference predictions.
+
+    Parameters
+    ----------
+    ref : SVMReference
+        Solution at ``ref.C``: full ``alpha`` (screened samples included, pitfall E3),
+        ``margins`` = its predictions :math:`G\alpha` on every training sample, ``gap``
+        = its full-problem duality gap.
+    C : float
+        Target regularisation value (either side of ``ref.C``).
+    sqnorm : ndarray of shape (n_samples,)
+        :math:`G_{ii}=\|\Phi(x_i)\|^2` (bias feature included).
+    y : ndarray of shape (n_samples,)
+        Targets.
+    weights : ndarray of shape (n_samples,)
+        Per-sample multipliers :math:`c_i\ge 0` of ``C``.
+
+    Returns
+    -------
+    ScreeningResult
+        ``info`` holds the radius of the (inflated) ball.
+    """
+    xnorm = np.sqrt(sqnorm)
+    centre, radius, _ = _ball_one(ref, C, xnorm)
+    lower, upper = ball_bounds(centre, radius, xnorm)
+    at_lower, at_upper = decide(lower, upper, y, weights > 0)
+    return ScreeningResult(at_lower, at_upper, lower, upper, {"radius": radius})
+
+
+def screen_lad(rule: str, ref: SVMReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
+               weights: np.ndarray) -> ScreeningResult:
+    """Dispatch to one of :data:`LAD_RULES`."""
+    if rule == "DVI":
+        return dvi_lad(ref, C, sqnorm, y, weights)
+    raise ValueError(f"unknown LAD screening rule {rule!r}; expected one of {LAD_RULES}")
+
+
+def lad_critical_C(slope_predictions: np.ndarray, y: np.ndarray,
+                   weights: np.ndarray) -> float:
+    r"""Largest ``C`` below which the LAD optimum is linear in ``C`` (spec B6, R7).
+
+    For small ``C`` the optimum is :math:`\alpha^*_{[C]}=C\gamma` with
+    :math:`\gamma_i=c_i\,\mathrm{sign}(y_i)` wherever :math:`y_i\ne0` (each sample on the
+    side of its target: with :math:`w\to0` the residual has the sign of :math:`y_i`);
+    samples with :math:`y_i=0` take the solution :math:`\beta` of a C-free box QP (the
+    caller's). The predictions at ``C`` are then :math:`C(G\gamma)_i` and KKT needs
+    :math:`s_i\,C(G\gamma)_i\le|y_i|` for every sample with :math:`y_i\ne0`
+    (:math:`s=\mathrm{sign}(y)`), hence
+
+    .. math::
+
+        C^{\rm LAD}_{\min} = \min_{i:\ c_i>0,\ y_i\ne0,\ s_i(G\gamma)_i>0}
+            \frac{|y_i|}{s_i(G\gamma)_i}
+
+    (``inf`` when no index qualifies: then :math:`C\gamma` is optimal for every ``C``).
+    With no zero target this is spec B6's formula.
+
+    Parameters
+    ----------
+    slope_predictions : ndarray of shape (n_samples,)
+        :math:`G\gamma`.
+    y, weights : ndarray of shape (n_samples,)
+
+    Returns
+    -------
+    float
+    """
+    s = np.sign(y)
+    push = s * slope_predictions
+    ok = (weights > 0) & (s != 0) & (push > 0)
+    if not ok.any():
+        return np.inf
+    return float(np.min(np.abs(y[ok]) / push[ok]))
