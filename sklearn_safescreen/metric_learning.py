@@ -31,7 +31,7 @@ from ._base import ScreeningRepairWarning, data_fingerprint
 from ._report import ScreeningEvent, ScreeningReport
 from ._triplets import TripletSet, build_triplets, triplets_from_indices
 from .screening import triplet_bounds as tb
-from .screening.triplet import TRIPLET_RULES, screen_triplets
+from .screening.triplet import TRIPLET_RULES, dynamic_sphere_full, screen_triplets
 from .solvers import psd_gradient as pg
 
 BOUNDS = ("gb", "pgb", "dgb", "cdgb", "rpb", "rrpb", "rrpb+pgb")
@@ -278,7 +278,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         t_start = time.perf_counter()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         check_classification_targets(y)
-        y_ind = LabelEncoder().fit_transform(y)
+        y_ind = np.unique(y, return_inverse=True)[1]
         gamma, diag, lam = self._gamma, self._diagonal, float(self.alpha)
         fingerprint = data_fingerprint(
             X, y_ind, None if triplets is None else np.asarray(triplets), self.k, gamma,
@@ -428,14 +428,12 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
     def _update_ranges(self, ts, ref, ref0, lam):
         """RRPB ranges from the new solution (spec 4.4): kept where the old range still
         covers ``lam``'s neighbourhood, recomputed (overwritten) elsewhere."""
-        label, lo, hi = tb.rrpb_ranges(ref.z, ts.hnorm, float(np.linalg.norm(ref.M)),
-                                       ref.eps, lam, self._gamma)
-        if ref0.range_label is not None:
-            keep = (label == 0) & (ref0.range_label > 0) & (ref0.range_lo < lam) & (
-                lam < ref0.range_hi)
-            label = np.where(keep, ref0.range_label, label)
-            lo = np.where(keep, ref0.range_lo, lo)
-            hi = np.where(keep, ref0.range_hi, hi)
+        m, eps = float(np.linalg.norm(ref.M)), ref.eps
+        if ref0.range_label is None:
+            label, lo, hi = tb.rrpb_ranges(ref.z, ts.hnorm, m, eps, lam, self._gamma)
+        else:  # ref0's arrays are not needed any more: update them in place
+            label, lo, hi = ref0.range_label, ref0.range_lo, ref0.range_hi
+            tb.merge_rrpb_ranges(ref.z, ts.hnorm, m, eps, lam, self._gamma, label, lo, hi)
         ref.range_label, ref.range_lo, ref.range_hi = label, lo, hi
 
     def _apply(self, ts, ball, idx, ref_values, x0_values, M_ref, lam, status):
@@ -453,8 +451,21 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         bound, n_t, diag = self.bound, ts.n_triplets, self._diagonal
         calls = [0]
 
+        compiled = (self.rule == "sphere" and not diag and bound != "cdgb")
+        use_gb, use_pgb = bound == "gb", bound in ("pgb", "rrpb+pgb")
+        use_dgb = bound in ("dgb", "rrpb", "rpb", "rrpb+pgb")
+        names = "+".join(n for n, u in (("GB", use_gb), ("PGB", use_pgb), ("DGB", use_dgb))
+                         if u)
+
         def callback(problem: pg.TripletProblem, ev: pg.Evaluation) -> bool:
             t0 = time.perf_counter()
+            if compiled:  # the same rule and balls, in one compiled pass
+                codes = dynamic_sphere_full(
+                    problem.cdiff, problem.cpos, problem.cneg, ts.hnorm[problem.work],
+                    ev.z, np.ascontiguousarray(ev.M), np.ascontiguousarray(ev.grad),
+                    ev.gap, lam, self._gamma, use_gb, use_pgb, use_dgb)
+                return record(problem, ev, problem.work[codes == 2],
+                              problem.work[codes == 1], names, t0, True)
             M = ev.M
             balls = []
             if bound in ("gb",):
@@ -481,11 +492,16 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
                 to_R |= res.to_R
                 to_L |= res.to_L
             to_L &= ~to_R  # cannot both hold for a safe ball; stay conservative
-            R_idx, L_idx = idx[to_R], idx[to_L]
-            problem.screen(R_idx, L_idx)
+            return record(problem, ev, idx[to_R], idx[to_L],
+                          "+".join(b.name for b in balls), t0, bound != "cdgb")
+
+        def record(problem, ev, R_idx, L_idx, name, t0, contains_m):
+            """Apply and report. Returns False (nothing screened), the keep-mask of the
+            working triplets (every ball contains the iterate M, so the screened ones
+            were on their side at M and the evaluation stays valid) or True."""
+            keep = problem.screen(R_idx, L_idx)
             moment = "reference" if calls[0] == 0 else "dynamic"
             calls[0] += 1
-            name = "+".join(b.name for b in balls)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent(name, moment, lam, int(R_idx.size), int(L_idx.size),
                                       n_t, dt))
@@ -493,7 +509,9 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
                 self._log(f"alpha={lam:<10.4g} {moment:<9} {name:<8} R+={R_idx.size:<7d} "
                           f"L+={L_idx.size:<7d} active={problem.work.size:<8d} "
                           f"gap={ev.rel_gap:.2e} time={dt:.3e}s")
-            return bool(R_idx.size or L_idx.size)
+            if keep is None:
+                return False
+            return keep if contains_m else True
 
         return callback
 

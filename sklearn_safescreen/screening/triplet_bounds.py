@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..solvers.psd_gradient import psd_split
 
@@ -142,22 +143,47 @@ def rrpb_ranges(z: np.ndarray, h: np.ndarray, m: float, eps: float, lam0: float,
     non-empty.
     """
     eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)
-    # a tiny relative slack on every comparison (as the sphere rule's)
-    z_lo, z_hi = z - 1e-12 * np.abs(z), z + 1e-12 * np.abs(z)
-    label = np.zeros(z.shape, dtype=np.int8)
-    lo = np.full(z.shape, np.inf)
-    hi = np.full(z.shape, -np.inf)
-    R = z_lo - eps * h > 1.0
-    L = (z_hi + eps * h < 1.0 - gamma) & ~R
-    hm = h * m
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo_R = lam0 * (hm - z_lo + 2 * eps * h) / (z_lo - 2.0 + hm)
-        hi_R = lam0 * (hm + z_lo) / (hm - z_lo + 2.0 + 2 * eps * h)
-        lo_L = lam0 * (hm + z_hi + 2 * eps * h) / (2 * (1 - gamma) + hm - z_hi)
-        den = z_hi + hm + 2 * eps * h - 2 * (1 - gamma)
-        hi_L = np.where(den > 0, lam0 * (hm - z_hi) / den, np.inf)
-    label[R], lo[R], hi[R] = 2, lo_R[R], hi_R[R]
-    label[L], lo[L], hi[L] = 1, lo_L[L], hi_L[L]
-    lo = np.where(label > 0, np.maximum(lo, 0.0) * (1 + 1e-9), lo)
-    hi = np.where(label > 0, hi * (1 - 1e-9), hi)
+    n = z.shape[0]
+    label = np.zeros(n, dtype=np.int8)
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    _ranges_nb(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
+               lo, hi, np.zeros(n, dtype=np.int8))
     return label, lo, hi
+
+
+def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi):
+    """Spec 4.4 in place: triplets whose stored range still covers ``lam0`` keep it, the
+    others get the range computed from the new reference (possibly empty)."""
+    eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)
+    keep = ((label > 0) & (lo < lam0) & (lam0 < hi)).astype(np.int8)
+    _ranges_nb(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
+               lo, hi, keep)
+
+
+@njit(cache=True)
+def _ranges_nb(z, h, m, eps, lam0, gamma, label, lo, hi, keep):
+    """Theorem 10 and the derived L-range (spec 4.2), one pass, strict with slack."""
+    for t in range(z.shape[0]):
+        if keep[t]:
+            continue
+        zt = z[t]
+        z_lo = zt - 1e-12 * abs(zt)
+        z_hi = zt + 1e-12 * abs(zt)
+        ht = h[t]
+        hm = ht * m
+        if z_lo - eps * ht > 1.0:
+            label[t] = 2
+            lo[t] = max(lam0 * (hm - z_lo + 2 * eps * ht) / (z_lo - 2.0 + hm), 0.0) * (
+                1 + 1e-9)
+            hi[t] = lam0 * (hm + z_lo) / (hm - z_lo + 2.0 + 2 * eps * ht) * (1 - 1e-9)
+        elif z_hi + eps * ht < 1.0 - gamma:
+            label[t] = 1
+            lo[t] = max(lam0 * (hm + z_hi + 2 * eps * ht)
+                        / (2 * (1 - gamma) + hm - z_hi), 0.0) * (1 + 1e-9)
+            den = z_hi + hm + 2 * eps * ht - 2 * (1 - gamma)
+            hi[t] = lam0 * (hm - z_hi) / den * (1 - 1e-9) if den > 0 else np.inf
+        else:
+            label[t] = 0
+            lo[t] = np.inf
+            hi[t] = -np.inf

@@ -108,10 +108,55 @@ def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
              - np.bincount(ts.neg, weights, minlength=ts.n_pairs))
         return aggregate(ts.diff, w, diagonal)
     m = len(idx)
+    if 8 * m > ts.n_pairs:  # many triplets: a bincount over all pairs beats sorting
+        w = (np.bincount(ts.pos[idx], weights, minlength=ts.n_pairs)
+             - np.bincount(ts.neg[idx], weights, minlength=ts.n_pairs))
+        used = np.flatnonzero(w)
+        return aggregate(ts.diff[used], w[used], diagonal)
     pairs, inv = np.unique(np.concatenate([ts.pos[idx], ts.neg[idx]]), return_inverse=True)
     w = (np.bincount(inv[:m], weights, minlength=pairs.size)
          - np.bincount(inv[m:], weights, minlength=pairs.size))
     return aggregate(ts.diff[pairs], w, diagonal)
+
+
+@njit(cache=True)
+def _compact_pairs(pos, neg, work, n_pairs):
+    """The pairs used by the triplets ``work`` (in index order) and the triplets' pair
+    indices into that compact list."""
+    remap = np.full(n_pairs, -1, dtype=np.int32)
+    for s in range(work.shape[0]):
+        remap[pos[work[s]]] = 0
+        remap[neg[work[s]]] = 0
+    count = 0
+    for p in range(n_pairs):
+        if remap[p] == 0:
+            remap[p] = count
+            count += 1
+    pairs = np.empty(count, dtype=np.int64)
+    for p in range(n_pairs):
+        if remap[p] >= 0:
+            pairs[remap[p]] = p
+    cpos = np.empty(work.shape[0], dtype=np.int32)
+    cneg = np.empty(work.shape[0], dtype=np.int32)
+    for s in range(work.shape[0]):
+        cpos[s] = remap[pos[work[s]]]
+        cneg[s] = remap[neg[work[s]]]
+    return pairs, cpos, cneg
+
+
+@njit(cache=True)
+def _add_h(HL, diff, pos, neg, idx):
+    """HL + sum over idx of a a' - b b' (a, b the pair differences of each triplet)."""
+    d = HL.shape[0]
+    for s in range(idx.shape[0]):
+        p = pos[idx[s]]
+        q = neg[idx[s]]
+        for r in range(d):
+            ar = diff[p, r]
+            br = diff[q, r]
+            for c in range(d):
+                HL[r, c] += ar * diff[p, c] - br * diff[q, c]
+    return HL
 
 
 @njit(cache=True)
@@ -229,15 +274,8 @@ class TripletProblem:
         """Iterate over ``work`` (triplet indices): compact its pairs for the BLAS parts."""
         ts = self.ts
         self.work = work
-        used = np.zeros(ts.n_pairs, dtype=bool)
-        used[ts.pos[work]] = True
-        used[ts.neg[work]] = True
-        pairs = np.flatnonzero(used)
-        remap = np.full(ts.n_pairs, -1, dtype=np.int32)
-        remap[pairs] = np.arange(pairs.size, dtype=np.int32)
-        self.cpos = remap[ts.pos[work]]
-        self.cneg = remap[ts.neg[work]]
-        self.cdiff = np.ascontiguousarray(ts.diff[pairs])
+        pairs, self.cpos, self.cneg = _compact_pairs(ts.pos, ts.neg, work, ts.n_pairs)
+        self.cdiff = ts.diff[pairs]
         self.cdiff2 = self.cdiff * self.cdiff if self.diagonal else None
         self._cdiffT = None
         self._z = np.empty(work.size)
@@ -247,7 +285,13 @@ class TripletProblem:
         """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
         :math:`H_{\\hat L}` (whatever their current value, spec 1.9)."""
         if to_L.size:
-            self.HL = self.HL + sum_h(self.ts, np.ones(to_L.size), self.diagonal, to_L)
+            if to_L.size * 8 <= self.ts.n_pairs and not self.diagonal:
+                # few triplets: add a a' - b b' directly (O(d^2) each)
+                self.HL = _add_h(self.HL.copy(), self.ts.diff, self.ts.pos, self.ts.neg,
+                                 to_L.astype(np.int64))
+            else:
+                self.HL = self.HL + sum_h(self.ts, np.ones(to_L.size), self.diagonal,
+                                          to_L)
             self.nL += int(to_L.size)
             self.status[to_L] = STATUS_L
         if to_R.size:
@@ -256,6 +300,8 @@ class TripletProblem:
         if to_L.size or to_R.size:
             keep = self.status[self.work] == STATUS_ACTIVE
             self.set_work(self.work[keep])
+            return keep
+        return None
 
     def values(self, Q: np.ndarray) -> np.ndarray:
         r""":math:`\langle Q,H_t\rangle` over the working triplets (compact pairs)."""
@@ -344,9 +390,11 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     step : float, optional
         Initial step (the previous solve's last one along a path); default
         :math:`1/\lambda`.
-    callback : callable ``(problem, evaluation) -> bool``, optional
+    callback : callable ``(problem, evaluation)``, optional
         Called at iteration 0 and every ``interval`` iterations with an evaluation over
-        all active triplets; returns True if it changed the screened sets.
+        all active triplets. Returns False (nothing screened), True (screened: evaluate
+        again) or the boolean keep-mask of the working triplets when every screened
+        triplet was on its side at the iterate (the evaluation stays valid).
     active_set : bool
         The heuristic of spec 5.4 (safe: it only restricts the working set).
     compiled : bool
@@ -600,8 +648,14 @@ def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evalua
     if problem.work.size != problem.n_active or active_set:
         problem.set_work(problem.active)
     ev = problem.evaluate(M, lam)
-    if callback is not None and callback(problem, ev):
-        ev = problem.evaluate(M, lam)
+    if callback is not None:
+        changed = callback(problem, ev)
+        if isinstance(changed, np.ndarray) and problem.dual_alpha is None:
+            # the callback screened only triplets on their side at M (its balls contain
+            # M): objective, S, gradient and gap are unchanged; drop their z values
+            ev.z = ev.z[changed]
+        elif changed is not None and changed is not False:
+            ev = problem.evaluate(M, lam)
     if active_set:
         work = problem.work[ev.z < 1.0]  # positive loss (spec 5.4)
         if work.size < problem.work.size:

@@ -373,3 +373,34 @@ def test_rrpb_ranges_are_safe_on_a_grid(perturb):
                               np.arange(ts.n_triplets, dtype=np.int32), ref_values=z0)
         assert np.all(res.to_R[R]) and np.all(res.to_L[L])
     assert n_checked > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_dynamic_sphere_equals_the_generic_rule(seed):
+    from sklearn_safescreen.screening.triplet import dynamic_sphere_full
+
+    X, y, ts = make_data(seed, n=40, d=4, k=3)
+    gamma = 0.05
+    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam = 0.1 * lam_L
+    res = pg.solve(pg.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-4,
+                   max_iter=1000)
+    prob = pg.TripletProblem(ts, gamma, False)
+    ev = prob.evaluate(res.M, lam)
+    idx = prob.work
+    for flags in [(True, False, False), (False, True, False), (False, False, True),
+                  (False, True, True)]:
+        codes = dynamic_sphere_full(prob.cdiff, prob.cpos, prob.cneg, ts.hnorm[idx], ev.z,
+                                    ev.M, ev.grad, ev.gap, lam, gamma, *flags)
+        balls = [b for b, f in zip([tb.gb(ev.M, ev.grad, lam),
+                                    tb.pgb(ev.M, ev.grad, lam, False),
+                                    tb.dgb(ev.M, ev.gap, lam)], flags, strict=True) if f]
+        want_R = np.zeros(idx.size, bool)
+        want_L = np.zeros(idx.size, bool)
+        for b in balls:
+            r = screen_triplets(ts, b, "sphere", gamma, False, idx, ref_values=ev.z)
+            want_R |= r.to_R
+            want_L |= r.to_L
+        want_L &= ~want_R
+        assert np.array_equal(codes == 2, want_R) and np.array_equal(codes == 1, want_L)
+        assert (codes > 0).any()
