@@ -466,3 +466,18 @@ def test_random_reference_target_pairs(seed, log_c_ref, ratio, kernel, weighted,
         X, y, sample_weight=sw)
     scale = max(1.0, np.abs(cold.predict(X)).max())
     np.testing.assert_allclose(m.predict(X), cold.predict(X), atol=1e-6 * scale)
+
+
+def test_regularization_path_cv_same_as_grid_search():
+    """SafeLAD plugs into RegularizationPathCV: the same choice and scores as
+    GridSearchCV over the same values (walked with warm starts and screening)."""
+    from sklearn_safescreen.path import RegularizationPathCV
+
+    X, y = make_lad(n=120, d=3, seed=21)
+    values = [0.001, 0.01, 0.1, 1.0]
+    search = RegularizationPathCV(SafeLAD(tol=1e-10), values=values, cv=3).fit(X, y)
+    grid = GridSearchCV(SafeLAD(tol=1e-10), {"C": values}, cv=3).fit(X, y)
+    assert search.best_params_ == grid.best_params_
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"],
+                               grid.cv_results_["mean_test_score"], atol=1e-8)
+    np.testing.assert_allclose(search.predict(X), grid.predict(X), atol=1e-6)

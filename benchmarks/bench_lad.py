@@ -1,0 +1,165 @@
+"""SafeLAD along the [WWY] LAD protocol (issue 4, performance; spec svm B8, Table 3).
+
+Protocol: 100 values of C in logspace(-2, 1), walked upwards with ``warm_start=True`` so
+that the previous solution is the start point and the DVI reference of the next value;
+the same path with ``screening=None`` (same solver, same warm starts, no screening at
+all); every fit to relative duality gap ``tol`` (1e-6). Data: synthetic, shaped like the
+paper's LAD sets -- "Houses" (n=20640, d=8) and "Magic" (n=19020, d=10) --
+X ~ N(0, I), y = X beta + Laplace(1) with beta ~ U(-1, 1)^d, regularised intercept.
+Also timed: one ``QuantileRegressor(quantile=0.5, alpha=0, solver="highs")`` fit (the
+unregularised LAD users would otherwise run), and the largest difference between the
+screened and unscreened predictions along the path (exactness).
+
+BLAS threads are limited to ``--blas-threads`` (default 1) for every timed call: on a
+small shared machine multi-threaded BLAS calls on vectors of ~20000 entries cost
+milliseconds of thread synchronisation each (measured: ``a @ b`` of two 20640-vectors
+2.5 ms with the default threads vs 4 us with one), which swamps both variants.
+
+Writes the section "SafeLAD (issue 4)" of doc/benchmarks.md and prints it.
+
+Run: python benchmarks/bench_lad.py [--quick] [--blas-threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import QuantileRegressor
+from threadpoolctl import threadpool_limits
+
+from sklearn_safescreen.lad import SafeLAD
+
+SECTION = "## SafeLAD (issue 4)"
+
+
+def make_data(n: int, d: int, seed: int = 0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = X @ rng.uniform(-1.0, 1.0, d) + rng.laplace(size=n)
+    return X, y
+
+
+def walk(X, y, Cs, screening, tol):
+    """Times of each fit along the path, DVI rejection per step, final screening rates,
+    predictions, rule time and epochs."""
+    model = SafeLAD(screening=screening, warm_start=True, tol=tol, max_iter=100000,
+                    random_state=0)
+    times, dvi, final, preds, gaps, rule_time, epochs = [], [], [], [], [], 0.0, 0
+    for C in Cs:
+        t0 = time.perf_counter()
+        model.set_params(C=C).fit(X, y)
+        times.append(time.perf_counter() - t0)
+        report = model.screening_report_
+        ref = [e for e in report.events if e.moment == "reference" and e.value == C]
+        dvi.append(ref[-1].n_screened / len(y) if ref else np.nan)
+        final.append(report.screening_rate)
+        rule_time += report.rule_time
+        epochs += model.n_iter_
+        preds.append(model.predict(X))
+        gaps.append(model.dual_gap_)
+        assert not any(e.moment == "repair" for e in report.events)
+    return (np.array(times), np.array(dvi), np.array(final), preds, np.array(gaps),
+            rule_time, epochs)
+
+
+def bench(name, n, d, Cs, tol):
+    X, y = make_data(n, d)
+    SafeLAD().fit(X[:300], y[:300])  # compile numba outside the timings
+    SafeLAD(screening=None).fit(X[:300], y[:300])
+    t_s, dvi, final, p_s, g_s, rule, ep_s = walk(X, y, Cs, "DVI", tol)
+    t_n, _, _, p_n, g_n, _, ep_n = walk(X, y, Cs, None, tol)
+    # both solutions are within sqrt(2 gap) of w*: predictions differ by at most
+    # (sqrt(2 g_s) + sqrt(2 g_n)) ||(x, 1)||; the worst ratio to that bound must be <= 1
+    xnorm = np.sqrt((X**2).sum(axis=1) + 1.0)
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(p_s, p_n, strict=True))
+    worst = max(float((np.abs(a - b) / ((np.sqrt(2 * gs) + np.sqrt(2 * gn)) * xnorm
+                                        + 1e-12)).max())
+                for a, b, gs, gn in zip(p_s, p_n, g_s, g_n, strict=True))
+    qr = QuantileRegressor(quantile=0.5, alpha=0.0, solver="highs")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        qr.fit(X, y)
+    t_qr = time.perf_counter() - t0
+    row = dict(name=name, n=n, d=d, t_safe=t_s.sum(), init=t_s[0], t_none=t_n.sum(),
+               init_none=t_n[0], rule=rule, worst=worst, dvi=np.nanmean(dvi[1:]),
+               dvi_min=np.nanmin(dvi[1:]),
+               final=final.mean(), diff=diff, t_qr=t_qr, ep_s=ep_s, ep_n=ep_n,
+               step_safe=np.median(t_s[1:]), step_none=np.median(t_n[1:]))
+    print(f"{name}: path {row['t_safe']:.2f}s (init {row['init']:.3f}s, rule {rule:.3f}s), "
+          f"screening=None {row['t_none']:.2f}s, ratio {row['t_none'] / row['t_safe']:.1f}x, "
+          f"DVI {row['dvi']:.3f}, QuantileRegressor {t_qr:.2f}s, max |diff| {diff:.1e}",
+          flush=True)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller data, 30 values")
+    parser.add_argument("--blas-threads", type=int, default=1)
+    parser.add_argument("--tol", type=float, default=1e-6)
+    args = parser.parse_args()
+    scale = 5 if args.quick else 1
+    Cs = np.logspace(-2, 1, 30 if args.quick else 100)
+    with threadpool_limits(limits=args.blas_threads):
+        rows = [bench("Houses-like", 20640 // scale, 8, Cs, args.tol),
+                bench("Magic-like", 19020 // scale, 10, Cs, args.tol)]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines = [
+        SECTION,
+        "",
+        f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, "
+        f"{os.cpu_count()} cores (load average {load:.1f} at the end, shared machine), "
+        f"Python {platform.python_version()}, BLAS threads {args.blas_threads}, by "
+        f"`python benchmarks/bench_lad.py{' --quick' if args.quick else ''}`.",
+        "",
+        f"[WWY] protocol: {len(Cs)} values of C in logspace(-2, 1), previous solution as "
+        f"reference and start point, every fit to relative duality gap {args.tol:g}; "
+        "synthetic X ~ N(0, I), y = X beta + Laplace(1), beta ~ U(-1, 1)^d, regularised "
+        "intercept. \"Init\" is the first (cold) fit, included in the totals.",
+        "",
+        "| data (n x d) | SafeLAD path (s) | init (s) | DVI rule (s) | path, screening=None "
+        "(s) | speed-up | median step (s): DVI / None | mean DVI rejection (min) | "
+        "screened at the end of each fit | max abs prediction difference (/ gap bound) | "
+        "QuantileRegressor(alpha=0), one fit (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['name']} ({r['n']} x {r['d']}) | {r['t_safe']:.2f} | {r['init']:.3f} | "
+            f"{r['rule']:.3f} | {r['t_none']:.2f} | {r['t_none'] / r['t_safe']:.1f}x | "
+            f"{r['step_safe']:.4f} / {r['step_none']:.4f} | {r['dvi']:.1%} "
+            f"({r['dvi_min']:.1%}) | {r['final']:.1%} | {r['diff']:.1e} ({r['worst']:.2f}) | "
+            f"{r['t_qr']:.2f} |")
+    lines += [
+        "",
+        "Speed-up = time of the path with screening=None / time of the screened path (one "
+        "run). [WWY] Table 3 reports 9.86x (Magic) and 114.91x (Houses) against their own "
+        "unscreened dual coordinate descent; the baseline here is this library's solver "
+        "without screening, which already finishes every solve with an interior-point "
+        "method. QuantileRegressor solves a single, unregularised problem. The 'gap bound' ratio "
+        "compares the prediction difference with what the two certified duality gaps "
+        "allow, (sqrt(2 g_DVI) + sqrt(2 g_None)) ||(x, 1)||: at most 1 means both paths "
+        "return the same optimum to their tolerance.",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    doc = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.md"
+    old = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
+    start = old.find(SECTION)
+    if start >= 0:
+        end = old.find("\n## ", start + 1)
+        old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
+    doc.write_text(old.rstrip() + "\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()
