@@ -71,6 +71,11 @@ class KernelMatrix:
         self._lock = threading.RLock()
 
     @property
+    def cache_capacity(self) -> int:
+        """Number of kernel rows the cache holds."""
+        return self._capacity
+
+    @property
     def cached(self) -> np.ndarray:
         """Indices of the samples whose kernel row is in the cache."""
         return np.flatnonzero(self._slot >= 0)

@@ -97,9 +97,11 @@ def _fit_task(data: _TaskData, C: float, ref: SVMReference | None, *, rule, tol,
 
 def _cold_start(data: _TaskData, C: float, report: ScreeningReport, task: str, verbose):
     """First reference of a cold fit: the closed form at C_min (Lemma 9) when it is
-    cheap (linear mode) and an internal path from there to ``C``; otherwise none."""
+    cheap (linear mode, or a kernel whose rows all fit in the cache: it needs
+    :math:`Qc` over every sample) and an internal path from there to ``C``; otherwise
+    none."""
     n = data.ysign.size
-    if data.kernel is not None:
+    if data.kernel is not None and data.kernel.cache_capacity < n:
         return None, [C]
     qc = data.q_matvec(data.weights)
     c_min = critical_C(qc[data.weights > 0])
@@ -114,6 +116,8 @@ def _cold_start(data: _TaskData, C: float, report: ScreeningReport, task: str, v
                   f"(C <= C_min={c_min:.4g}): every sample at alpha=C")
         return ref, []
     ref = SVMReference(c_min, c_min * data.weights, c_min * qc, 0.0)
+    report.add(ScreeningEvent("Cmin", "closed_form", c_min, 0,
+                              int((data.weights > 0).sum()), n, task=task))
     n_steps = int(np.floor(np.log(C / c_min) / np.log(INTERNAL_PATH_RATIO)))
     grid = list(c_min * INTERNAL_PATH_RATIO ** np.arange(1, n_steps + 1))
     return ref, [*grid, C] if not grid or grid[-1] < C else grid

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
+from scipy.linalg import solve as la_solve
 
 from .._kernels import KernelMatrix, check_kernel_memory
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
@@ -57,6 +58,16 @@ IPM_SMALL_FLOPS = 1e6
 #: screening reference and the gap inflation of an inexact reference (spec F1) grows with
 #: the square root of the absolute gap.
 IPM_TOL = 1e-12
+#: Kernel mode: the interior-point finisher starts after this many epochs per free
+#: variable (measured: a LAPACK factorisation of n variables costs far fewer than n/3
+#: compiled CD epochs, and 10 per variable made hard problems 2-4x slower).
+KERNEL_IPM_EPOCHS_PER_VARIABLE = 1
+#: Kernel mode: epochs after which a Newton step on the interior variables is tried
+#: (each time the interior set changes).
+NEWTON_AFTER_EPOCHS = 5
+#: At most this many Newton steps per solve: with clipping, the interior set could
+#: otherwise cycle.
+NEWTON_MAX_STEPS = 10
 
 
 @dataclass
@@ -427,7 +438,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     p_held = float(problem.p[fixed] @ alpha[fixed])
     n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
     gap = rel_gap = np.inf
-    converged = False
+    converged, newton_tried, n_newton = False, None, 0
     while True:
         if local_active.size:
             epochs, pg_ok = _kernel_epochs(
@@ -445,8 +456,25 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         dual = -0.5 * quad + p_f @ a + p_held
         rel_gap = gap / max(abs(dual), _TINY)
         ipm_fits = 1 < la.size <= IPM_MAX_SYSTEM
-        polish = (ipm_fits and not ipm_done and la.size**3 / 3 <= IPM_SMALL_FLOPS
-                  and rel_gap > IPM_TOL)
+        small = la.size**3 / 3 <= IPM_SMALL_FLOPS
+        # Once CD has found which variables sit at a bound, one linear solve on the
+        # others usually finishes the job (CD crawls there at large C), and exactly:
+        # tried after a few epochs, or at once on small problems (accurate references),
+        # and again whenever the interior set changes.
+        interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
+        newton_fresh = (0 < interior.size <= IPM_MAX_SYSTEM
+                        and not np.array_equal(interior, newton_tried))
+        if newton_fresh and n_newton < NEWTON_MAX_STEPS and (
+                rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
+                or small and rel_gap > IPM_TOL):
+            newton_tried, n_newton = interior, n_newton + 1
+            if _newton_on_interior(Q, a, g, lo, hi, interior):
+                if pg_ok:
+                    eps_pg *= 0.1
+                continue
+        # the interior-point method polishes small problems that Newton did not finish
+        polish = (ipm_fits and not ipm_done and small and rel_gap > IPM_TOL
+                  and (rel_gap > tol or not np.array_equal(interior, newton_tried)))
         if rel_gap <= tol and not polish:
             converged = True
             break
@@ -465,9 +493,9 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 keep[lo >= hi] = False
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
-        # a dense factorisation costs about n/3 epochs and the IPM needs ~30 of them
         if ipm_fits and not ipm_done and local_active.size > 1 and (
-                polish or n_iter >= max(IPM_AFTER_EPOCHS, 10 * local_active.size)):
+                polish or n_iter >= max(IPM_AFTER_EPOCHS,
+                                        KERNEL_IPM_EPOCHS_PER_VARIABLE * local_active.size)):
             ipm_done = True
             to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
                                               problem.sqnorm[free], tol, const_fixed_quad,
@@ -485,6 +513,24 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     dyn_fixed[local_active] = False
     fixed[free[dyn_fixed]] = True
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _newton_on_interior(Q, a, g, lo, hi, interior) -> bool:
+    """Newton step on the interior variables with the others held: solve
+    ``Q_II step = g_I`` (gradient zero on I), clip to the box, update ``g`` in place.
+    Returns False when the system is numerically singular (nothing changed)."""
+    Q_ii = Q[np.ix_(interior, interior)]
+    try:
+        step = la_solve(Q_ii, g[interior], assume_a="pos", check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        return False
+    if not np.all(np.isfinite(step)):
+        return False
+    new = np.clip(a[interior] - step, lo[interior], hi[interior])
+    delta = new - a[interior]
+    g += delta @ Q[interior]
+    a[interior] = new
+    return True
 
 
 def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
