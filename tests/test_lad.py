@@ -481,3 +481,28 @@ def test_regularization_path_cv_same_as_grid_search():
     np.testing.assert_allclose(search.cv_results_["mean_test_score"],
                                grid.cv_results_["mean_test_score"], atol=1e-8)
     np.testing.assert_allclose(search.predict(X), grid.predict(X), atol=1e-6)
+
+
+def test_content_digest_detects_changes():
+    """The warm-start fingerprint's digest of X: equal for equal content, different
+    after a one-ulp change of one entry, a row swap, a column swap, a reshape or an
+    in-place edit (then a warm start solves from scratch, as a cold fit)."""
+    from sklearn_safescreen.lad import _content_digest
+
+    X, y = make_lad(n=200, d=4, seed=22)
+    d = _content_digest(X)
+    assert np.array_equal(_content_digest(X.copy()), d)
+    changed = [X.copy() for _ in range(3)]
+    changed[0][17, 2] = np.nextafter(changed[0][17, 2], np.inf)
+    changed[1][[3, 4]] = changed[1][[4, 3]]
+    changed[2][:, [0, 1]] = changed[2][:, [1, 0]]
+    for Z in [*changed, X.reshape(400, 2), -X]:
+        assert not np.array_equal(_content_digest(Z), d)
+    model = SafeLAD(C=1.0, warm_start=True, tol=1e-10).fit(X, y)
+    X[5, 1] += 3.0  # in place: same object, new content
+    model.set_params(C=2.0).fit(X, y)
+    cold = SafeLAD(C=2.0, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), cold.predict(X), atol=1e-6)
+    # started afresh: the same internal path from C_min as the cold fit
+    assert [e.value for e in model.screening_report_.events] == \
+        [e.value for e in cold.screening_report_.events]
