@@ -2,8 +2,19 @@
 
 from ._base import ScreeningRepairWarning
 from ._report import ScreeningEvent, ScreeningReport
+from .lad import SafeLAD
+from .metric_learning import SafeMetricLearner
+from .path import RegularizationPathCV
 from .svm import SafeSVC
 
 __version__ = "0.1.0"
 
-__all__ = ["SafeSVC", "ScreeningEvent", "ScreeningRepairWarning", "ScreeningReport"]
+__all__ = [
+    "RegularizationPathCV",
+    "SafeLAD",
+    "SafeMetricLearner",
+    "SafeSVC",
+    "ScreeningEvent",
+    "ScreeningRepairWarning",
+    "ScreeningReport",
+]
