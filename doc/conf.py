@@ -1,5 +1,6 @@
 """Sphinx configuration: ``sphinx-build -b html doc doc/_build/html`` (extra ``docs``)."""
 
+import os
 from importlib.metadata import version as _version
 
 project = "sklearn-safescreen"
@@ -33,7 +34,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     # the gallery runs the examples; set SPHINX_GALLERY_PLOT=0 for a fast build
-    "plot_gallery": "True",
+    "plot_gallery": os.environ.get("SPHINX_GALLERY_PLOT", "True"),
 }
 
 html_theme = "pydata_sphinx_theme"
