@@ -513,6 +513,19 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
                 return False
             return keep if contains_m else True
 
+        def report_inner(problem, R_idx, L_idx, checks):
+            """Events of the checks made inside the compiled loop (same rule/balls)."""
+            for _, n_R, n_L in checks:
+                report.add(ScreeningEvent(names, "dynamic", lam, int(n_R), int(n_L), n_t))
+                calls[0] += 1
+            if self.verbose > 1 and len(checks):
+                self._log(f"alpha={lam:<10.4g} dynamic   {names:<8} {len(checks)} checks "
+                          f"R+={R_idx.size:<7d} L+={L_idx.size:<7d} "
+                          f"active={problem.work.size:<8d}")
+
+        if compiled:
+            callback.inner = (use_gb, use_pgb, use_dgb)
+            callback.report_inner = report_inner
         return callback
 
     def _set_metric(self, M):

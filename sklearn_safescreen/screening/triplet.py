@@ -28,12 +28,11 @@ import numpy as np
 from numba import njit
 
 from .._triplets import TripletSet
-from ..solvers.psd_gradient import triplet_values
-from .triplet_bounds import RADIUS_ATOL, RADIUS_RTOL, Ball
+from ..solvers.psd_gradient import SCREEN_RTOL, triplet_values
+from ..solvers.psd_gradient import iterate_ball_codes as dynamic_sphere_full  # noqa: F401
+from .triplet_bounds import Ball
 
 TRIPLET_RULES = ("sphere", "linear", "sdp")
-#: Relative slack of the strict comparisons with 1 and 1 - gamma (pitfall P1).
-SCREEN_RTOL = 1e-9
 
 
 @dataclass
@@ -338,79 +337,3 @@ def screen_triplets(ts: TripletSet, ball: Ball, rule: str, gamma: float, diagona
                 to_L[cand[codes == 1]] = True
     return TripletScreening(to_R, to_L, lower, upper)
 
-
-# ------------------------------------------------ compiled dynamic screening ---
-@njit(cache=True)
-def _decide_into(lower, upper, gamma, out):
-    for t in range(lower.shape[0]):
-        slack = SCREEN_RTOL * (abs(lower[t]) + abs(upper[t]) + 1.0)
-        if lower[t] > 1.0 + slack:
-            out[t] = 2
-        elif upper[t] < 1.0 - gamma - slack and out[t] != 2:
-            out[t] = 1
-
-
-@njit(cache=True)
-def _inflate_nb(r, Q):
-    return max(r, 0.0) * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, np.sqrt(np.sum(Q * Q)))
-
-
-@njit(cache=True)
-def dynamic_sphere_full(diff, pos, neg, hn, z, M, G, gap, lam, gamma, use_gb, use_pgb,
-                        use_dgb):
-    r"""The sphere rule with the GB, PGB and/or DGB balls at the PSD iterate ``M`` of the
-    reduced problem (gradient ``G``, stable gap ``gap``), full metric, over the working
-    triplets given by compact pair indices: the compiled form of
-    :func:`screen_triplets` with :func:`~.triplet_bounds.gb` / ``pgb`` / ``dgb``
-    (same formulas, same P1 inflation). ``z`` are :math:`\langle H_t,M\rangle`.
-    Returns codes 2 (R), 1 (L), 0 per triplet."""
-    n = pos.shape[0]
-    out = np.zeros(n, dtype=np.int8)
-    lower = np.empty(n)
-    upper = np.empty(n)
-    if use_dgb:
-        r = _inflate_nb(np.sqrt(2.0 * max(gap, 0.0) / lam), M)
-        for t in range(n):
-            lower[t] = z[t] - r * hn[t]
-            upper[t] = z[t] + r * hn[t]
-        _decide_into(lower, upper, gamma, out)
-    if use_gb or use_pgb:
-        Qgb = M - G / (2.0 * lam)
-        Qgb = 0.5 * (Qgb + Qgb.T)
-        r2 = np.sum(G * G) / (4.0 * lam * lam)
-        npairs, d = diff.shape
-        T = np.empty((npairs, d))
-        D = np.empty(npairs)
-        for which in range(2):
-            if which == 0 and not use_gb:
-                continue
-            if which == 1 and not use_pgb:
-                continue
-            if which == 0:
-                Q = Qgb
-                r = _inflate_nb(np.sqrt(r2), Q)
-            else:
-                w, V = np.linalg.eigh(Qgb)
-                Vp = np.empty((d, d))
-                sqn = 0.0
-                for k in range(d):
-                    lamk = w[k] if w[k] > 0 else 0.0
-                    if w[k] < 0:
-                        sqn += w[k] * w[k]
-                    for row in range(d):
-                        Vp[row, k] = V[row, k] * lamk
-                Q = np.dot(Vp, V.T)
-                Q = 0.5 * (Q + Q.T)
-                r = _inflate_nb(np.sqrt(max(r2 - sqn, 0.0)), Q)
-            np.dot(diff, Q, T)
-            for p in range(npairs):
-                s = 0.0
-                for c in range(d):
-                    s += T[p, c] * diff[p, c]
-                D[p] = s
-            for t in range(n):
-                hq = D[pos[t]] - D[neg[t]]
-                lower[t] = hq - r * hn[t]
-                upper[t] = hq + r * hn[t]
-            _decide_into(lower, upper, gamma, out)
-    return out

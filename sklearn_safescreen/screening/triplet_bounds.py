@@ -29,11 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..solvers.psd_gradient import psd_split
-
-#: Relative / absolute inflation of every radius (pitfall P1).
-RADIUS_RTOL = 1e-9
-RADIUS_ATOL = 1e-12
+from ..solvers.psd_gradient import RADIUS_ATOL, RADIUS_RTOL, psd_split
 
 
 @dataclass

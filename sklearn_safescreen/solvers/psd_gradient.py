@@ -43,9 +43,17 @@ from numba import njit
 from .._triplets import TripletSet
 
 STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
-#: Memory of the non-monotone acceptance test (Grippo-Lampariello-Lucidi): a BB step is
-#: rejected only if it increases the objective above the last NONMONOTONE values.
+#: Relative / absolute inflation of every screening radius (pitfall P1).
+RADIUS_RTOL = 1e-9
+RADIUS_ATOL = 1e-12
+#: Relative slack of the strict comparisons with 1 and 1 - gamma (pitfall P1).
+SCREEN_RTOL = 1e-9
+#: Non-monotone acceptance (spectral projected gradient, Birgin-Martinez-Raydan 2000): a
+#: BB step is accepted if the objective is below the largest of the last NONMONOTONE
+#: values minus SUFFICIENT * <grad, step> (which guarantees convergence); otherwise the
+#: step is reduced as in [CODE].
 NONMONOTONE = 10
+SUFFICIENT = 1e-4
 #: Step reduction after a rejected step ([CODE]: 0.1).
 BACKTRACK = 0.1
 #: The compiled loop checks the gap (one more d x d eigendecomposition) every GAP_EVERY
@@ -303,6 +311,18 @@ class TripletProblem:
             return keep
         return None
 
+    def apply_screened(self, to_R: np.ndarray, to_L: np.ndarray, HL: np.ndarray,
+                       nL: int) -> None:
+        """Record decisions taken inside the compiled loop, which already folded the
+        L-screened triplets into ``HL`` (so :meth:`screen` must not add them again)."""
+        if not (to_R.size or to_L.size):
+            return
+        self.status[to_L] = STATUS_L
+        self.status[to_R] = STATUS_R
+        self.HL, self.nL = HL, nL
+        self.n_active -= int(to_L.size + to_R.size)
+        self.set_work(self.work[self.status[self.work] == STATUS_ACTIVE])
+
     def values(self, Q: np.ndarray) -> np.ndarray:
         r""":math:`\langle Q,H_t\rangle` over the working triplets (compact pairs)."""
         D = pair_values(self.cdiff, Q, self.diagonal, self.cdiff2)
@@ -406,6 +426,11 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     M = project(np.asarray(M0, dtype=np.float64), diag)
     eta = 1.0 / lam if step is None or not np.isfinite(step) or step <= 0 else step
     checkpoints = callback is not None or active_set
+    # a callback may offer its rule as the built-in compiled ball test (attribute
+    # ``inner`` = (use_gb, use_pgb, use_dgb), decisions reported to ``report_inner``)
+    inner = getattr(callback, "inner", None)
+    use_inner = (inner is not None and compiled and not diag and problem.gamma > 0
+                 and not active_set)
     ev = _checkpoint(problem, M, lam, callback, active_set)
     k = 0
     converged = False
@@ -419,6 +444,12 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
             break
         if k >= max_iter:
             break
+        if use_inner:  # screening inside the compiled loop: run to the end
+            M, eta, steps = _run_compiled_screen(problem, ev, lam, eta, max_iter - k, tol,
+                                                 interval, inner, callback)
+            k += steps
+            ev = problem.evaluate(M, lam)
+            continue
         n = min(interval if checkpoints else max_iter, max_iter - k)
         if problem.gamma == 0.0:
             M, eta, steps = _run_dual(problem, ev, lam, eta, n, tol)
@@ -443,10 +474,13 @@ def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
     """Up to ``n`` accepted projected-gradient steps (NumPy reference loop)."""
     M = ev.M
     k = n_reject = 0
+    hist = [ev.primal] * NONMONOTONE
     while k < n:
         Mn = project(M - eta * ev.grad, problem.diagonal)
         evn = problem.evaluate(Mn, lam)
-        if evn.primal > ev.primal + 1e-13 * abs(ev.primal) and n_reject < 60:
+        Pref = max(hist)
+        if evn.primal > Pref + SUFFICIENT * float(np.sum(ev.grad * (Mn - M))) + 1e-13 * abs(
+                Pref) and n_reject < 60:
             eta *= 0.1  # rejected step ([CODE] backtracking)
             n_reject += 1
             problem.n_rejected += 1
@@ -454,6 +488,7 @@ def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
         n_reject = 0
         eta = _bb_step(Mn - M, evn.grad - ev.grad, eta)
         M, ev = Mn, evn
+        hist[k % NONMONOTONE] = ev.primal
         k += 1
         if ev.gap <= tol * abs(ev.primal):
             break
@@ -510,6 +545,25 @@ def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
             break
     problem.dual_alpha[problem.work] = x
     return psd_split(problem._s_of(x), diag)[0] / lam, 1.0 / L, k
+
+
+def _run_compiled_screen(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol,
+                         interval, inner, callback):
+    """:func:`_pg_steps_screen` and the bookkeeping of its decisions."""
+    work = problem.work
+    (M, eta, k, rejected, HL, nL, out_idx, out_code, checks) = _pg_steps_screen(
+        problem.cdiff, problem.cpos, problem.cneg, problem.ts.hnorm[work],
+        np.ascontiguousarray(problem.HL), float(problem.nL), problem.gamma, lam,
+        np.ascontiguousarray(ev.M), np.ascontiguousarray(ev.grad), ev.primal, eta, n, tol,
+        int(interval), *inner)
+    problem.n_rejected += rejected
+    screened = work[out_idx]
+    to_R, to_L = screened[out_code == 2], screened[out_code == 1]
+    problem.apply_screened(to_R, to_L, HL, int(round(nL)))
+    report = getattr(callback, "report_inner", None)
+    if report is not None:
+        report(problem, to_R, to_L, checks)
+    return M, eta, k
 
 
 def _run_compiled(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
@@ -615,7 +669,9 @@ def _pg_steps(diff, diffT, pos, neg, HL, nL, gamma, lam, M, G, P, eta, n, tol):
         Pn = (loss + (1.0 - 0.5 * gamma) * nL - np.sum(Mn * HL)
               + 0.5 * lam * np.sum(Mn * Mn))
         Pref = hist.max()
-        if Pn > Pref + 1e-13 * abs(Pref) and n_reject < 60:
+        # non-monotone sufficient decrease (SPG, Birgin-Martinez-Raydan)
+        if Pn > Pref + SUFFICIENT * np.sum(G * (Mn - M)) + 1e-13 * abs(Pref) and \
+                n_reject < 60:
             eta *= BACKTRACK  # rejected step ([CODE] backtracking)
             n_reject += 1
             total_reject += 1
@@ -676,3 +732,215 @@ def closed_form(ts: TripletSet, gamma: float, diagonal: bool) -> tuple[float, np
     if not lam_L > 0:  # degenerate data: M* = G_+/lambda for every lambda > 0
         lam_L = np.finfo(float).tiny
     return lam_L, G_pos
+
+
+# ---------------------------------------- built-in screening at the iterate ---
+@njit(cache=True)
+def _decide_into(lower, upper, gamma, out):
+    for t in range(lower.shape[0]):
+        slack = SCREEN_RTOL * (abs(lower[t]) + abs(upper[t]) + 1.0)
+        if lower[t] > 1.0 + slack:
+            out[t] = 2
+        elif upper[t] < 1.0 - gamma - slack and out[t] != 2:
+            out[t] = 1
+
+
+@njit(cache=True)
+def _inflate_nb(r, Q):
+    return max(r, 0.0) * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, np.sqrt(np.sum(Q * Q)))
+
+
+@njit(cache=True)
+def iterate_ball_codes(diff, pos, neg, hn, z, M, G, gap, lam, gamma, use_gb, use_pgb,
+                        use_dgb):
+    r"""The sphere rule with the GB, PGB and/or DGB balls at the PSD iterate ``M`` of the
+    reduced problem (gradient ``G``, stable gap ``gap``), full metric, over the working
+    triplets given by compact pair indices: the compiled form of
+    ``screening.triplet.screen_triplets`` with the ``screening.triplet_bounds`` balls
+    ``gb`` / ``pgb`` / ``dgb`` (same formulas, same P1 inflation; the solver's built-in
+    dynamic screening, as the gap balls of ``solvers.working_set``). ``z`` are
+    :math:`\langle H_t,M\rangle`. Returns codes 2 (R), 1 (L), 0 per triplet."""
+    n = pos.shape[0]
+    out = np.zeros(n, dtype=np.int8)
+    lower = np.empty(n)
+    upper = np.empty(n)
+    if use_dgb:
+        r = _inflate_nb(np.sqrt(2.0 * max(gap, 0.0) / lam), M)
+        for t in range(n):
+            lower[t] = z[t] - r * hn[t]
+            upper[t] = z[t] + r * hn[t]
+        _decide_into(lower, upper, gamma, out)
+    if use_gb or use_pgb:
+        Qgb = M - G / (2.0 * lam)
+        Qgb = 0.5 * (Qgb + Qgb.T)
+        r2 = np.sum(G * G) / (4.0 * lam * lam)
+        npairs, d = diff.shape
+        T = np.empty((npairs, d))
+        D = np.empty(npairs)
+        for which in range(2):
+            if which == 0 and not use_gb:
+                continue
+            if which == 1 and not use_pgb:
+                continue
+            if which == 0:
+                Q = Qgb
+                r = _inflate_nb(np.sqrt(r2), Q)
+            else:
+                w, V = np.linalg.eigh(Qgb)
+                Vp = np.empty((d, d))
+                sqn = 0.0
+                for k in range(d):
+                    lamk = w[k] if w[k] > 0 else 0.0
+                    if w[k] < 0:
+                        sqn += w[k] * w[k]
+                    for row in range(d):
+                        Vp[row, k] = V[row, k] * lamk
+                Q = np.dot(Vp, V.T)
+                Q = 0.5 * (Q + Q.T)
+                r = _inflate_nb(np.sqrt(max(r2 - sqn, 0.0)), Q)
+            np.dot(diff, Q, T)
+            for p in range(npairs):
+                s = 0.0
+                for c in range(d):
+                    s += T[p, c] * diff[p, c]
+                D[p] = s
+            for t in range(n):
+                hq = D[pos[t]] - D[neg[t]]
+                lower[t] = hq - r * hn[t]
+                upper[t] = hq + r * hn[t]
+            _decide_into(lower, upper, gamma, out)
+    return out
+
+
+@njit(cache=True)
+def _compact_in_place(diff, pos, neg, hn, widx, keep):
+    """Drop the triplets with ``keep == 0`` and the pairs no other triplet uses; returns
+    the new (diff, diffT, pos, neg, hn, widx)."""
+    n = pos.shape[0]
+    m = 0
+    for t in range(n):
+        if keep[t]:
+            pos[m], neg[m], hn[m], widx[m] = pos[t], neg[t], hn[t], widx[t]
+            m += 1
+    pos, neg, hn, widx = pos[:m], neg[:m], hn[:m], widx[:m]
+    npairs, d = diff.shape
+    remap = np.full(npairs, -1, dtype=np.int32)
+    for t in range(m):
+        remap[pos[t]] = 0
+        remap[neg[t]] = 0
+    count = 0
+    for p in range(npairs):
+        if remap[p] == 0:
+            remap[p] = count
+            count += 1
+    nd = np.empty((count, d))
+    for p in range(npairs):
+        if remap[p] >= 0:
+            nd[remap[p]] = diff[p]
+    for t in range(m):
+        pos[t] = remap[pos[t]]
+        neg[t] = remap[neg[t]]
+    return nd, np.ascontiguousarray(nd.T), pos, neg, hn, widx
+
+
+@njit(cache=True)
+def _pg_steps_screen(diff, pos, neg, hn, HL, nL, gamma, lam, M, G, P, eta, n, tol,
+                     interval, use_gb, use_pgb, use_dgb):
+    """:func:`_pg_steps` with the built-in dynamic screening every ``interval`` accepted
+    steps (GB/PGB/DGB sphere rule at the iterate, :func:`iterate_ball_codes`): screened
+    triplets leave the arrays, L-screened ones are folded into ``HL`` (spec 1.9). Every
+    ball contains the iterate, so the screened triplets are on their side there and the
+    objective, gradient and BB history stay valid.
+
+    Returns (M, step, steps, rejected, HL, nL, screened positions in the input arrays,
+    their codes (2 = R, 1 = L), per-check (iteration, n_R, n_L) rows)."""
+    diff = diff.copy()
+    pos = pos.copy()
+    neg = neg.copy()
+    hn = hn.copy()
+    HL = HL.copy()
+    npairs, d = diff.shape
+    diffT = np.ascontiguousarray(diff.T)
+    widx = np.arange(pos.shape[0])
+    out_idx = np.empty(pos.shape[0], dtype=np.int64)
+    out_code = np.empty(pos.shape[0], dtype=np.int8)
+    n_out = 0
+    checks = np.zeros((n // max(interval, 1) + 1, 3), dtype=np.int64)
+    n_checks = 0
+    z = np.empty(pos.shape[0])
+    w = np.empty(npairs)
+    T = np.empty((npairs, d))
+    D = np.empty(npairs)
+    k = 0
+    n_reject = 0
+    total_reject = 0
+    hist = np.full(NONMONOTONE, P)
+    while k < n:
+        Mn = _psd_part_nb(M - eta * G, 1.0)
+        _pair_sq(diff, Mn, T, D)
+        loss, sa, sa2 = _triplet_pass(D, pos, neg, gamma, z, w)
+        Pn = (loss + (1.0 - 0.5 * gamma) * nL - np.sum(Mn * HL)
+              + 0.5 * lam * np.sum(Mn * Mn))
+        Pref = hist.max()
+        # non-monotone sufficient decrease (SPG, Birgin-Martinez-Raydan)
+        if Pn > Pref + SUFFICIENT * np.sum(G * (Mn - M)) + 1e-13 * abs(Pref) and \
+                n_reject < 60:
+            eta *= BACKTRACK
+            n_reject += 1
+            total_reject += 1
+            continue
+        n_reject = 0
+        S = _weighted_gram(diff, diffT, w, T) + HL
+        Gn = lam * Mn - S
+        dM = Mn - M
+        dG = Gn - G
+        mg = np.sum(dM * dG)
+        gg = np.sum(dG * dG)
+        mm = np.sum(dM * dM)
+        if mg > 0 and gg > 0:
+            eta = 0.5 * abs(mg / gg + mm / mg)
+        M, G, P = Mn, Gn, Pn
+        hist[k % NONMONOTONE] = P
+        k += 1
+        check = k % interval == 0
+        if check or k % GAP_EVERY == 0 or k == n:
+            Sn = _psd_part_nb(S, -1.0)
+            R = lam * M - (S - Sn)
+            gap = max(np.sum(R * R) / (2.0 * lam) + max(-np.sum(M * Sn), 0.0), 0.0)
+            if gap <= tol * abs(P):
+                break
+            if check and pos.shape[0] > 0:
+                codes = iterate_ball_codes(diff, pos, neg, hn, z[:pos.shape[0]], M, G,
+                                           gap, lam, gamma, use_gb, use_pgb, use_dgb)
+                nR = 0
+                nLnew = 0
+                for t in range(pos.shape[0]):
+                    if codes[t] == 0:
+                        continue
+                    out_idx[n_out] = widx[t]
+                    out_code[n_out] = codes[t]
+                    n_out += 1
+                    if codes[t] == 1:
+                        nLnew += 1
+                        p = pos[t]
+                        q = neg[t]
+                        for r in range(d):
+                            for c in range(d):
+                                HL[r, c] += diff[p, r] * diff[p, c] - diff[q, r] * diff[q, c]
+                    else:
+                        nR += 1
+                checks[n_checks, 0] = k
+                checks[n_checks, 1] = nR
+                checks[n_checks, 2] = nLnew
+                n_checks += 1
+                if nR + nLnew > 0:
+                    nL += nLnew
+                    keep = (codes == 0).astype(np.int8)
+                    diff, diffT, pos, neg, hn, widx = _compact_in_place(
+                        diff, pos, neg, hn, widx, keep)
+                    npairs = diff.shape[0]
+                    w = np.empty(npairs)
+                    T = np.empty((npairs, d))
+                    D = np.empty(npairs)
+    return (M, eta, k, total_reject, HL, nL, out_idx[:n_out], out_code[:n_out],
+            checks[:n_checks])

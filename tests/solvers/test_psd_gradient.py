@@ -174,3 +174,20 @@ def test_reduced_problem_lemma_1():
     assert np.linalg.norm(res.M - full.M) <= 1e-6 * np.linalg.norm(full.M)
     ev_red = red.evaluate(res.M, lam)
     assert ev_red.primal == pytest.approx(primal(ts, res.M, lam, gamma, False), rel=1e-12)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_converges_far_below_lambda_L(compiled):
+    """Regression: with a plain max-of-history acceptance the BB iterates cycled here
+    (lambda = lambda_L / 4e4); the SPG sufficient-decrease test converges."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=30, centers=[[0, 0, 0], [1, 1, 1]], random_state=0,
+                      n_features=2, cluster_std=0.1)
+    X = (X - X.mean(0)) / X.std(0)
+    ts = build_triplets(X - X.min(), y, 3)
+    lam_L, G_pos = pg.closed_form(ts, 0.05, False)
+    lam = 1.0
+    res = pg.solve(pg.TripletProblem(ts, 0.05, False), (lam_L + lam) / (2 * lam) * G_pos /
+                   lam_L, lam, tol=1e-6, max_iter=5000, compiled=compiled)
+    assert res.converged and res.evaluation.rel_gap <= 1e-6
