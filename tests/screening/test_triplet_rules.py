@@ -407,3 +407,75 @@ def test_compiled_dynamic_sphere_equals_the_generic_rule(seed):
         assert np.array_equal(codes == 2, want_R) and np.array_equal(codes == 1, want_L)
         n_screened += int((codes > 0).sum())
     assert n_screened > 0
+
+
+# ------------------------------------------------- spec 8.10 reproduction ---
+IRIS_TABLE = {  # t: (|R*|, |L*|) of spec 8.10 (full iris, 735,000 triplets)
+    1: (150, 734_488), 2: (1_520, 731_625), 5: (19_847, 707_843), 10: (82_208, 629_697),
+    20: (221_243, 494_518), 30: (343_515, 375_636), 40: (439_567, 282_654),
+    50: (506_101, 220_756), 60: (556_255, 172_006), 70: (594_950, 134_936),
+    80: (624_507, 105_805), 90: (648_287, 82_895), 100: (665_751, 66_072),
+    110: (677_605, 54_802), 120: (685_111, 47_916), 128: (688_480, 44_650)}
+
+
+def test_iris_screening_rate_reference():
+    """Spec 8.3 and 8.10: full iris (MinMaxScaler to [-1, 1]), all 735,000 triplets,
+    gamma = 0.05, lambda_t = 0.9^t lambda_L, each solved to relative gap 1e-10 with warm
+    starts; path screening rates of GB, PGB, DGB and RRPB from the previous solution.
+    Assertions (i)-(vi) of spec 8.10. The reference used LIBSVM's iris.scale, i.e. the
+    original UCI values of samples 35 and 38, which scikit-learn corrected: they are put
+    back (with scikit-learn's values lambda_L is 0.06% higher)."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import MinMaxScaler
+
+    from sklearn_safescreen.metric_learning import SafeMetricLearner
+
+    X, y = load_iris(return_X_y=True)
+    X[34] = X[37] = [4.9, 3.1, 1.5, 0.1]  # UCI / LIBSVM values
+    X = MinMaxScaler((-1, 1)).fit_transform(X)
+    gamma = 0.05
+    ml = SafeMetricLearner(k=None, tol=1e-10, warm_start=True, max_iter=10**6)
+    lam_L = ml._critical_value(X, y)
+    assert lam_L == pytest.approx(2.0763e7, rel=1e-4)  # spec 8.3
+    rates = {name: [] for name in ("GB", "PGB", "DGB", "RRPB")}
+    lam_prev, M_prev, gap_prev, loss_prev, ts = lam_L, None, 0.0, None, None
+    for t in range(1, 200):
+        lam = lam_L * 0.9**t
+        ml.set_params(alpha=lam).fit(X, y)
+        if ts is None:
+            ts = ml._triplets
+            assert ts.n_triplets == 735_000
+            idx = np.arange(ts.n_triplets, dtype=np.int32)
+            G_pos = pg.closed_form(ts, gamma, False)[1]
+            assert np.linalg.norm(G_pos) == pytest.approx(1.9114e6, rel=1e-4)
+            M_prev = G_pos / lam_L
+        z = pg.triplet_values(ts, ml.metric_, False)
+        band = np.sqrt(2 * ml.dual_gap_ / lam) * ts.hnorm
+        n_R, n_L = int((z > 1).sum()), int((z < 1 - gamma).sum())
+        if t in IRIS_TABLE:  # (vi)
+            assert n_R == pytest.approx(IRIS_TABLE[t][0], rel=5e-3, abs=2)
+            assert n_L == pytest.approx(IRIS_TABLE[t][1], rel=5e-3)
+        ev = pg.TripletProblem(ts, gamma, False).evaluate(M_prev, lam)
+        z0 = pg.triplet_values(ts, M_prev, False)
+        balls = {"GB": tb.gb(M_prev, ev.grad, lam), "PGB": tb.pgb(M_prev, ev.grad, lam, False),
+                 "DGB": tb.dgb(M_prev, ev.gap, lam),
+                 "RRPB": tb.rrpb(M_prev, lam_prev, lam, tb.rrpb_eps(gap_prev, lam_prev))}
+        for name, ball in balls.items():
+            res = screen_triplets(ts, ball, "sphere", gamma, False, idx, ref_values=z0)
+            # (i) no screened triplet outside its set (up to the solve's own band)
+            assert not np.any(res.to_R & (z <= 1 - band)), (t, name)
+            assert not np.any(res.to_L & (z >= 1 - gamma + band)), (t, name)
+            rates[name].append(res.n_screened / (n_R + n_L))
+        loss = ml.loss_
+        if loss_prev is not None and (loss_prev - loss) / loss_prev * lam_prev / (
+                lam_prev - lam) < 0.01:
+            break
+        loss_prev, lam_prev, M_prev, gap_prev = loss, lam, ml.metric_, ml.dual_gap_
+    assert t == 128  # the path criterion of spec 5.3 stops where the reference did
+    r = {k: np.array(v) for k, v in rates.items()}
+    assert np.max(np.abs(r["PGB"] - r["RRPB"])) <= 0.005  # (ii) Thm 7
+    assert np.all(r["DGB"] <= r["RRPB"] + 1e-12)  # (iii) Thm 8
+    assert r["GB"][-(len(r["GB"]) // 10):].max() < 0.1  # (iv)
+    assert r["RRPB"].mean() >= 0.9  # (v)
+    assert r["RRPB"].mean() == pytest.approx(0.9616, abs=2e-3)
+    assert r["DGB"].mean() == pytest.approx(0.9165, abs=2e-3)
