@@ -205,3 +205,59 @@ def check_kernel_memory(n_free: int, fraction: float = 0.5) -> None:
             "machine; use kernel='linear', fewer samples, or a path whose screening "
             "leaves fewer free samples."
         )
+
+
+def resolve_kernel_params(kernel, gamma, degree, coef0, X, sample_weight) -> dict:
+    """Resolved kernel parameters of the estimators' ``gamma``/``degree``/``coef0``.
+
+    ``gamma="scale"`` uses the sample-weighted variance of all entries of X (equal to
+    SVC's ``X.var()`` without weights), so that a weight of 2 is the same as a
+    duplicated sample; ``"auto"`` is ``1 / n_features``.
+    """
+    if kernel not in ("rbf", "poly"):
+        return {}
+    if gamma == "scale":
+        sw = sample_weight / sample_weight.sum()
+        if sp.issparse(X):
+            mean = float(sw @ np.asarray(X.sum(axis=1)).ravel()) / X.shape[1]
+            sq = float(sw @ np.asarray(X.multiply(X).sum(axis=1)).ravel()) / X.shape[1]
+        else:
+            mean = float(sw @ X.sum(axis=1)) / X.shape[1]
+            sq = float(sw @ np.einsum("ij,ij->i", X, X)) / X.shape[1]
+        var = sq - mean**2
+        value = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    elif gamma == "auto":
+        value = 1.0 / X.shape[1]
+    else:
+        value = float(gamma)
+    params = {"gamma": float(value)}
+    if kernel == "poly":
+        params.update(degree=degree, coef0=float(coef0))
+    return params
+
+
+def augment_bias(X, bias: float):
+    """Append the bias feature (a column of ``bias``; nothing when 0)."""
+    if not bias:
+        return X
+    col = np.full((X.shape[0], 1), float(bias))
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(col)], format="csr")
+    return np.ascontiguousarray(np.hstack([X, col]))
+
+
+def check_psd(kernel: KernelMatrix, rng, max_size: int = 2000) -> None:
+    """Refuse a kernel that is not positive semi-definite on the training data."""
+    n = kernel.n_samples
+    idx = np.arange(n) if n <= max_size else np.sort(rng.choice(n, max_size, replace=False))
+    K = kernel.block(idx, idx)
+    if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(np.abs(K).max(), 1.0)):
+        raise ValueError("the kernel matrix is not symmetric, so it is not a valid kernel "
+                         "and screening would be unsafe; use screening=None")
+    lam_min = np.linalg.eigvalsh(0.5 * (K + K.T))[0]
+    scale = max(np.abs(K).max(), 1.0)
+    if lam_min < -1e-8 * scale * idx.size:
+        raise ValueError(
+            f"the kernel matrix is not positive semi-definite (smallest eigenvalue "
+            f"{lam_min:.3g}); safe screening would be unsafe with it. Use a PSD kernel "
+            "or screening=None.")

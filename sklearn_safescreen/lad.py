@@ -27,11 +27,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._base import data_fingerprint, screened_solve
-from ._kernels import KernelMatrix
+from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.lad import LAD_RULES, LADReference, lad_critical_C, screen_lad
 from .solvers.dual_cd import BoxQP, solve_box_qp
-from .svm import SafeSVC, _augment, _check_psd, _TaskData
+from .svm import _TaskData
 
 #: A single cold fit (linear kernel) walks an internal path from C_min^LAD in steps of
 #: this ratio, each solution screening the next (spec B6, D1).
@@ -429,7 +429,8 @@ class SafeLAD(RegressorMixin, BaseEstimator):
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")
         # gamma="scale"/"auto" resolved exactly as SafeSVC does (weighted variance)
-        kernel_params = SafeSVC._kernel_params(self, X, weights)
+        kernel_params = resolve_kernel_params(self.kernel, self.gamma, self.degree,
+                                              self.coef0, X, weights)
         bias = self.intercept_scaling if self.fit_intercept else 0.0
         return X, y, weights, kernel_params, bias
 
@@ -437,11 +438,11 @@ class SafeLAD(RegressorMixin, BaseEstimator):
         """The design matrix with its bias column (linear) or the kernel (checked PSD
         when screening with a user-supplied kernel)."""
         if self.kernel == "linear":
-            return _augment(X, bias), None
+            return augment_bias(X, bias), None
         kernel = KernelMatrix(X, self.kernel, kernel_params, bias, cache_size=self.cache_size)
         if self.screening is not None and (self.kernel == "precomputed"
                                            or callable(self.kernel)):
-            _check_psd(kernel, check_random_state(0))
+            check_psd(kernel, check_random_state(0))
         return None, kernel
 
     def _critical_value(self, X, y, sample_weight=None) -> float:

@@ -32,7 +32,7 @@ from sklearn.utils.validation import (
 )
 
 from ._base import data_fingerprint, screened_solve
-from ._kernels import KernelMatrix
+from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.svm import SVM_RULES, SVMReference, critical_C, screen_svm
 from .solvers.dual_cd import BoxQP
@@ -416,7 +416,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         linear = self.kernel == "linear"
         bias = self.intercept_scaling if self.fit_intercept else 0.0
         if linear:
-            Xa = _augment(X, bias)
+            Xa = augment_bias(X, bias)
             kernel = None
         else:
             Xa = None
@@ -424,7 +424,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
                                   cache_size=self.cache_size)
             if self.screening is not None and (self.kernel == "precomputed"
                                                or callable(self.kernel)):
-                _check_psd(kernel, check_random_state(0))
+                check_psd(kernel, check_random_state(0))
 
         return X, y_ind, classes, weights, Xa, kernel, kernel_params, bias
 
@@ -447,29 +447,9 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         return float(min(values))
 
     def _kernel_params(self, X, sample_weight) -> dict:
-        """Resolved kernel parameters. ``gamma="scale"`` uses the sample-weighted
-        variance of all entries of X (equal to SVC's ``X.var()`` without weights), so
-        that a weight of 2 is the same as a duplicated sample."""
-        if self.kernel not in ("rbf", "poly"):
-            return {}
-        if self.gamma == "scale":
-            sw = sample_weight / sample_weight.sum()
-            if sp.issparse(X):
-                mean = float(sw @ np.asarray(X.sum(axis=1)).ravel()) / X.shape[1]
-                sq = float(sw @ np.asarray(X.multiply(X).sum(axis=1)).ravel()) / X.shape[1]
-            else:
-                mean = float(sw @ X.sum(axis=1)) / X.shape[1]
-                sq = float(sw @ np.einsum("ij,ij->i", X, X)) / X.shape[1]
-            var = sq - mean**2
-            gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-        elif self.gamma == "auto":
-            gamma = 1.0 / X.shape[1]
-        else:
-            gamma = float(self.gamma)
-        params = {"gamma": float(gamma)}
-        if self.kernel == "poly":
-            params.update(degree=self.degree, coef0=float(self.coef0))
-        return params
+        """Resolved kernel parameters (see ``_kernels.resolve_kernel_params``)."""
+        return resolve_kernel_params(self.kernel, self.gamma, self.degree, self.coef0, X,
+                                     sample_weight)
 
     def _set_model(self, X, Xa, datas, bias, kernel_params):
         alphas = np.vstack([r.alpha for r in self._references])
@@ -518,30 +498,3 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[idx]
-
-
-def _augment(X, bias: float):
-    """Append the bias feature (a column of ``bias``; nothing when 0)."""
-    if not bias:
-        return X
-    col = np.full((X.shape[0], 1), float(bias))
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(col)], format="csr")
-    return np.ascontiguousarray(np.hstack([X, col]))
-
-
-def _check_psd(kernel: KernelMatrix, rng, max_size: int = 2000) -> None:
-    """Refuse a kernel that is not positive semi-definite on the training data."""
-    n = kernel.n_samples
-    idx = np.arange(n) if n <= max_size else np.sort(rng.choice(n, max_size, replace=False))
-    K = kernel.block(idx, idx)
-    if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(np.abs(K).max(), 1.0)):
-        raise ValueError("the kernel matrix is not symmetric, so it is not a valid kernel "
-                         "and screening would be unsafe; use screening=None")
-    lam_min = np.linalg.eigvalsh(0.5 * (K + K.T))[0]
-    scale = max(np.abs(K).max(), 1.0)
-    if lam_min < -1e-8 * scale * idx.size:
-        raise ValueError(
-            f"the kernel matrix is not positive semi-definite (smallest eigenvalue "
-            f"{lam_min:.3g}); safe screening would be unsafe with it. Use a PSD kernel "
-            "or screening=None.")
