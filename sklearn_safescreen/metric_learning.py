@@ -157,7 +157,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    Memory: about 72 bytes per triplet plus :math:`8(d+4)` per pair of the triplet set
+    Memory: about 96 bytes per triplet plus :math:`8(d+4)` per pair of the triplet set
     (estimated up front; a set that would not fit is refused with the figure). Time per
     iteration: O(|T~| + n_pairs d^2 + d^3) with |T~| the unscreened triplets.
 
