@@ -30,6 +30,8 @@ DATASETS = {
     "wang_toy2": "classification: [WWY] Toy2, 2000 x 2",
     "wang_toy3": "classification: [WWY] Toy3, 2000 x 2 (overlapping)",
     "diabetes": "regression: diabetes, 442 x 10, standardised",
+    "synthetic": "classification: make_classification(20000 x 50, n_informative=20, "
+                 "flip_y=0.05), the benchmark's data",
 }
 
 ESTIMATORS = {
@@ -170,11 +172,14 @@ def _load(args):
         elif name == "digits":
             X, y = skd.load_digits(return_X_y=True)
             X = MinMaxScaler().fit_transform(X)
+        elif name == "synthetic":
+            X, y = skd.make_classification(n_samples=20000, n_features=50, n_informative=20,
+                                           flip_y=0.05, random_state=0)
         elif name == "ogawa_toy":
             X, y = ours.make_ogawa_toy(random_state=0)
         else:
             X, y = ours.make_wang_toy(int(name[-1]), random_state=0)
-        desc = DATASETS[name].split(": ", 1)[1]
+        desc = DATASETS[name].split(": ", 1)[1].split(", the benchmark")[0]
         regression = DATASETS[name].startswith("regression")
     else:
         if not os.path.isfile(name):

@@ -777,7 +777,7 @@ class RegularizationPathCV(BaseSearchCV):
         return cand, np.arange(cand.size)
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None, **params):
+    def fit(self, X, y=None, **params) -> RegularizationPathCV:
         """Walk the path on every fold, select the best value, refit.
 
         Parameters

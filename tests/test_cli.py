@@ -135,7 +135,7 @@ def test_svmlight_file_and_explicit_values(capsys, svm_file):
     assert err == ""  # --quiet: no progress
 
 
-@pytest.mark.parametrize("name", ["iris", "wang_toy3", "ogawa_toy"])
+@pytest.mark.parametrize("name", ["iris", "wang_toy3", "ogawa_toy", "synthetic"])
 def test_shipped_datasets(capsys, name):
     code, out, err = run_main(capsys, "--dataset", name, "--n-values", "4", "--cv", "3",
                               "--max-samples", "300", "--no-compare", "--quiet")
