@@ -17,8 +17,9 @@ computed once per pair (O(n_pairs d^2)) and every :math:`\langle Q,H_t\rangle` i
 difference of two of them (O(1) per triplet).
 
 Memory: about ``BYTES_PER_TRIPLET`` bytes per triplet for the estimator (indices, norms,
-current values, range bookkeeping) plus ``8 (d + 4)`` bytes per pair; it is estimated up
-front and refused, with the figure, when it would not fit.
+current values, range bookkeeping) plus ``8 (4d + 8)`` bytes per pair (difference vectors
+and the solver's n_pairs x d products); it is estimated up front and refused, with the
+figure, when it would not fit.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ import numpy as np
 from numba import njit
 
 #: Bytes per triplet at the peak of a fit: two int32 pair indices, the norm, z (reference
-#: and current), the working index list, status, range ends and label, and construction
-#: temporaries (measured with tracemalloc: 85-86 B on k-NN and full sets; 10% margin).
-BYTES_PER_TRIPLET = 96
+#: and current), the working index list, status, range ends and label, construction
+#: temporaries, and a full-problem evaluation in the certificate (measured with
+#: tracemalloc: 85 to 146 B depending on the path taken; 10% margin).
+BYTES_PER_TRIPLET = 160
 #: Fraction of the available memory a triplet set may take.
 MEMORY_FRACTION = 0.7
 
@@ -94,7 +96,9 @@ def available_memory() -> int:
 
 def estimate_memory(n_triplets: int, n_pairs: int, n_features: int) -> int:
     """Bytes a fit needs for a triplet set of this size (see module docstring)."""
-    return int(n_triplets) * BYTES_PER_TRIPLET + int(n_pairs) * 8 * (n_features + 4)
+    # per pair: its difference vector, the compact copy of the solver and two n_pairs x d
+    # products (x_u - x_v) Q and the weighted copy of the Laplacian form
+    return int(n_triplets) * BYTES_PER_TRIPLET + int(n_pairs) * 8 * (4 * n_features + 8)
 
 
 def check_memory(n_triplets: int, n_pairs: int, n_features: int) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -157,7 +158,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    Memory: about 96 bytes per triplet plus :math:`8(d+4)` per pair of the triplet set
+    Memory: at most about 160 bytes per triplet plus :math:`8(4d+8)` per pair of the triplet set
     (estimated up front; a set that would not fit is refused with the figure). Time per
     iteration: O(|T~| + n_pairs d^2 + d^3) with |T~| the unscreened triplets.
 
@@ -258,7 +259,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             print(f"[SafeMetricLearner] {msg}")
 
     # ---------------------------------------------------------------- fit ---
-    def fit(self, X, y, triplets=None):
+    def fit(self, X, y, triplets=None) -> SafeMetricLearner:
         """Learn the metric.
 
         Parameters
@@ -324,7 +325,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         self.loss_ = float(pg.loss_values(ref.z, gamma).sum())
         self.screening_report_ = report
         self._log(f"alpha={lam:<10.4g} done: screened {report.n_screened}/{n_t} "
-                  f"({report.screening_rate:.1%}) iter={n_iter} gap={gap:.3e} "
+                  f"({report.screening_rate:.1%}) iter={n_iter} dual_gap={gap:.3e} "
                   f"time={time.perf_counter() - t_start:.3f}s")
         return self
 
@@ -540,7 +541,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             self.components_ = (V * np.sqrt(np.maximum(w, 0.0))).T[::-1].copy()
 
     # ------------------------------------------------------------ transform ---
-    def transform(self, X):
+    def transform(self, X) -> np.ndarray:
         """Map X by L (``M = L'L``): Euclidean distances of the output are the learned
         Mahalanobis distances.
 
@@ -562,7 +563,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return self.metric_
 
-    def get_metric(self):
+    def get_metric(self) -> Callable[..., float]:
         """A function ``(u, v) -> d_M(u, v)``, usable as a ``metric`` for scipy/sklearn."""
         check_is_fitted(self)
         M = self.metric_.copy()

@@ -131,10 +131,32 @@ def test_bad_label_configurations():
 
 def test_memory_estimate_and_refusal(monkeypatch):
     assert estimate_memory(10**6, 10**4, 10) == 10**6 * _triplets.BYTES_PER_TRIPLET + \
-        10**4 * 8 * 14
+        10**4 * 8 * 48
     monkeypatch.setattr(_triplets, "available_memory", lambda: 10**6)
     X, y = scaled(load_iris)
     with pytest.raises(MemoryError, match=r"735,000 triplets .* GiB"):
         build_triplets(X, y, None)
     with pytest.raises(MemoryError, match="GiB available"):
         triplets_from_indices(X, np.zeros((20000, 3), dtype=int))
+
+
+def test_memory_estimate_matches_a_measured_fit():
+    """The up-front figure is within a factor of the traced peak of a real fit."""
+    import tracemalloc
+
+    from sklearn.datasets import make_classification
+
+    from sklearn_safescreen.metric_learning import SafeMetricLearner
+
+    X, y = make_classification(n_samples=1500, n_features=6, n_informative=4, n_classes=3,
+                               random_state=0)
+    SafeMetricLearner(k=2).fit(X[:60], y[:60])  # compile outside the measurement
+    tracemalloc.start()
+    ml = SafeMetricLearner(k=8, warm_start=True, tol=1e-4)
+    lam_L = ml._critical_value(X, y)
+    for f in (0.5, 0.1):
+        ml.set_params(alpha=f * lam_L).fit(X, y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    est = estimate_memory(ml.n_triplets_, ml._triplets.n_pairs, X.shape[1])
+    assert 0.5 * est <= peak - X.nbytes <= 1.1 * est, (peak, est)
