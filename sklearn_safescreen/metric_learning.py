@@ -540,6 +540,14 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             self.metric_ = M
             self.components_ = (V * np.sqrt(np.maximum(w, 0.0))).T[::-1].copy()
 
+    def __getstate__(self):
+        """Pickle the model without the warm-start state (the triplet set, the reference
+        solution and its ranges: O(|T|) memory); an unpickled learner refits cold."""
+        state = super().__getstate__()
+        for key in ("_triplets", "_reference", "_closed", "_fingerprint", "_step"):
+            state.pop(key, None)
+        return state
+
     # ------------------------------------------------------------ transform ---
     def transform(self, X) -> np.ndarray:
         """Map X by L (``M = L'L``): Euclidean distances of the output are the learned

@@ -193,6 +193,11 @@ def test_pipeline_gridsearch_clone_pickle():
     ml = grid.best_estimator_.named_steps["metric"]
     ml2 = pickle.loads(pickle.dumps(ml))
     assert np.array_equal(ml2.transform(X), ml.transform(X))
+    # the warm-start state (O(|T|)) is not pickled; a warm refit then starts cold
+    assert not hasattr(ml2, "_triplets") and len(pickle.dumps(ml2)) < 10_000
+    ml2.set_params(warm_start=True).fit(X, y)
+    assert np.allclose(ml2.metric_, ml.metric_, rtol=1e-3, atol=1e-6 * np.abs(
+        ml.metric_).max())
     c = clone(ml)
     assert c.get_params() == ml.get_params() and not hasattr(c, "metric_")
 
