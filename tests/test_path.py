@@ -290,3 +290,29 @@ def test_solution_attributes_and_memory_refusal(monkeypatch):
     with pytest.raises(MemoryError, match="MiB"):
         svm_path(X, y, "eps-path", kernel="linear", eps=1e-2, stop=10.0)
     assert len(svm_path(X, y, kernel="linear", n_values=50, attributes=[])) == 50
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(20, 80), d=st.integers(1, 5),
+       logs=st.lists(st.floats(-3, 1), min_size=1, max_size=5),
+       weighted=st.booleans(), multiclass=st.booleans())
+def test_path_solutions_are_the_optima_hypothesis(seed, n, d, logs, weighted, multiclass):
+    """Along any grid (unsorted, duplicates allowed), with or without weights, binary or
+    one-vs-rest, every warm-started, screened solution has the optimal objective of a
+    cold unscreened fit (a screening error would also raise ScreeningRepairWarning)."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = rng.randint(0, 3 if multiclass else 2, size=n)
+    y[:3] = [0, 1, 2] if multiclass else [0, 1, 0]
+    w = rng.uniform(0.2, 3.0, size=n) if weighted else None
+    values = [10.0**v for v in logs]
+    res = estimator_path(SafeSVC(kernel="linear", tol=1e-10, max_iter=200000), X, y,
+                         values, sample_weight=w)
+    assert sorted(values) == res.values.tolist()
+    # both fits have relative gap <= 1e-10 and |D| <= C sum(w) <= 2400, so (1-strong
+    # convexity) each w is within sqrt(2 * 2.4e-7) = 7e-4 of the optimum
+    ref = SafeSVC(kernel="linear", tol=1e-10, max_iter=200000, screening=None)
+    for C, sol in zip(res.values, res.solutions, strict=True):
+        cold = clone(ref).set_params(C=C).fit(X, y, sample_weight=w)
+        np.testing.assert_allclose(sol["coef_"], cold.coef_, atol=1.5e-3)
+        np.testing.assert_allclose(sol["intercept_"], cold.intercept_, atol=1.5e-3)
