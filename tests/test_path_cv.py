@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_iris, make_classification
 from sklearn.exceptions import FitFailedWarning
@@ -298,3 +300,16 @@ def test_same_as_grid_search_metric_learning_pipeline():
                                  values=[search.critical_value_ * 0.1], cv=2,
                                  scoring=lambda est, X, y: 0.0).fit(X, y)
     np.testing.assert_allclose(alone.transform(X), alone.best_estimator_.transform(X))
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(40, 100),
+       logs=st.lists(st.floats(-3, 1), min_size=2, max_size=4, unique=True))
+def test_same_as_grid_search_hypothesis(seed, n, logs):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 3)
+    y = (X[:, 0] + 0.8 * rng.randn(n) > 0).astype(int)
+    y[:6] = [0, 1] * 3
+    search = RegularizationPathCV(SafeSVC(**TIGHT), values=[10.0**v for v in logs],
+                                  cv=KFold(3, shuffle=True, random_state=seed))
+    assert_same_as_grid_search(search, X, y)
