@@ -316,3 +316,18 @@ def test_path_solutions_are_the_optima_hypothesis(seed, n, d, logs, weighted, mu
         cold = clone(ref).set_params(C=C).fit(X, y, sample_weight=w)
         np.testing.assert_allclose(sol["coef_"], cold.coef_, atol=1.5e-3)
         np.testing.assert_allclose(sol["intercept_"], cold.intercept_, atol=1.5e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_eps_path_reproduces_spec_a9_on_the_ogawa_toy(seed):
+    """Spec A9 [ours]: on the [OG] toy (n=1000, bias-free linear SVM) with eps=1e-3 the
+    step rule gives 44 steps from C_min ~ 2.2e-4 to 1e4, median step ratio ~1.15."""
+    from sklearn_safescreen.datasets import make_ogawa_toy
+
+    X, y = make_ogawa_toy(1000, random_state=seed)
+    res = svm_path(X, y, "eps-path", kernel="linear", fit_intercept=False, eps=1e-3,
+                   stop=1e4, tol=1e-8, attributes=[])
+    v = res.values
+    assert 1.5e-4 < v[0] < 3.5e-4 and v[-1] == pytest.approx(1e4)
+    assert 40 <= len(v) <= 48
+    assert 1.10 <= np.median(v[1:] / v[:-1]) <= 1.20
