@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import time
 import warnings
 
@@ -52,16 +53,17 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
+        description="\n\n".join(textwrap.fill(par, 88) for par in (
             "Cross-validated model selection along a regularisation path with safe "
-            "screening.\n\nPer fold, the grid is walked from the most to the least "
-            "regularised value with warm starts: each solution proves that some samples "
-            "cannot change the next optimum and removes them (safe screening). The "
-            "answer is exactly GridSearchCV's; only the time shrinks.\n\nThe default run "
-            "fits a linear SafeSVC on the standardised breast-cancer data (569 x 30) "
-            "over 20 values of C from C_min to 10 with 5 folds, prints per value the "
-            "screening rate, fit time and CV score, the best value, and the time "
-            "GridSearchCV takes on the same grid and folds."),
+            "screening.",
+            "Per fold, the grid is walked from the most to the least regularised value "
+            "with warm starts: each solution proves that some samples cannot change the "
+            "next optimum and removes them (safe screening). The answer is exactly "
+            "GridSearchCV's; only the time shrinks.",
+            "The default run fits a linear SafeSVC on the standardised breast-cancer data "
+            "(569 x 30) over 20 values of C from C_min to 10 with 5 folds, prints per "
+            "value the screening rate, fit time and CV score, the best value, and the "
+            "time GridSearchCV takes on the same grid and folds.")),
         epilog=(
             "datasets:\n" + "\n".join(f"  {k:<14} {v}" for k, v in DATASETS.items())
             + "\n  FILE           any LIBSVM/svmlight file (sklearn's load_svmlight_file)"
@@ -103,8 +105,8 @@ def _build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--n-values", type=int, default=20, metavar="N",
                       help="number of values of the geometric grid (default: 20)")
     grid.add_argument("--stop", type=float, default=None,
-                      help="least regularised value (default: 10 for C; alpha_crit * "
-                      "--eps for alpha)")
+                      help="least regularised value (default: 10 for C, or C_crit / "
+                      "--eps if C_crit > 10; alpha_crit * --eps for alpha)")
     grid.add_argument("--eps", type=float, default=1e-3,
                       help="geometric grid without --stop: ratio of its ends; eps-path: "
                       "its tolerance (default: 1e-3)")
@@ -265,12 +267,15 @@ def _run(args) -> int:
     if args.values is not None:
         values = np.asarray(args.values)
     else:
-        stop = args.stop
-        if stop is None and args.grid == "geometric" and safe._path_increasing:
-            stop = 10.0
         say(f"computing the grid ({args.grid}) ...")
-        values = make_grid(estimator, X, y, args.grid, n_values=args.n_values,
-                           eps=args.eps, stop=stop)
+        kw = dict(n_values=args.n_values, eps=args.eps)
+        if args.stop is None and args.grid == "geometric" and safe._path_increasing:
+            try:  # up to C = 10 when the critical value is below it
+                values = make_grid(estimator, X, y, args.grid, stop=10.0, **kw)
+            except ValueError:
+                values = make_grid(estimator, X, y, args.grid, **kw)
+        else:
+            values = make_grid(estimator, X, y, args.grid, stop=args.stop, **kw)
     cv = (KFold(args.cv, shuffle=True, random_state=0) if regression
           else StratifiedKFold(args.cv, shuffle=True, random_state=0))
     print(f"{name} on {desc}")
@@ -341,6 +346,9 @@ def main(argv=None) -> int:
             # warnings as one line each (no source echo), never hidden
             warnings.showwarning = _one_line_warning
             return _run(args)
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - flushed at exit
+        return 0
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
