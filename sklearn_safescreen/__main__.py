@@ -77,7 +77,8 @@ def _build_parser() -> argparse.ArgumentParser:
     data = parser.add_argument_group("data and model")
     data.add_argument("--dataset", default=None, metavar="NAME|FILE",
                       help="a shipped dataset (list below) or a LIBSVM/svmlight file "
-                      "(default: breast_cancer, or diabetes for --estimator lad)")
+                      "(default: breast_cancer; diabetes for --estimator lad, wine for "
+                      "--estimator metric)")
     data.add_argument("--max-samples", type=int, default=None, metavar="N",
                       help="use a random subset of N samples (default: all)")
     data.add_argument("--scale", action="store_true",
@@ -164,7 +165,8 @@ def _load(args):
 
     from . import datasets as ours
 
-    name = args.dataset or ("diabetes" if args.estimator == "lad" else "breast_cancer")
+    name = args.dataset or {"lad": "diabetes", "metric": "wine"}.get(args.estimator,
+                                                                     "breast_cancer")
     if name in DATASETS:
         if name == "breast_cancer":
             X, y = ours.load_standardized_breast_cancer()
