@@ -26,7 +26,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._base import data_fingerprint, screened_solve
+from ._base import data_fingerprint, limit_blas_threads, screened_solve
 from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.lad import LAD_RULES, LADReference, lad_critical_C, screen_lad
@@ -374,6 +374,7 @@ class SafeLAD(RegressorMixin, BaseEstimator):
         return tags
 
     # ----------------------------------------------------------------- fitting ---
+    @limit_blas_threads
     def fit(self, X, y, sample_weight=None):
         """Fit the LAD regressor.
 

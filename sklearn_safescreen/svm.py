@@ -31,7 +31,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import data_fingerprint, screened_solve
+from ._base import data_fingerprint, limit_blas_threads, screened_solve
 from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.svm import SVM_RULES, SVMReference, critical_C, screen_svm
@@ -327,6 +327,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         return tags
 
     # ----------------------------------------------------------------- fitting ---
+    @limit_blas_threads
     def fit(self, X, y, sample_weight=None):
         """Fit the SVM (one-vs-rest for more than two classes).
 
