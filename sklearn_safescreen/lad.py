@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import numbers
 import time
-from functools import lru_cache
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -36,41 +34,6 @@ from .svm import _TaskData
 #: A single cold fit (linear kernel) walks an internal path from C_min^LAD in steps of
 #: this ratio, each solution screening the next (spec B6, D1).
 INTERNAL_PATH_RATIO = 1e4
-
-
-def _content_digest(X):
-    r"""A cheap identity of a dense matrix's exact content, for ``data_fingerprint``.
-
-    Hashing the whole of ``X`` with blake2b costs ~2 ms for a 20000 x 8 matrix, a fifth
-    of a screened path step. This digest: split every float64 into its two 32-bit
-    halves :math:`V` (an ``n x 2d`` integer matrix) and take two independent multilinear
-    hashes :math:`h = a^\top (V b) \bmod 2^{64}` with fixed pseudo-random odd 64-bit
-    :math:`a, b`. Every half has an odd coefficient :math:`a_ib_j` and differs by less
-    than :math:`2^{32}`, so a change of any single entry (down to one bit, including a
-    sign) always changes ``h``, and several changes cancel only if a sum of terms
-    :math:`a_ib_j\Delta_{ij}` vanishes modulo :math:`2^{64}` in both hashes (for random
-    coefficients, probability about :math:`2^{-32}` each); row and column permutations
-    change ``h``. A collision would only make ``warm_start`` screen from another
-    problem's reference, which the full-problem certificate still catches. Sparse input
-    is hashed by ``data_fingerprint`` itself.
-    """
-    if sp.issparse(X) or X.dtype != np.float64:
-        return X
-    V = np.ascontiguousarray(X).view(np.uint32).astype(np.uint64)
-    out = [np.array(X.shape, dtype=np.uint64)]
-    for seed in (1, 2):
-        a, b = _odd_coefficients(V.shape[0], seed), _odd_coefficients(V.shape[1], -seed)
-        out.append(np.atleast_1d(a @ (V @ b)))  # uint64 arithmetic wraps: mod 2^64
-    return np.concatenate(out)
-
-
-@lru_cache(maxsize=8)
-def _odd_coefficients(size: int, seed: int) -> np.ndarray:
-    """Fixed pseudo-random odd 64-bit integers (cached: a path reuses them)."""
-    rng = np.random.RandomState(abs(seed) * 2 + (seed < 0))
-    coef = rng.randint(0, 2**63, size=size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    coef.flags.writeable = False
-    return coef
 
 
 class _LADData(_TaskData):
@@ -393,7 +356,7 @@ class SafeLAD(RegressorMixin, BaseEstimator):
         """
         self._validate_params()
         X, y, weights, kernel_params, bias = self._validate(X, y, sample_weight)
-        fingerprint = data_fingerprint(_content_digest(X), y, weights, self.kernel,
+        fingerprint = data_fingerprint(X, y, weights, self.kernel,
                                        kernel_params, bias)
         same = self.warm_start and getattr(self, "_fingerprint", None) == fingerprint
         if same:  # same problem: keep the reference, the design matrix and the kernel

@@ -487,7 +487,7 @@ def test_content_digest_detects_changes():
     """The warm-start fingerprint's digest of X: equal for equal content, different
     after a one-ulp change of one entry, a row swap, a column swap, a reshape or an
     in-place edit (then a warm start solves from scratch, as a cold fit)."""
-    from sklearn_safescreen.lad import _content_digest
+    from sklearn_safescreen._base import _content_digest
 
     X, y = make_lad(n=200, d=4, seed=22)
     d = _content_digest(X)
