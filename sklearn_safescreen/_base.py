@@ -155,6 +155,11 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
         warnings.warn(f"the solver stopped at max_iter={max_iter} with relative duality "
                       f"gap {rel_gap:.3g} > tol={tol:g} (value={value:.6g}); increase "
                       "max_iter or tol.", ConvergenceWarning, stacklevel=3)
+    if dynamic:
+        # the gap ball of the full problem at the returned point proves the bound of
+        # most samples already there: count them as screened (nothing moves)
+        lo_m, hi_m = gap_ball_screen(margins, problem.p, problem.sqnorm, gap)
+        fixed = fixed | (lo_m & (alpha <= lo)) | (hi_m & (alpha >= hi))
     screened = fixed & movable
     return BoxSolution(alpha, margins, gap, rel_gap, n_iter, res.converged,
                        int((screened & (alpha <= lo)).sum()),

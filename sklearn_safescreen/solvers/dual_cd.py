@@ -138,7 +138,7 @@ class SolveResult:
 
 
 # --------------------------------------------------------------------------- numba ---
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_dot(dense, data, indices, indptr, is_sparse, i, w):
     acc = 0.0
     if is_sparse:
@@ -150,7 +150,7 @@ def _row_dot(dense, data, indices, indptr, is_sparse, i, w):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_axpy(dense, data, indices, indptr, is_sparse, i, step, w):
     if is_sparse:
         for k in range(indptr[i], indptr[i + 1]):
@@ -160,7 +160,7 @@ def _row_axpy(dense, data, indices, indptr, is_sparse, i, step, w):
             w[j] += step * dense[i, j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _linear_epochs(dense, data, indices, indptr, is_sparse, sign, p, lo, hi, sqnorm,
                    alpha, w, active, max_epochs, eps_pg, seed):
     """Coordinate descent epochs over ``active`` with LIBLINEAR shrinking.
@@ -228,7 +228,7 @@ def _linear_epochs(dense, data, indices, indptr, is_sparse, sign, p, lo, hi, sqn
     return max_epochs, False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kernel_epochs(Q, lo, hi, alpha, g, active, max_epochs, eps_pg, seed):
     """Coordinate descent epochs on a dense local ``Q`` keeping ``g = Q alpha - p``."""
     np.random.seed(seed)
