@@ -34,7 +34,8 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import LinearSVC
 from threadpoolctl import threadpool_limits
 
-from sklearn_safescreen.path import RegularizationPathCV, make_grid
+from sklearn_safescreen.model_selection import RegularizationPathCV
+from sklearn_safescreen.path import make_grid
 from sklearn_safescreen.svm import SafeSVC
 
 SECTION = "## RegularizationPathCV (issue 3)"

@@ -17,7 +17,8 @@ import numpy as np
 from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-from sklearn_safescreen.path import RegularizationPathCV, make_grid
+from sklearn_safescreen.model_selection import RegularizationPathCV
+from sklearn_safescreen.path import make_grid
 from sklearn_safescreen.plotting import plot_screening_path
 from sklearn_safescreen.svm import SafeSVC
 

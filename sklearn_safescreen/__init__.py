@@ -4,7 +4,7 @@ from ._base import ScreeningRepairWarning
 from ._report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
 from .metric_learning import SafeMetricLearner
-from .path import RegularizationPathCV
+from .model_selection import RegularizationPathCV
 from .svm import SafeSVC
 
 __version__ = "0.1.0"

@@ -257,7 +257,8 @@ def _run(args) -> int:
     import scipy.sparse as sp
     from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 
-    from .path import RegularizationPathCV, make_grid, resolve_path_param
+    from .model_selection import RegularizationPathCV
+    from .path import make_grid, resolve_path_param
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     X, y, desc, regression = _load(args)

@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_safescreen.path import RegularizationPathCV
+from sklearn_safescreen.model_selection import RegularizationPathCV
 from sklearn_safescreen.svm import SafeSVC
 
 TIGHT = dict(kernel="linear", tol=1e-10, max_iter=200000, random_state=0)

@@ -471,7 +471,7 @@ def test_random_reference_target_pairs(seed, log_c_ref, ratio, kernel, weighted,
 def test_regularization_path_cv_same_as_grid_search():
     """SafeLAD plugs into RegularizationPathCV: the same choice and scores as
     GridSearchCV over the same values (walked with warm starts and screening)."""
-    from sklearn_safescreen.path import RegularizationPathCV
+    from sklearn_safescreen.model_selection import RegularizationPathCV
 
     X, y = make_lad(n=120, d=3, seed=21)
     values = [0.001, 0.01, 0.1, 1.0]

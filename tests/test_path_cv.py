@@ -33,7 +33,8 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_safescreen._report import ScreeningReport
-from sklearn_safescreen.path import RegularizationPathCV, make_grid
+from sklearn_safescreen.model_selection import RegularizationPathCV
+from sklearn_safescreen.path import make_grid
 from sklearn_safescreen.svm import SafeSVC
 
 TIGHT = dict(kernel="linear", tol=1e-10, max_iter=200000, random_state=0)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from sklearn_safescreen.path import RegularizationPathCV, svm_path
+from sklearn_safescreen.model_selection import RegularizationPathCV
+from sklearn_safescreen.path import svm_path
 from sklearn_safescreen.plotting import plot_screening_path
 from sklearn_safescreen.svm import SafeSVC
 
