@@ -88,7 +88,7 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
                    at_upper: np.ndarray, *, tol: float, max_iter: int,
                    random_state: np.random.RandomState, dynamic: bool,
                    report: ScreeningReport, rule: str, value: float,
-                   task: str = "") -> BoxSolution:
+                   task: str = "", working_set: bool = True) -> BoxSolution:
 
     """Solve with ``at_lower``/``at_upper`` held at their bounds; certify on the full
     problem.
@@ -99,6 +99,9 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
     issued and the solve continues. If no violator is proven but the full gap is above
     ``tol``, the reduced problem is solved more tightly (shrinking the ball) and, as a
     last resort, every screened variable that keeps the gap open is released.
+
+    ``working_set=False`` keeps large problems on the plain solver (still with dynamic
+    screening): working sets pay off from a nearby reference, not from a far one.
     """
     lo, hi = problem.lo, problem.hi
     alpha = np.clip(alpha0, lo, hi)
@@ -112,8 +115,8 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
         t0 = time.perf_counter()
         # screening on: working sets whose only permanent decisions are full-problem gap
         # balls (solvers/working_set.py); off: the plain solver on everything
-        solver = (solve_working_set if dynamic and (~fixed & movable).sum() > WS_MIN_PROBLEM
-                  else solve_box_qp)
+        use_ws = working_set and dynamic and (~fixed & movable).sum() > WS_MIN_PROBLEM
+        solver = solve_working_set if use_ws else solve_box_qp
         res = solver(problem, alpha, fixed, tol=inner_tol,
                      max_iter=max(max_iter - n_iter, 1),
                      random_state=random_state, dynamic_screen=dyn_screen)

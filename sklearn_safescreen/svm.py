@@ -41,6 +41,8 @@ from .solvers.dual_cd import BoxQP
 #: with the interior-point finisher, steps of 10 were slower than one step up to 1e4)
 #: (spec A8, Lemma 9) when C is far enough above C_min for that to pay off.
 INTERNAL_PATH_RATIO = 1e4
+#: Working sets are used when the reference's C is within this ratio of the target.
+WORKING_SET_RATIO = 100.0
 
 
 class _TaskData:
@@ -137,9 +139,12 @@ def _path_step(data: _TaskData, C, ref, rule, tol, max_iter, rng, report, task, 
         report.add(ScreeningEvent(rule, "reference", C, int(at_lower.sum()),
                                   int(at_upper.sum()), n, time.perf_counter() - t0,
                                   task=task))
+    # measured: from a far reference (a cold start's closed form at C_min) the plain
+    # solver is faster than working sets, which pay off along a path
+    near = ref is not None and 1.0 / WORKING_SET_RATIO <= C / ref.C <= WORKING_SET_RATIO
     sol = screened_solve(problem, alpha0, at_lower, at_upper, tol=tol, max_iter=max_iter,
                          random_state=rng, dynamic=rule is not None, report=report,
-                         rule=rule or "none", value=C, task=task)
+                         rule=rule or "none", value=C, task=task, working_set=near)
     report.n_screened = sol.n_lower + sol.n_upper
     if verbose:
         print(f"[SafeSVC]{' ' + task if task else ''} C={C:<10.4g} screened "
