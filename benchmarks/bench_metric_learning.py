@@ -123,7 +123,7 @@ def bench_scale(name, X, y, max_steps):
 
 
 def bench_accuracy(name, X, y, k_triplets, quick):
-    from sklearn_safescreen.path import RegularizationPathCV
+    from sklearn_safescreen.model_selection import RegularizationPathCV
 
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
     rows = []

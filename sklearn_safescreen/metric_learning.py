@@ -118,7 +118,8 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         RRPB range screening along warm-started paths (spec 4.2, 4.4).
     active_set : bool, default=False
         The active-set heuristic of spec 5.4 (optimise over positive-loss triplets,
-        refreshed every ``screening_interval`` iterations, confirmed on all).
+        refreshed every ``screening_interval`` iterations, confirmed on all). Not used
+        with ``loss="hinge"``, which is solved in the dual.
     screening_interval : int, default=10
         Iterations between dynamic screening checks.
     tol : float, default=1e-6
@@ -297,7 +298,9 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         self.n_triplets_ = n_t
         self.critical_alpha_ = lam_L
 
-        if lam >= lam_L:  # closed form (spec 1.10): exact, every triplet in L or C
+        # closed form (spec 1.10): exact, every triplet in L or C. With G_+ = 0 (no
+        # direction separates any triplet) M* = 0 for every alpha > 0.
+        if lam >= lam_L or not np.any(G_pos):
             M = G_pos / lam
             n_L = n_t if lam > lam_L else int(
                 (pg.triplet_values(ts, M, diag) < 1.0 - gamma).sum())

@@ -202,15 +202,14 @@ def test_pipeline_gridsearch_clone_pickle():
     assert c.get_params() == ml.get_params() and not hasattr(c, "metric_")
 
 
-def test_regularization_path_cv_if_available():
-    path = pytest.importorskip("sklearn_safescreen.path")
-    if not hasattr(path, "RegularizationPathCV"):
-        pytest.skip("RegularizationPathCV not available yet")
+def test_regularization_path_cv():
+    import sklearn_safescreen
+
     X, y = scaled(load_wine)
     pipe = Pipeline([("metric", SafeMetricLearner(k=3)),
                      ("knn", KNeighborsClassifier(n_neighbors=5))])
     lam_L = SafeMetricLearner(k=3)._critical_value(X, y)
-    cv = path.RegularizationPathCV(pipe, param_name="metric__alpha",
+    cv = sklearn_safescreen.RegularizationPathCV(pipe, param_name="metric__alpha",
                                    values=lam_L * 0.3 ** np.arange(1, 6), cv=3).fit(X, y)
     assert cv.best_score_ > 0.9
 
@@ -245,3 +244,16 @@ def test_verbose_prints_per_check(capsys):
     SafeMetricLearner(k=3, alpha=5.0, verbose=2).fit(X, y)
     out = capsys.readouterr().out
     assert "reference" in out and "gap=" in out and "screened" in out
+
+
+def test_degenerate_data_has_the_zero_metric():
+    """G_+ = 0 (each anchor's same-class neighbour is farther than every other-class
+    one in every direction): M* = 0 for every alpha (spec 1.10 with G_+ = 0)."""
+    X = np.array([[0.0], [1.0], [-0.1], [1.1], [3.0], [-3.0]])
+    y = np.array([0, 0, 1, 1, 0, 1])
+    ml = SafeMetricLearner(k=1)
+    lam_L = ml._critical_value(X, y)
+    for alpha in [1e-300, 1e-3, 1.0]:
+        ml.set_params(alpha=alpha).fit(X, y)
+        assert np.all(ml.metric_ == 0) and ml.dual_gap_ == 0.0
+    assert lam_L > 0

@@ -416,7 +416,8 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         again) or the boolean keep-mask of the working triplets when every screened
         triplet was on its side at the iterate (the evaluation stays valid).
     active_set : bool
-        The heuristic of spec 5.4 (safe: it only restricts the working set).
+        The heuristic of spec 5.4 (safe: it only restricts the working set). Ignored for
+        the hinge (gamma = 0), which is solved in the dual.
     compiled : bool
         Run the iterations between checkpoints in numba (full metric); False uses the
         NumPy loop (always used for a diagonal metric). Same iterates up to round-off.
@@ -425,6 +426,9 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     diag = problem.diagonal
     M = project(np.asarray(M0, dtype=np.float64), diag)
     eta = 1.0 / lam if step is None or not np.isfinite(step) or step <= 0 else step
+    # the hinge's dual FISTA keeps its own iterate over the working triplets; restarting
+    # it on a working set refreshed every few steps stalls, so no active set there
+    active_set = active_set and problem.gamma > 0
     checkpoints = callback is not None or active_set
     # a callback may offer its rule as the built-in compiled ball test (attribute
     # ``inner`` = (use_gb, use_pgb, use_dgb), decisions reported to ``report_inner``)
