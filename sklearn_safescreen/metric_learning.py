@@ -355,7 +355,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             ball = (tb.rpb(ref0.M, ref0.lam, lam) if exact
                     else tb.rrpb(ref0.M, ref0.lam, lam, ref0.eps))
             idx = np.flatnonzero(status == pg.STATUS_ACTIVE).astype(np.int32)
-            self._apply(ts, ball, idx, ref0.z[idx], None, ref0.M, lam, status)
+            self._apply(ts, ball, idx, ref0.z[idx], status)
             n_R = int((status[idx] == pg.STATUS_R).sum())
             n_L = int((status[idx] == pg.STATUS_L).sum())
             report.add(ScreeningEvent(ball.name, "reference", lam, n_R, n_L, n_t,
@@ -440,11 +440,12 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             tb.merge_rrpb_ranges(ref.z, ts.hnorm, m, eps, lam, self._gamma, label, lo, hi)
         ref.range_label, ref.range_lo, ref.range_hi = label, lo, hi
 
-    def _apply(self, ts, ball, idx, ref_values, x0_values, M_ref, lam, status):
-        """Run the rule with ``ball`` on ``idx`` and record the decisions in ``status``."""
+    def _apply(self, ts, ball, idx, ref_values, status):
+        """Run the rule with ``ball`` (RRPB/RPB, centred on a multiple of the PSD
+        reference) on ``idx`` and record the decisions in ``status``."""
         # a path bound has no half-space: with rule="linear" the sphere rule applies
         res = screen_triplets(ts, ball, self.rule, self._gamma, self._diagonal, idx,
-                              ref_values=ref_values, x0_values=x0_values)
+                              ref_values=ref_values)
         status[idx[res.to_R]] = pg.STATUS_R
         status[idx[res.to_L]] = pg.STATUS_L
         return res
