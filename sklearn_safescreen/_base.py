@@ -24,7 +24,11 @@ from threadpoolctl import ThreadpoolController
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.balls import gap_ball_screen, proven_violations
 from .solvers.dual_cd import BoxQP, solve_box_qp
-from .solvers.working_set import WS_MIN_PROBLEM, solve_working_set
+from .solvers.working_set import (
+    WS_MIN_PROBLEM,
+    solve_plain_then_working_set,
+    solve_working_set,
+)
 
 #: Certificate attempts (each with a 10x tighter inner tolerance) before the screened
 #: variables that keep the full gap open are released.
@@ -123,7 +127,12 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
         # screening on: working sets whose only permanent decisions are full-problem gap
         # balls (solvers/working_set.py); off: the plain solver on everything
         use_ws = working_set and dynamic and (~fixed & movable).sum() > WS_MIN_PROBLEM
-        solver = solve_working_set if use_ws else solve_box_qp
+        if use_ws:
+            solver = solve_working_set
+        elif dynamic and problem.linear and (~fixed & movable).sum() > WS_MIN_PROBLEM:
+            solver = solve_plain_then_working_set
+        else:
+            solver = solve_box_qp
         res = solver(problem, alpha, fixed, tol=inner_tol,
                      max_iter=max(max_iter - n_iter, 1),
                      random_state=random_state, dynamic_screen=dyn_screen)

@@ -44,7 +44,8 @@ from scipy.linalg import LinAlgWarning
 from scipy.linalg import solve as la_solve
 
 from .._kernels import KernelMatrix, check_kernel_memory
-from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
+from ..screening.balls import SCREEN_RTOL, gap_ball_screen
+from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, ipm_low_rank_dense, snap_to_bounds
 
 _TINY = 1e-300
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
@@ -70,6 +71,9 @@ IPM_TOL = 1e-12
 #: variable (measured: a LAPACK factorisation of n variables costs far fewer than n/3
 #: compiled CD epochs, and 10 per variable made hard problems 2-4x slower).
 KERNEL_IPM_EPOCHS_PER_VARIABLE = 1
+#: ``stop_when_slow`` returns only when more variables than this are undecided (fewer:
+#: the interior-point finisher is cheap).
+STOP_WHEN_SLOW_MIN = 2000
 #: Kernel mode: epochs after which a Newton step on the interior variables is tried
 #: (each time the interior set changes).
 NEWTON_AFTER_EPOCHS = 5
@@ -108,10 +112,12 @@ class BoxQP:
 
     def margins(self, alpha: np.ndarray, rows=None) -> np.ndarray:
         """``q_i = s_i w^T Phi(x_i) = (Q alpha)_i`` for ``rows`` (default: all)."""
-        rows = np.arange(self.n_samples) if rows is None else np.asarray(rows)
         if self.linear:
             w = self.primal_weights(alpha)
+            if rows is None:  # no row gather: it would copy X
+                return self.sign * np.asarray(self.X @ w).ravel()
             return self.sign[rows] * np.asarray(self.X[rows] @ w).ravel()
+        rows = np.arange(self.n_samples) if rows is None else np.asarray(rows)
         nz = np.flatnonzero(alpha)
         return self.sign[rows] * self.kernel.matvec(rows, nz, self.sign[nz] * alpha[nz])
 
@@ -141,6 +147,7 @@ class SolveResult:
     n_iter: int
     converged: bool
     dynamic: list = field(default_factory=list)  # (n_lower, n_upper, n_free_left)
+    stopped_slow: bool = False  # returned early on request (``stop_when_slow``)
 
 
 # --------------------------------------------------------------------------- numba ---
@@ -154,6 +161,16 @@ def _row_dot(dense, data, indices, indptr, is_sparse, i, w):
         for j in range(dense.shape[1]):
             acc += dense[i, j] * w[j]
     return acc
+
+
+@njit(cache=True, nogil=True)
+def _signed_row_dots(dense, data, indices, indptr, is_sparse, sign, rows, w):
+    """``sign_i x_i' w`` for ``rows``, without gathering the rows into a copy."""
+    out = np.empty(rows.size)
+    for k in range(rows.size):
+        i = rows[k]
+        out[k] = sign[i] * _row_dot(dense, data, indices, indptr, is_sparse, i, w)
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -284,7 +301,8 @@ DynamicScreen = Callable[[np.ndarray, np.ndarray, np.ndarray, float],
 def solve_box_qp(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: float,
                  max_iter: int, random_state: np.random.RandomState,
                  dynamic_screen: DynamicScreen | None = None,
-                 const_fixed_quad: float | None = None) -> SolveResult:
+                 const_fixed_quad: float | None = None,
+                 stop_when_slow: bool = False) -> SolveResult:
     """Solve the problem with the variables in ``fixed`` held at their current values.
 
     Parameters
@@ -318,7 +336,7 @@ def solve_box_qp(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: f
     fixed |= problem.hi <= problem.lo
     if problem.linear:
         return _solve_linear(problem, alpha, fixed, tol, max_iter, random_state,
-                             dynamic_screen)
+                             dynamic_screen, stop_when_slow)
     return _solve_kernel(problem, alpha, fixed, tol, max_iter, random_state,
                          dynamic_screen, const_fixed_quad)
 
@@ -335,7 +353,8 @@ def _apply_dynamic(dynamic_screen, active, q_act, problem, gap):
     return active[lo_mask], active[hi_mask]
 
 
-def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen):
+def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
+                  stop_when_slow=False):
     X = problem.X
     is_sparse = sp.issparse(X)
     if is_sparse:
@@ -360,7 +379,11 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen):
             n_iter += epochs
         else:
             pg_ok = True
-        q_act = problem.sign[active] * np.asarray(X[active] @ w).ravel()
+        if 2 * active.size > problem.n_samples:  # BLAS on all rows beats a gather
+            q_act = problem.sign[active] * np.asarray(X @ w).ravel()[active]
+        else:
+            q_act = _signed_row_dots(dense, data, indices, indptr, is_sparse,
+                                     problem.sign, active, w)
         gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
         dual = float(-0.5 * w @ w + problem.p @ alpha)
         rel_gap = gap / max(abs(dual), _TINY)
@@ -389,6 +412,9 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen):
         slow = n_iter >= IPM_AFTER_EPOCHS and _epochs_to_tol(
             gap_history, n_iter, rel_gap, tol) > IPM_EPOCHS_PER_FEATURE * X.shape[1]
         gap_history.append((n_iter, rel_gap))
+        if slow and stop_when_slow and active.size > STOP_WHEN_SLOW_MIN:
+            return SolveResult(alpha, fixed, gap, rel_gap, n_iter, False, events,
+                               stopped_slow=True)
         if (ipm_fits and not ipm_done and active.size > 1  # screening may have emptied it
                 and (polish or slow)):
             ipm_done = True
@@ -427,10 +453,17 @@ def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen):
     w_rest = w - np.asarray(Z.T @ alpha[active]).ravel()
     p_outside = float(p @ alpha) - float(p[active] @ alpha[active])
     lo, hi = problem.lo[active], problem.hi[active]
-    a, d_lo, d_hi, _ = box_qp_ipm(LowRankTerm(Z, w_rest), p[active], lo, hi,
-                                  problem.sqnorm[active], p_outside=p_outside,
-                                  tol=min(0.01 * tol, IPM_TOL), alpha0=alpha[active],
-                                  screen=dynamic_screen)
+    ipm_tol = min(0.01 * tol, IPM_TOL)
+    if not sp.issparse(Z) and dynamic_screen in (None, gap_ball_screen):
+        # the compiled twin: small finishes are dominated by call overhead in Python
+        a, d_lo, d_hi, _ = ipm_low_rank_dense(
+            Z, w_rest, p[active], lo, hi, problem.sqnorm[active], p_outside, ipm_tol,
+            alpha[active], dynamic_screen is not None, SCREEN_RTOL, 80)
+    else:
+        a, d_lo, d_hi, _ = box_qp_ipm(LowRankTerm(Z, w_rest), p[active], lo, hi,
+                                      problem.sqnorm[active], p_outside=p_outside,
+                                      tol=ipm_tol, alpha0=alpha[active],
+                                      screen=dynamic_screen)
     alpha[active] = snap_to_bounds(a, lo, hi)
     return w_rest + np.asarray(Z.T @ alpha[active]).ravel(), active[d_lo], active[d_hi]
 

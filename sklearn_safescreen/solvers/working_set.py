@@ -34,6 +34,7 @@ from .dual_cd import (
     SolveResult,
     _solve_kernel,
     _solve_linear,
+    solve_box_qp,
 )
 
 _TINY = 1e-300
@@ -156,3 +157,24 @@ def _move(problem: BoxQP, alpha, q, idx, values) -> np.ndarray:
     if problem.linear:  # recomputed (same O(nd) cost as an update, no drift)
         return problem.margins(alpha)
     return q + s * problem.kernel.matvec(np.arange(problem.n_samples), idx, s[idx] * delta)
+
+
+def solve_plain_then_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
+                                 tol: float, max_iter: int,
+                                 random_state: np.random.RandomState,
+                                 dynamic_screen: DynamicScreen) -> SolveResult:
+    """From a far start point (a cold fit): the plain solver while coordinate descent
+    makes fast progress, then working sets from the point it reached, where the
+    interior set and the violators are already nearly right. Same contract as
+    ``solve_box_qp``."""
+    first = solve_box_qp(problem, alpha, fixed, tol=tol, max_iter=max_iter,
+                         random_state=random_state, dynamic_screen=dynamic_screen,
+                         stop_when_slow=True)
+    if not first.stopped_slow:
+        return first
+    rest = solve_working_set(problem, first.alpha, first.fixed, tol=tol,
+                             max_iter=max(max_iter - first.n_iter, 1),
+                             random_state=random_state, dynamic_screen=dynamic_screen)
+    return SolveResult(rest.alpha, rest.fixed, rest.gap, rest.rel_gap,
+                       first.n_iter + rest.n_iter, rest.converged,
+                       first.dynamic + rest.dynamic)

@@ -15,9 +15,15 @@ from hypothesis import strategies as st
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen._kernels import KernelMatrix
-from sklearn_safescreen.screening.balls import gap_ball_screen
+from sklearn_safescreen.screening.balls import SCREEN_RTOL, gap_ball_screen
+from sklearn_safescreen.solvers import dual_cd, working_set
+from sklearn_safescreen.solvers.box_ipm import LowRankTerm, box_qp_ipm, ipm_low_rank_dense
 from sklearn_safescreen.solvers.dual_cd import BoxQP, solve_box_qp
-from sklearn_safescreen.solvers.working_set import WS_MIN_PROBLEM, solve_working_set
+from sklearn_safescreen.solvers.working_set import (
+    WS_MIN_PROBLEM,
+    solve_plain_then_working_set,
+    solve_working_set,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screening"))
 from _svm_truth import (  # noqa: E402
@@ -145,3 +151,48 @@ def test_kernel_newton_step_at_large_C(C):
     ours = problem.dual_objective(res.alpha, q)
     theirs = -0.5 * a.value @ Q @ a.value + a.value.sum()
     assert ours >= theirs - 1e-7 * abs(theirs)
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_compiled_interior_point_matches_python_version(screen):
+    """``ipm_low_rank_dense`` is the compiled twin of ``box_qp_ipm`` on a dense
+    ``LowRankTerm``: same iterates, same screening decisions, same answer."""
+    rng = np.random.RandomState(4)
+    n, k = 300, 6
+    Z = rng.randn(n, k)
+    w_rest = 0.1 * rng.randn(k)
+    p = rng.randn(n) * 3.0
+    lo, hi = -np.full(n, 0.5), np.full(n, 0.5)
+    sqnorm = (Z**2).sum(1)
+    alpha0 = rng.uniform(-0.5, 0.5, n)
+    py = box_qp_ipm(LowRankTerm(Z, w_rest), p, lo, hi, sqnorm, p_outside=1.5, tol=1e-12,
+                    alpha0=alpha0, screen=gap_ball_screen if screen else None)
+    nb = ipm_low_rank_dense(Z, w_rest, p, lo, hi, sqnorm, 1.5, 1e-12, alpha0, screen,
+                            SCREEN_RTOL, 80)
+    np.testing.assert_allclose(nb[0], py[0], atol=1e-9)
+    np.testing.assert_array_equal(nb[1], py[1])
+    np.testing.assert_array_equal(nb[2], py[2])
+    assert nb[1].any() == screen and nb[3] == py[3]
+
+
+@pytest.mark.parametrize("C", [0.01, 1.0, 30.0])
+def test_plain_then_working_set_equals_exact_solution(C, monkeypatch):
+    """The cold-fit solver: plain coordinate descent until it slows down, then working
+    sets from there (forced here on a small problem), from every sample at C."""
+    monkeypatch.setattr(dual_cd, "STOP_WHEN_SLOW_MIN", 10)
+    monkeypatch.setattr(dual_cd, "IPM_SMALL_FLOPS", 0)  # no immediate polish
+    X, y = noisy_data(seed=6, n=1500, d=8)
+    problem = _linear_problem(X, y, C)
+    truth = solve_svm_dual(C, Z=augment(X, 1.0) * y[:, None])
+    n = y.size
+    calls = []
+    real = working_set.solve_working_set
+    monkeypatch.setattr(working_set, "solve_working_set",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = solve_plain_then_working_set(problem, np.full(n, C), np.zeros(n, bool), tol=1e-9,
+                                       max_iter=100000,
+                                       random_state=np.random.RandomState(0),
+                                       dynamic_screen=gap_ball_screen)
+    _check_against_truth(problem, res, truth, 1e-9)
+    if C >= 1.0:  # coordinate descent crawls there: the hand-over must have happened
+        assert calls
