@@ -115,9 +115,7 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
     screening): working sets pay off from a nearby reference, not from a far one.
     """
     lo, hi = problem.lo, problem.hi
-    alpha = np.clip(alpha0, lo, hi)
-    alpha[at_lower] = lo[at_lower]
-    alpha[at_upper] = hi[at_upper]
+    alpha = np.where(at_lower, lo, np.where(at_upper, hi, np.clip(alpha0, lo, hi)))
     fixed = at_lower | at_upper
     movable = lo < hi
     inner_tol, n_iter = tol, 0
@@ -137,7 +135,11 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
                      max_iter=max(max_iter - n_iter, 1),
                      random_state=random_state, dynamic_screen=dyn_screen)
         alpha, fixed, n_iter = res.alpha, res.fixed, n_iter + res.n_iter
-        margins = problem.margins(alpha)
+        # linear mode: the solver's margins were computed from scratch at this alpha;
+        # kernel mode recomputes (incremental updates would carry their round-off
+        # into the certificate)
+        margins = res.margins if res.margins is not None and problem.linear \
+            else problem.margins(alpha)
         terms = problem.gap_terms(alpha, margins)
         gap = float(terms.sum())
         rel_gap = gap / max(abs(problem.dual_objective(alpha, margins)), 1e-300)
@@ -185,6 +187,18 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
                        int((screened & (alpha >= hi)).sum()))
 
 
+#: Working sets are used when the reference's regularisation value is within this ratio
+#: of the target (measured: from a far reference, such as a cold fit's closed form at
+#: C_min, plain coordinate descent handing over to working sets is faster).
+WORKING_SET_RATIO = 100.0
+
+
+def near_reference(ref_value: float | None, value: float) -> bool:
+    """Whether a reference at ``ref_value`` is near enough for working sets."""
+    return ref_value is not None and 1.0 / WORKING_SET_RATIO <= value / ref_value \
+        <= WORKING_SET_RATIO
+
+
 def data_fingerprint(*parts) -> str:
     """A hash of arrays (dense or sparse) and plain parameters.
 
@@ -199,8 +213,8 @@ def data_fingerprint(*parts) -> str:
                 h.update(np.ascontiguousarray(arr).tobytes())
             h.update(repr(part.shape).encode())
         elif isinstance(part, np.ndarray):
-            if part.dtype == np.float64 and part.ndim == 2 and part.size > _DIGEST_MIN_SIZE:
-                part = _content_digest(part)
+            if part.dtype == np.float64 and part.ndim <= 2 and part.size > _DIGEST_MIN_SIZE:
+                part = _content_digest(part.reshape(part.shape[0], -1))
             h.update(np.ascontiguousarray(part).tobytes())
             h.update(repr((part.shape, part.dtype.str)).encode())
         else:

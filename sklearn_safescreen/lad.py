@@ -24,7 +24,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._base import data_fingerprint, limit_blas_threads, screened_solve
+from ._base import data_fingerprint, limit_blas_threads, near_reference, screened_solve
 from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.lad import LAD_RULES, LADReference, lad_critical_C, screen_lad
@@ -145,7 +145,8 @@ def _path_step(data: _LADData, C, ref, rule, tol, max_iter, rng, report, verbose
                                   int(at_upper.sum()), n, time.perf_counter() - t0))
     sol = screened_solve(problem, alpha0, at_lower, at_upper, tol=tol, max_iter=max_iter,
                          random_state=rng, dynamic=rule is not None, report=report,
-                         rule=rule or "none", value=C)
+                         rule=rule or "none", value=C,
+                         working_set=near_reference(None if ref is None else ref.C, C))
     report.n_screened = sol.n_lower + sol.n_upper
     if verbose:
         print(f"[SafeLAD] C={C:<10.4g} screened R={sol.n_lower:<6d} L={sol.n_upper:<6d} "

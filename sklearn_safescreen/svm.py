@@ -31,7 +31,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import data_fingerprint, limit_blas_threads, screened_solve
+from ._base import data_fingerprint, limit_blas_threads, near_reference, screened_solve
 from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.svm import SVM_RULES, SVMReference, critical_C, screen_svm
@@ -41,8 +41,6 @@ from .solvers.dual_cd import BoxQP
 #: with the interior-point finisher, steps of 10 were slower than one step up to 1e4)
 #: (spec A8, Lemma 9) when C is far enough above C_min for that to pay off.
 INTERNAL_PATH_RATIO = 1e4
-#: Working sets are used when the reference's C is within this ratio of the target.
-WORKING_SET_RATIO = 100.0
 
 
 class _TaskData:
@@ -141,7 +139,7 @@ def _path_step(data: _TaskData, C, ref, rule, tol, max_iter, rng, report, task, 
                                   task=task))
     # measured: from a far reference (a cold start's closed form at C_min) the plain
     # solver is faster than working sets, which pay off along a path
-    near = ref is not None and 1.0 / WORKING_SET_RATIO <= C / ref.C <= WORKING_SET_RATIO
+    near = near_reference(None if ref is None else ref.C, C)
     sol = screened_solve(problem, alpha0, at_lower, at_upper, tol=tol, max_iter=max_iter,
                          random_state=rng, dynamic=rule is not None, report=report,
                          rule=rule or "none", value=C, task=task, working_set=near)

@@ -148,6 +148,7 @@ class SolveResult:
     converged: bool
     dynamic: list = field(default_factory=list)  # (n_lower, n_upper, n_free_left)
     stopped_slow: bool = False  # returned early on request (``stop_when_slow``)
+    margins: np.ndarray | None = None  # Q alpha over all samples, when already known
 
 
 # --------------------------------------------------------------------------- numba ---

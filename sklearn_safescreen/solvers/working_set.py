@@ -109,7 +109,7 @@ def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, t
             if not res.converged:
                 break
         ws_size = 2 * work.size
-    return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+    return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events, margins=q)
 
 
 def _working_set(problem: BoxQP, alpha, q, active, terms, size: int) -> np.ndarray:
@@ -177,4 +177,4 @@ def solve_plain_then_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.nd
                              random_state=random_state, dynamic_screen=dynamic_screen)
     return SolveResult(rest.alpha, rest.fixed, rest.gap, rest.rel_gap,
                        first.n_iter + rest.n_iter, rest.converged,
-                       first.dynamic + rest.dynamic)
+                       first.dynamic + rest.dynamic, margins=rest.margins)
