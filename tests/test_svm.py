@@ -434,6 +434,27 @@ def test_warm_start_different_number_of_samples():
                                atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["int", "float", "str"])
+def test_warm_start_label_encoding_follows_the_targets(kind):
+    """Warm-started fits reuse the label check and encoding only for identical numeric
+    targets; relabelled, edited or string targets are encoded afresh."""
+    X, y = make_binary(n=60, d=3, seed=15)
+    y = np.where(y == y.max(), 1, -1)
+    to = {"int": lambda t: t.astype(int), "float": lambda t: t.astype(float),
+          "str": lambda t: np.where(t > 0, "yes", "no")}[kind]
+    model = SafeSVC(kernel="linear", warm_start=True, tol=1e-9).fit(X, to(y))
+    y_edit = y.copy()
+    y_edit[:5] = -y_edit[:5]
+    for yy in [-y, y_edit, y, 3 * y + 1]:
+        model.fit(X, to(yy))
+        cold = SafeSVC(kernel="linear", tol=1e-9).fit(X, to(yy))
+        np.testing.assert_array_equal(model.classes_, cold.classes_)
+        np.testing.assert_array_equal(model.predict(X), cold.predict(X))
+        np.testing.assert_allclose(model.coef_, cold.coef_, atol=1e-5)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        model.fit(X, y + 0.25 * np.arange(y.size))  # continuous: checked, not cached
+
+
 # ---------------------------------------------------------------- multiclass ---
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_multiclass_ovr_matches_cvxpy(kernel):
