@@ -46,63 +46,91 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
+def best_of(fn, repeats: int = 3, below: float = 2.0):
+    """Best time of up to ``repeats`` runs (only one when a run takes over ``below``
+    seconds): single-fit timings on a shared 2-core machine jitter by 10-20%."""
+    out, best = timed(fn)
+    for _ in range(repeats - 1):
+        if best > below:
+            break
+        out, t = timed(fn)
+        best = min(best, t)
+    return out, best
+
+
+def walk_path(model, X, y, Cs):
+    """Times of a warm-started path (each fit after the previous one)."""
+    times, rates, objs = [], [], []
+    for C in Cs:
+        _, t = timed(lambda C=C: model.set_params(C=C).fit(X, y))
+        times.append(t)
+        rates.append(model.screening_report_.screening_rate)
+        objs.append(hinge_objective(X, y, model.coef_[0], model.intercept_[0], C))
+    return np.array(times), rates, objs
+
+
 def bench_linear(quick: bool):
     n = 5000 if quick else 20000
     X, y = make_classification(n_samples=n, n_features=50, n_informative=20, flip_y=0.05,
                                random_state=0)
     Cs = np.logspace(-3, 1, 9)
     SafeSVC(kernel="linear").fit(X[:300], y[:300])  # compile numba outside the timings
+    params = dict(kernel="linear", tol=1e-6, max_iter=100000, random_state=0)
+    # paths: the best of three complete walks (each from a fresh estimator)
+    safe_runs = [walk_path(SafeSVC(warm_start=True, **params), X, y, Cs) for _ in range(3)]
+    t_safe, rates, objs = min(safe_runs, key=lambda r: r[0].sum())
+    plain_runs = [walk_path(SafeSVC(warm_start=True, screening=None, **params), X, y, Cs)[0]
+                  for _ in range(3)]
+    t_plain = min(plain_runs, key=np.sum)
     rows = []
-    safe = SafeSVC(kernel="linear", tol=1e-6, warm_start=True, max_iter=100000,
-                   random_state=0)
-    plain = SafeSVC(kernel="linear", tol=1e-6, warm_start=True, screening=None,
-                    max_iter=100000, random_state=0)
-    for C in Cs:
-        _, t_safe = timed(lambda C=C: safe.set_params(C=C).fit(X, y))
-        obj_safe = hinge_objective(X, y, safe.coef_[0], safe.intercept_[0], C)
-        rate = safe.screening_report_.screening_rate
-        _, t_plain = timed(lambda C=C: plain.set_params(C=C).fit(X, y))
-        cold = SafeSVC(kernel="linear", C=C, tol=1e-6, max_iter=100000, random_state=0)
-        _, t_cold = timed(lambda cold=cold: cold.fit(X, y))
+    for i, C in enumerate(Cs):
+        cold = SafeSVC(C=C, **params)
+        _, t_cold = best_of(lambda cold=cold: cold.fit(X, y))
         lsvc = LinearSVC(loss="hinge", dual=True, C=C, tol=1e-4, max_iter=20000,
                          random_state=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            _, t_lsvc = timed(lambda lsvc=lsvc: lsvc.fit(X, y))
+            _, t_lsvc = best_of(lambda lsvc=lsvc: lsvc.fit(X, y))
         obj_lsvc = hinge_objective(X, y, lsvc.coef_[0], lsvc.intercept_[0], C)
-        rows.append((C, t_safe, t_plain, t_cold, t_lsvc, rate, obj_safe, obj_lsvc,
+        rows.append((C, t_safe[i], t_plain[i], t_cold, t_lsvc, rates[i], objs[i], obj_lsvc,
                      lsvc.n_iter_ >= 20000))
-        print(f"C={C:.4g} path {t_safe:.3f}s none {t_plain:.3f}s cold {t_cold:.3f}s "
-              f"LinearSVC {t_lsvc:.2f}s rate {rate:.3f} obj {obj_safe:.6g} vs "
+        print(f"C={C:.4g} path {t_safe[i]:.3f}s none {t_plain[i]:.3f}s cold {t_cold:.3f}s "
+              f"LinearSVC {t_lsvc:.2f}s rate {rates[i]:.3f} obj {objs[i]:.6g} vs "
               f"{obj_lsvc:.6g}", flush=True)
     return n, rows
 
 
-def bench_rbf(X, y, Cs, gamma):
+def bench_rbf(X, y, Cs, gamma, repeats):
+    """Best of ``repeats`` complete runs of the warm-started path and of SVC at every
+    value, interleaved so that both see the same machine load."""
     SafeSVC(kernel="rbf", gamma=gamma).fit(X[:100], y[:100])
-    safe = SafeSVC(kernel="rbf", gamma=gamma, tol=1e-6, warm_start=True, max_iter=100000,
-                   random_state=0)
-    t_safe = t_svc = 0.0
-    rates = []
-    for C in Cs:
-        _, t = timed(lambda C=C: safe.set_params(C=C).fit(X, y))
-        t_safe += t
-        rates.append(safe.screening_report_.screening_rate)
-        _, t = timed(lambda C=C: SVC(kernel="rbf", gamma=gamma, C=C).fit(X, y))
-        t_svc += t
-    return t_safe, t_svc, float(np.mean(rates))
+    best_safe = best_svc = np.inf
+    for _ in range(repeats):
+        safe = SafeSVC(kernel="rbf", gamma=gamma, tol=1e-6, warm_start=True,
+                       max_iter=100000, random_state=0)
+        t_safe = t_svc = 0.0
+        rates = []
+        for C in Cs:
+            _, t = timed(lambda C=C, safe=safe: safe.set_params(C=C).fit(X, y))
+            t_safe += t
+            rates.append(safe.screening_report_.screening_rate)
+            _, t = timed(lambda C=C: SVC(kernel="rbf", gamma=gamma, C=C).fit(X, y))
+            t_svc += t
+        best_safe, best_svc = min(best_safe, t_safe), min(best_svc, t_svc)
+    return best_safe, best_svc, float(np.mean(rates))
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="smaller data (smoke run)")
     args = parser.parse_args()
+    load0 = os.getloadavg()[0]
     n, rows = bench_linear(args.quick)
     Xb, yb = load_standardized_breast_cancer()
-    rbf_bc = bench_rbf(Xb, yb, np.logspace(-2, 3, 50), 1.0 / 30)
+    rbf_bc = bench_rbf(Xb, yb, np.logspace(-2, 3, 50), 1.0 / 30, repeats=5)
     Xs, ys = make_classification(n_samples=1000 if args.quick else 5000, n_features=20,
                                  n_informative=10, flip_y=0.05, random_state=0)
-    rbf_syn = bench_rbf(Xs, ys, np.logspace(-2, 3, 20), 1.0 / 20)
+    rbf_syn = bench_rbf(Xs, ys, np.logspace(-2, 3, 20), 1.0 / 20, repeats=1)
 
     t_path = sum(r[1] for r in rows)
     t_plain = sum(r[2] for r in rows)
@@ -112,7 +140,11 @@ def main():
         "",
         f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, by "
-        f"`python benchmarks/bench_svc.py{' --quick' if args.quick else ''}`.",
+        f"`python benchmarks/bench_svc.py{' --quick' if args.quick else ''}`; 1-min load "
+        f"average {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end. Timing: "
+        "paths are the best of three complete walks; single fits (SafeSVC cold, "
+        "LinearSVC) the best of three runs when a run takes under 2 s; the RBF rows the "
+        "best of five (breast cancer) or one (n=5000) interleaved runs of both sides.",
         "",
         f"### (a, b) linear, make_classification({n} x 50), C in logspace(-3, 1, 9)",
         "",
