@@ -365,8 +365,10 @@ class SafeLAD(RegressorMixin, BaseEstimator):
         else:
             ref = None
             data = _LADData(*self._build(X, kernel_params, bias), y, weights)
-        rng = check_random_state(self.random_state)
-        rng = np.random.RandomState(rng.randint(np.iinfo(np.int32).max))
+        rng = self.random_state
+        if not isinstance(rng, numbers.Integral):  # an int seeds directly (one generator)
+            rng = check_random_state(rng).randint(np.iinfo(np.int32).max)
+        rng = np.random.RandomState(rng)
         ref, report, n_iter = _fit_lad(data, float(self.C), ref, rule=self.screening,
                                        tol=self.tol, max_iter=self.max_iter, rng=rng,
                                        verbose=self.verbose)

@@ -123,9 +123,10 @@ class BoxQP:
 
     def gap_terms(self, alpha: np.ndarray, q: np.ndarray, rows=None) -> np.ndarray:
         """Per-sample duality gap at margins ``q`` (all rows, or ``rows``)."""
-        sl = slice(None) if rows is None else rows
-        g = q - self.p[sl]
-        return np.maximum(-self.lo[sl] * g, -self.hi[sl] * g) + alpha[sl] * g
+        if rows is None:
+            rows = np.arange(self.n_samples)
+        return _gap_terms(np.ascontiguousarray(q, dtype=np.float64), self.p, self.lo,
+                          self.hi, alpha, np.asarray(rows, dtype=np.int64))
 
     def dual_objective(self, alpha: np.ndarray, q: np.ndarray) -> float:
         """``-1/2 a'Qa + p'a`` given the margins ``q = Q a`` of every sample."""
@@ -162,6 +163,18 @@ def _row_dot(dense, data, indices, indptr, is_sparse, i, w):
         for j in range(dense.shape[1]):
             acc += dense[i, j] * w[j]
     return acc
+
+
+@njit(cache=True, nogil=True)
+def _gap_terms(q, p, lo, hi, alpha, rows):
+    """Per-sample duality gap ``max(-lo g, -hi g) + alpha g``, ``g = q - p``, of
+    ``rows`` (``q`` holds their margins), without gathering the other arrays."""
+    out = np.empty(rows.size)
+    for k in range(rows.size):
+        i = rows[k]
+        g = q[k] - p[i]
+        out[k] = max(-lo[i] * g, -hi[i] * g) + alpha[i] * g
+    return out
 
 
 @njit(cache=True, nogil=True)
