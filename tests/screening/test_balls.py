@@ -261,3 +261,33 @@ def test_gap_ball_screen_is_safe_on_an_svm(epochs):
     assert not np.any(at_upper & ~truth.true_L())
     if epochs >= 30:
         assert at_lower.sum() + at_upper.sum() > 0  # the test is not vacuous
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_gap_ball_and_gap_terms_equal_the_numpy_formulas(seed):
+    """``gap_ball_screen`` (compiled, fused) decides exactly as ``decide(ball_bounds)``,
+    including margins sitting on the target, and ``BoxQP.gap_terms`` equals
+    ``max(-lo g, -hi g) + alpha g`` on all rows and on a subset."""
+    from sklearn_safescreen.screening.balls import ball_bounds, decide, gap_ball_screen
+    from sklearn_safescreen.solvers.dual_cd import BoxQP
+
+    rng = np.random.RandomState(seed)
+    n = 500
+    targets = rng.randn(n)
+    margins = targets + rng.randn(n) * rng.choice([0.0, 1e-12, 0.1, 3.0], n)
+    sqnorm = rng.uniform(0.0, 4.0, n)
+    for gap in [0.0, 1e-10, 0.01, 1.0]:
+        expected = decide(*ball_bounds(margins, np.sqrt(2 * gap), np.sqrt(sqnorm)), targets)
+        got = gap_ball_screen(margins, targets, sqnorm, gap)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+    lo, hi = -rng.uniform(0, 1, n), rng.uniform(0, 1, n)
+    alpha = np.clip(rng.randn(n), lo, hi)
+    problem = BoxQP(sign=np.ones(n), p=targets, lo=lo, hi=hi, sqnorm=sqnorm,
+                    X=np.zeros((n, 1)))
+    g = margins - targets
+    np.testing.assert_array_equal(problem.gap_terms(alpha, margins),
+                                  np.maximum(-lo * g, -hi * g) + alpha * g)
+    rows = np.sort(rng.choice(n, 50, replace=False))
+    np.testing.assert_array_equal(problem.gap_terms(alpha, margins[rows], rows),
+                                  (np.maximum(-lo * g, -hi * g) + alpha * g)[rows])
