@@ -23,6 +23,7 @@ from threadpoolctl import ThreadpoolController
 
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.balls import gap_ball_screen, proven_violations
+from .screening.svm import SVMReference
 from .solvers.dual_cd import BoxQP, solve_box_qp
 from .solvers.working_set import (
     WS_MIN_PROBLEM,
@@ -197,6 +198,53 @@ def near_reference(ref_value: float | None, value: float) -> bool:
     """Whether a reference at ``ref_value`` is near enough for working sets."""
     return ref_value is not None and 1.0 / WORKING_SET_RATIO <= value / ref_value \
         <= WORKING_SET_RATIO
+
+
+def seed_alpha(ref, problem: BoxQP, value: float) -> np.ndarray:
+    """Alpha seeding for a path step: samples at an end of the reference's box stay at
+    that end of the new box (their side of the hinge is likely kept), the others keep
+    their value clipped to the new box. Only a start point: safety does not depend on
+    it."""
+    scale = ref.C / value
+    at_top = (ref.alpha > 0) & (ref.alpha >= problem.hi * scale)
+    at_bottom = (ref.alpha < 0) & (ref.alpha <= problem.lo * scale)
+    return np.where(at_top, problem.hi,
+                    np.where(at_bottom, problem.lo, np.clip(ref.alpha, problem.lo, problem.hi)))
+
+
+def path_step(problem: BoxQP, value: float, ref, *, screen, rule: str | None, tol: float,
+              max_iter: int, rng: np.random.RandomState, report: ScreeningReport,
+              label: str, verbose: int, task: str = ""):
+    """One step of a box-QP path (SafeSVC, SafeLAD): screen from the reference, seed
+    the start point, solve with certificate, and return the new reference.
+
+    ``screen(ref, value)`` applies the estimator's rule (a ``ScreeningResult``);
+    ``ref=None`` is a cold solve from zero. Working sets are used only from a near
+    reference (:func:`near_reference`). Returns ``(SVMReference, n_iter)``.
+    """
+    n = problem.n_samples
+    t0 = time.perf_counter()
+    if ref is None or rule is None:
+        at_lower = at_upper = np.zeros(n, dtype=bool)
+        alpha0 = np.zeros(n) if ref is None else seed_alpha(ref, problem, value)
+    else:
+        res = screen(ref, value)
+        at_lower, at_upper = res.at_lower, res.at_upper
+        alpha0 = seed_alpha(ref, problem, value)
+        report.add(ScreeningEvent(rule, "reference", value, int(at_lower.sum()),
+                                  int(at_upper.sum()), n, time.perf_counter() - t0,
+                                  task=task))
+    sol = screened_solve(problem, alpha0, at_lower, at_upper, tol=tol, max_iter=max_iter,
+                         random_state=rng, dynamic=rule is not None, report=report,
+                         rule=rule or "none", value=value, task=task,
+                         working_set=near_reference(None if ref is None else ref.C, value))
+    report.n_screened = sol.n_lower + sol.n_upper
+    if verbose:
+        print(f"[{label}]{' ' + task if task else ''} C={value:<10.4g} screened "
+              f"R={sol.n_lower:<6d} L={sol.n_upper:<6d} "
+              f"free={n - sol.n_lower - sol.n_upper:<6d} gap={sol.rel_gap:.2e} "
+              f"iter={sol.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
+    return SVMReference(value, sol.alpha, sol.margins, max(sol.gap, 0.0)), sol.n_iter
 
 
 def data_fingerprint(*parts) -> str:

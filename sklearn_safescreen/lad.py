@@ -16,7 +16,6 @@ are SafeSVC's (``_base.screened_solve``), the rule is DVI for LAD (``screening.l
 from __future__ import annotations
 
 import numbers
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -24,7 +23,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._base import data_fingerprint, limit_blas_threads, near_reference, screened_solve
+from ._base import data_fingerprint, limit_blas_threads, path_step
 from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.lad import LAD_RULES, LADReference, lad_critical_C, screen_lad
@@ -131,40 +130,10 @@ def _cold_start(data: _LADData, C: float, report: ScreeningReport, tol, max_iter
 
 
 def _path_step(data: _LADData, C, ref, rule, tol, max_iter, rng, report, verbose):
-    problem = data.problem(C)
-    n = data.y.size
-    t0 = time.perf_counter()
-    if ref is None or rule is None:
-        at_lower = at_upper = np.zeros(n, dtype=bool)
-        alpha0 = np.zeros(n) if ref is None else _seed_alpha(ref, problem, C)
-    else:
-        res = screen_lad(rule, ref, C, data.sqnorm, data.y, data.weights)
-        at_lower, at_upper = res.at_lower, res.at_upper
-        alpha0 = _seed_alpha(ref, problem, C)
-        report.add(ScreeningEvent(rule, "reference", C, int(at_lower.sum()),
-                                  int(at_upper.sum()), n, time.perf_counter() - t0))
-    sol = screened_solve(problem, alpha0, at_lower, at_upper, tol=tol, max_iter=max_iter,
-                         random_state=rng, dynamic=rule is not None, report=report,
-                         rule=rule or "none", value=C,
-                         working_set=near_reference(None if ref is None else ref.C, C))
-    report.n_screened = sol.n_lower + sol.n_upper
-    if verbose:
-        print(f"[SafeLAD] C={C:<10.4g} screened R={sol.n_lower:<6d} L={sol.n_upper:<6d} "
-              f"free={n - sol.n_lower - sol.n_upper:<6d} gap={sol.rel_gap:.2e} "
-              f"iter={sol.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
-    return LADReference(C, sol.alpha, sol.margins, max(sol.gap, 0.0)), sol.n_iter
-
-
-def _seed_alpha(ref: LADReference, problem: BoxQP, C: float) -> np.ndarray:
-    """Alpha seeding: samples at an end of the reference's box stay at that end of the
-    new box (their residual sign is likely kept), the others keep their value clipped
-    to the new box. Only a start point: safety does not depend on it."""
-    scale = ref.C / C
-    at_top = (ref.alpha > 0) & (ref.alpha >= problem.hi * scale)
-    at_bottom = (ref.alpha < 0) & (ref.alpha <= problem.lo * scale)
-    return np.where(at_top, problem.hi,
-                    np.where(at_bottom, problem.lo,
-                             np.clip(ref.alpha, problem.lo, problem.hi)))
+    return path_step(
+        data.problem(C), C, ref, rule=rule, tol=tol, max_iter=max_iter, rng=rng,
+        report=report, label="SafeLAD", verbose=verbose,
+        screen=lambda r, v: screen_lad(rule, r, v, data.sqnorm, data.y, data.weights))
 
 
 class SafeLAD(RegressorMixin, BaseEstimator):

@@ -15,7 +15,6 @@ intercept (pitfall E5).
 from __future__ import annotations
 
 import numbers
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +30,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import data_fingerprint, limit_blas_threads, near_reference, screened_solve
+from ._base import data_fingerprint, limit_blas_threads, path_step
 from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.svm import SVM_RULES, SVMReference, critical_C, screen_svm
@@ -124,40 +123,10 @@ def _cold_start(data: _TaskData, C: float, report: ScreeningReport, task: str, v
 
 
 def _path_step(data: _TaskData, C, ref, rule, tol, max_iter, rng, report, task, verbose):
-    problem = data.problem(C)
-    n = data.ysign.size
-    t0 = time.perf_counter()
-    if ref is None or rule is None:
-        at_lower = at_upper = np.zeros(n, dtype=bool)
-        alpha0 = np.zeros(n) if ref is None else _seed_alpha(ref, problem, C)
-    else:
-        res = screen_svm(rule, ref, C, data.sqnorm, data.weights, data.q_matvec)
-        at_lower, at_upper = res.at_lower, res.at_upper
-        alpha0 = _seed_alpha(ref, problem, C)
-        report.add(ScreeningEvent(rule, "reference", C, int(at_lower.sum()),
-                                  int(at_upper.sum()), n, time.perf_counter() - t0,
-                                  task=task))
-    # measured: from a far reference (a cold start's closed form at C_min) the plain
-    # solver is faster than working sets, which pay off along a path
-    near = near_reference(None if ref is None else ref.C, C)
-    sol = screened_solve(problem, alpha0, at_lower, at_upper, tol=tol, max_iter=max_iter,
-                         random_state=rng, dynamic=rule is not None, report=report,
-                         rule=rule or "none", value=C, task=task, working_set=near)
-    report.n_screened = sol.n_lower + sol.n_upper
-    if verbose:
-        print(f"[SafeSVC]{' ' + task if task else ''} C={C:<10.4g} screened "
-              f"R={sol.n_lower:<6d} L={sol.n_upper:<6d} free={n - sol.n_lower - sol.n_upper:<6d}"
-              f" gap={sol.rel_gap:.2e} iter={sol.n_iter:<5d} "
-              f"time={time.perf_counter() - t0:.3f}s")
-    return SVMReference(C, sol.alpha, sol.margins, max(sol.gap, 0.0)), sol.n_iter
-
-
-def _seed_alpha(ref: SVMReference, problem: BoxQP, C: float) -> np.ndarray:
-    """Alpha seeding: samples at the reference's upper bound stay at the new upper
-    bound, the others keep their value (clipped to the new box)."""
-    ref_upper = problem.hi * (ref.C / C)
-    at_top = (ref.alpha > 0) & (ref.alpha >= ref_upper)
-    return np.where(at_top, problem.hi, np.clip(ref.alpha, 0, problem.hi))
+    return path_step(
+        data.problem(C), C, ref, rule=rule, tol=tol, max_iter=max_iter, rng=rng,
+        report=report, label="SafeSVC", verbose=verbose, task=task,
+        screen=lambda r, v: screen_svm(rule, r, v, data.sqnorm, data.weights, data.q_matvec))
 
 
 class SafeSVC(ClassifierMixin, BaseEstimator):
