@@ -205,11 +205,21 @@ def seed_alpha(ref, problem: BoxQP, value: float) -> np.ndarray:
     that end of the new box (their side of the hinge is likely kept), the others keep
     their value clipped to the new box. Only a start point: safety does not depend on
     it."""
-    scale = ref.C / value
-    at_top = (ref.alpha > 0) & (ref.alpha >= problem.hi * scale)
-    at_bottom = (ref.alpha < 0) & (ref.alpha <= problem.lo * scale)
-    return np.where(at_top, problem.hi,
-                    np.where(at_bottom, problem.lo, np.clip(ref.alpha, problem.lo, problem.hi)))
+    return _seed(ref.alpha, problem.lo, problem.hi, ref.C / value)
+
+
+@njit(cache=True, nogil=True)
+def _seed(alpha, lo, hi, scale):
+    out = np.empty(alpha.size)
+    for i in range(alpha.size):
+        a = alpha[i]
+        if a > 0.0 and a >= hi[i] * scale:  # at the top of the reference's box
+            out[i] = hi[i]
+        elif a < 0.0 and a <= lo[i] * scale:  # at its bottom
+            out[i] = lo[i]
+        else:
+            out[i] = min(max(a, lo[i]), hi[i])
+    return out
 
 
 def path_step(problem: BoxQP, value: float, ref, *, screen, rule: str | None, tol: float,
