@@ -112,14 +112,14 @@ class KernelMatrix:
         return slots
 
     def block(self, rows, cols) -> np.ndarray:
-        """``K[rows][:, cols] + bias**2`` as a C-contiguous float64 array (from the row
-        cache when the rows fit in it)."""
+        """``K[rows][:, cols] + bias**2`` as a new C-contiguous float64 array (from the
+        row cache when the rows fit in it); callers may modify it in place."""
         if len(rows) == 0 or len(cols) == 0:
             return np.zeros((len(rows), len(cols)))
         with self._lock:
             slots = self._ensure_cached(rows)
-            if slots is not None:
-                return np.ascontiguousarray(self._rows[slots][:, cols])
+            if slots is not None:  # one gather (a fresh array the caller may modify)
+                return self._rows[np.ix_(slots, np.asarray(cols, dtype=np.int64))]
         return self._compute(rows, cols)
 
     def _compute(self, rows, cols) -> np.ndarray:
@@ -128,9 +128,12 @@ class KernelMatrix:
             K = np.asarray(self.X[np.ix_(rows, cols)], dtype=np.float64)
         else:
             K = self.cross(self.X[rows], self.X[cols])
+            if callable(self.kernel):  # the user's function may return an array it keeps
+                K = np.array(K, dtype=np.float64)
+        K = np.ascontiguousarray(K, dtype=np.float64)
         if self.bias_sq:
-            K = K + self.bias_sq
-        return np.ascontiguousarray(K, dtype=np.float64)
+            K += self.bias_sq  # in place: K is ours (callers may modify it too)
+        return K
 
     def cross(self, A, B) -> np.ndarray:
         """Kernel between two sets of raw samples (no bias)."""

@@ -1042,3 +1042,24 @@ if given is not None:
         scale = max(1.0, np.abs(cold.decision_function(X)).max())
         np.testing.assert_allclose(m.decision_function(X), cold.decision_function(X),
                                    atol=1e-5 * scale)
+
+
+def test_callable_kernel_results_are_not_modified():
+    """The solver signs and shifts kernel blocks in place: a callable kernel that keeps
+    (memoises) the arrays it returns must find them unchanged."""
+    X, y = make_binary(n=50, d=3, seed=16)
+    returned = []
+
+    def memo_rbf(A, B):
+        K = np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+        returned.append((K, K.copy()))
+        return K
+
+    model = SafeSVC(kernel=memo_rbf, C=2.0, tol=1e-9, fit_intercept=False).fit(X, y)
+    assert returned
+    for K, original in returned:
+        np.testing.assert_array_equal(K, original)
+    reference = SafeSVC(kernel="rbf", gamma=0.5, C=2.0, tol=1e-9,
+                        fit_intercept=False).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                               atol=1e-6)
