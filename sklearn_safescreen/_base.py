@@ -116,7 +116,7 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
     screening): working sets pay off from a nearby reference, not from a far one.
     """
     lo, hi = problem.lo, problem.hi
-    alpha = np.where(at_lower, lo, np.where(at_upper, hi, np.clip(alpha0, lo, hi)))
+    alpha = _start_point(np.asarray(alpha0, dtype=np.float64), lo, hi, at_lower, at_upper)
     fixed = at_lower | at_upper
     movable = lo < hi
     inner_tol, n_iter = tol, 0
@@ -198,6 +198,20 @@ def near_reference(ref_value: float | None, value: float) -> bool:
     """Whether a reference at ``ref_value`` is near enough for working sets."""
     return ref_value is not None and 1.0 / WORKING_SET_RATIO <= value / ref_value \
         <= WORKING_SET_RATIO
+
+
+@njit(cache=True, nogil=True)
+def _start_point(alpha0, lo, hi, at_lower, at_upper):
+    """``alpha0`` clipped to the box, screened variables at their bound."""
+    out = np.empty(alpha0.size)
+    for i in range(alpha0.size):
+        if at_lower[i]:
+            out[i] = lo[i]
+        elif at_upper[i]:
+            out[i] = hi[i]
+        else:
+            out[i] = min(max(alpha0[i], lo[i]), hi[i])
+    return out
 
 
 def seed_alpha(ref, problem: BoxQP, value: float) -> np.ndarray:
