@@ -25,9 +25,9 @@ import os
 import platform
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _doc import write_section  # (benchmarks/ is on sys.path when a script runs)
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -194,13 +194,7 @@ def main() -> None:
     print(text)
     if args.no_doc:
         return
-    doc = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.md"
-    old = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    start = old.find(SECTION)
-    if start >= 0:
-        end = old.find("\n## ", start + 1)
-        old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
-    doc.write_text(old.rstrip() + "\n\n" + text)
+    write_section(SECTION, text)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ import os
 import platform
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _doc import write_section  # (benchmarks/ is on sys.path when a script runs)
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
@@ -179,13 +179,7 @@ def main():
     ]
     text = "\n".join(lines)
     print(text)
-    doc = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.md"
-    old = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    start = old.find("## SafeSVC (issue 2)")
-    if start >= 0:
-        end = old.find("\n## ", start + 1)
-        old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
-    doc.write_text(old.rstrip() + "\n\n" + text)
+    write_section("## SafeSVC (issue 2)", text)
 
 
 if __name__ == "__main__":
