@@ -34,6 +34,7 @@ from ._triplets import TripletSet, build_triplets, triplets_from_indices
 from .screening import triplet_bounds as tb
 from .screening.triplet import TRIPLET_RULES, dynamic_sphere_full, screen_triplets
 from .solvers import psd_gradient as pg
+from .solvers import psd_kernels as kn
 
 BOUNDS = ("gb", "pgb", "dgb", "cdgb", "rpb", "rrpb", "rrpb+pgb")
 #: Certificate attempts, each with a 10x tighter reduced tolerance, before the screened
@@ -44,8 +45,10 @@ _CERTIFY_ATTEMPTS = 3
 class _Reference:
     """A solution kept for warm starts: M at lam, its full gap, triplet values, ranges."""
 
-    def __init__(self, lam, M, gap, z, exact):
+    def __init__(self, lam, M, gap, z, exact, loss=None, prev=None):
         self.lam, self.M, self.gap, self.z, self.exact = lam, M, gap, z, exact
+        self.loss = loss  # sum of the triplet losses at M (full problem)
+        self.prev = prev  # (lam, M) of the solution before, for the extrapolated start
         self.range_label = None
         self.range_lo = None
         self.range_hi = None
@@ -279,13 +282,14 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         self._validate_params()
         t_start = time.perf_counter()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-        check_classification_targets(y)
-        y_ind = np.unique(y, return_inverse=True)[1]
+        classes, y_ind = np.unique(y, return_inverse=True)
         gamma, diag, lam = self._gamma, self._diagonal, float(self.alpha)
         fingerprint = data_fingerprint(
             X, y_ind, None if triplets is None else np.asarray(triplets), self.k, gamma,
-            self.metric)
+            self.metric, repr(classes.tolist()), str(classes.dtype))
         same = self.warm_start and getattr(self, "_fingerprint", None) == fingerprint
+        if not same:  # (the same labels passed this check at the previous fit)
+            check_classification_targets(y)
         if same:  # same problem: reuse the triplet set, closed form and reference
             ts = self._triplets
             lam_L, G_pos = self._closed
@@ -325,7 +329,8 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         self._set_metric(ref.M)
         self.n_iter_ = int(n_iter)
         self.dual_gap_ = float(gap)
-        self.loss_ = float(pg.loss_values(ref.z, gamma).sum())
+        self.loss_ = float(pg.loss_values(ref.z, gamma).sum() if ref.loss is None
+                           else ref.loss)
         self.screening_report_ = report
         self._log(f"alpha={lam:<10.4g} done: screened {report.n_screened}/{n_t} "
                   f"({report.screening_rate:.1%}) iter={n_iter} dual_gap={gap:.3e} "
@@ -341,32 +346,30 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         bound = self.bound
         if screening and self.range_screening and ref0.range_label is not None:
             t0 = time.perf_counter()
-            inside = (ref0.range_label > 0) & (ref0.range_lo < lam) & (lam < ref0.range_hi)
-            status[inside & (ref0.range_label == 2)] = pg.STATUS_R
-            status[inside & (ref0.range_label == 1)] = pg.STATUS_L
-            n_R, n_L = int((status == pg.STATUS_R).sum()), int((status == pg.STATUS_L).sum())
-            report.add(ScreeningEvent("RRPB-range", "range", lam, n_R, n_L, n_t,
-                                      time.perf_counter() - t0))
+            n_R, n_L = tb.range_screen(ref0.range_label, ref0.range_lo, ref0.range_hi,
+                                       lam, status)
+            dt = time.perf_counter() - t0
+            report.add(ScreeningEvent("RRPB-range", "range", lam, n_R, n_L, n_t, dt))
             self._log(f"alpha={lam:<10.4g} range     R={n_R:<8d} L={n_L:<8d} "
-                      f"time={time.perf_counter() - t0:.3e}s")
+                      f"time={dt:.3e}s")
         if screening and bound in ("rrpb", "rrpb+pgb", "rpb"):
             t0 = time.perf_counter()
             exact = ref0.exact and bound == "rpb"
             ball = (tb.rpb(ref0.M, ref0.lam, lam) if exact
                     else tb.rrpb(ref0.M, ref0.lam, lam, ref0.eps))
-            idx = np.flatnonzero(status == pg.STATUS_ACTIVE).astype(np.int32)
-            self._apply(ts, ball, idx, ref0.z[idx], status)
-            n_R = int((status[idx] == pg.STATUS_R).sum())
-            n_L = int((status[idx] == pg.STATUS_L).sum())
-            report.add(ScreeningEvent(ball.name, "reference", lam, n_R, n_L, n_t,
-                                      time.perf_counter() - t0))
+            if self.rule == "sdp":
+                idx = np.flatnonzero(status == pg.STATUS_ACTIVE).astype(np.int32)
+                res = self._apply(ts, ball, idx, ref0.z[idx], status)
+                n_R, n_L = int(res.to_R.sum()), int(res.to_L.sum())
+            else:  # a path bound has no half-space: "linear" is the sphere rule here
+                n_R, n_L = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale,
+                                                   ball.radius, gamma, status)
+            dt = time.perf_counter() - t0
+            report.add(ScreeningEvent(ball.name, "reference", lam, n_R, n_L, n_t, dt))
             self._log(f"alpha={lam:<10.4g} reference {ball.name:<5} R={n_R:<8d} "
-                      f"L={n_L:<8d} radius={ball.radius:.3e} "
-                      f"time={time.perf_counter() - t0:.3e}s")
+                      f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
         problem = pg.TripletProblem(ts, gamma, diag, status)
-        # warm start: the reference itself (paper) unless it is the closed form, whose
-        # scale is far off; then the RRPB centre
-        M_start = ref0.M if not ref0.exact else (ref0.lam + lam) / (2 * lam) * ref0.M
+        M_start = self._start_point(ref0, lam)
         callback = self._make_callback(ts, lam, report) if screening else None
         tol, n_iter = self.tol, 0
         step = getattr(self, "_step", None) if self.warm_start else None
@@ -382,20 +385,22 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             # triplet is on its side at M (z >= 1 in R, z <= 1 - gamma in L), the full
             # primal, alpha, S and hence the full gap equal the reduced ones exactly
             # (spec 1.9); otherwise evaluate the full problem.
-            z_full = pg.triplet_values(ts, res.M, diag)
-            isR, isL = status_masks(problem.status)
+            D = (pg.pair_values(ts.diff, res.M, True) if diag
+                 else kn.full_pair_forms(ts.diff, np.ascontiguousarray(res.M)))
+            z_full, loss, on_side = kn.certificate_pass(D, ts.pos, ts.neg, problem.status,
+                                                        gamma)
             red = res.evaluation
-            if np.all(z_full[isR] >= 1.0) and np.all(z_full[isL] <= 1.0 - gamma):
+            if on_side:
                 full_gap, full_rel = red.gap, red.rel_gap
             else:
                 ev = pg.TripletProblem(ts, gamma, diag).evaluate(res.M, lam)
                 full_gap, full_rel = ev.gap, ev.rel_gap
-            red_gap = red.gap
             self._log(f"alpha={lam:<10.4g} certificate full gap={full_rel:.3e} "
                       f"(reduced {red.rel_gap:.3e}) iter={res.n_iter}")
             if full_rel <= self.tol or not res.converged or n_iter >= self.max_iter:
                 break
-            r = tb.inflate(np.sqrt(2.0 * red_gap / lam), res.M)
+            isR, isL = status_masks(problem.status)
+            r = tb.inflate(np.sqrt(2.0 * red.gap / lam), res.M)
             wrong = (isR & (z_full + r * ts.hnorm < 1.0)) | (
                 isL & (z_full - r * ts.hnorm > 1.0 - gamma))
             if wrong.any():
@@ -422,12 +427,27 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
                           f"(alpha={lam:.6g}); increase max_iter or tol.",
                           ConvergenceWarning, stacklevel=3)
         self._step = step
-        isR, isL = status_masks(problem.status)
-        report.n_screened = int(isR.sum() + isL.sum())
-        ref = _Reference(lam, res.M, full_gap, z_full, exact=False)
+        report.n_screened = int(np.count_nonzero(problem.status))
+        ref = _Reference(lam, res.M, full_gap, z_full, exact=False, loss=loss,
+                         prev=(ref0.lam, ref0.M))
         if screening and self.range_screening:
             self._update_ranges(ts, ref, ref0, lam)
         return ref, n_iter, full_gap
+
+    @staticmethod
+    def _start_point(ref0: _Reference, lam: float) -> np.ndarray:
+        """Warm start at ``lam``: the previous solution (paper), extrapolated along the
+        path from the two previous solutions, linearly in log(alpha), when ``lam``
+        continues their direction (measured on the wine path of the benchmark: about 40%
+        fewer iterations, screened or not); the RRPB centre from the closed form."""
+        if ref0.exact and ref0.prev is None:  # the closed form: its scale is far off
+            return (ref0.lam + lam) / (2.0 * lam) * ref0.M
+        if ref0.prev is not None:
+            lam0, M0 = ref0.prev
+            c = np.log(lam / ref0.lam) / np.log(ref0.lam / lam0) if lam0 != ref0.lam else 0
+            if 0.0 < c <= 2.0:
+                return ref0.M + c * (ref0.M - M0)  # projected by the solver
+        return ref0.M
 
     def _update_ranges(self, ts, ref, ref0, lam):
         """RRPB ranges from the new solution (spec 4.4): kept where the old range still
@@ -519,9 +539,13 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             return keep if contains_m else True
 
         def report_inner(problem, R_idx, L_idx, checks):
-            """Events of the checks made inside the compiled loop (same rule/balls)."""
-            for _, n_R, n_L in checks:
-                report.add(ScreeningEvent(names, "dynamic", lam, int(n_R), int(n_L), n_t))
+            """Events of the checks made inside the compiled loop (same rule/balls): the
+            check at the start point ("reference", as the callback's first call) and the
+            dynamic checks that screened something."""
+            for step, n_R, n_L in checks.tolist():
+                moment = "reference" if calls[0] == 0 and step == 0 else "dynamic"
+                if moment == "reference" or n_R or n_L:
+                    report.add(ScreeningEvent(names, moment, lam, n_R, n_L, n_t))
                 calls[0] += 1
             if self.verbose > 1 and len(checks):
                 self._log(f"alpha={lam:<10.4g} dynamic   {names:<8} {len(checks)} checks "

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..solvers.psd_gradient import RADIUS_ATOL, RADIUS_RTOL, psd_split
+from ..solvers.psd_gradient import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL, psd_split
 
 
 @dataclass
@@ -152,16 +152,18 @@ def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi):
     """Spec 4.4 in place: triplets whose stored range still covers ``lam0`` keep it, the
     others get the range computed from the new reference (possibly empty)."""
     eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)
-    keep = ((label > 0) & (lo < lam0) & (lam0 < hi)).astype(np.int8)
     _ranges_nb(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
-               lo, hi, keep)
+               lo, hi, np.empty(0, dtype=np.int8))
 
 
 @njit(cache=True)
 def _ranges_nb(z, h, m, eps, lam0, gamma, label, lo, hi, keep):
-    """Theorem 10 and the derived L-range (spec 4.2), one pass, strict with slack."""
+    """Theorem 10 and the derived L-range (spec 4.2), one pass, strict with slack.
+    Triplets with ``keep[t]`` (all those whose stored range covers ``lam0`` when
+    ``keep`` is empty) keep their range."""
+    merge = keep.shape[0] == 0
     for t in range(z.shape[0]):
-        if keep[t]:
+        if keep[t] if not merge else (label[t] > 0 and lo[t] < lam0 < hi[t]):
             continue
         zt = z[t]
         z_lo = zt - 1e-12 * abs(zt)
@@ -183,3 +185,44 @@ def _ranges_nb(z, h, m, eps, lam0, gamma, label, lo, hi, keep):
             label[t] = 0
             lo[t] = np.inf
             hi[t] = -np.inf
+
+
+@njit(cache=True)
+def range_screen(label, lo, hi, lam, status):
+    """Spec 4.4 step (1), no rule evaluation: every triplet whose stored RRPB range
+    contains ``lam`` gets the range's label in ``status`` (2 = R, 1 = L). Returns
+    (n_R, n_L)."""
+    n_R = 0
+    n_L = 0
+    for t in range(label.shape[0]):
+        if label[t] > 0 and lo[t] < lam < hi[t]:
+            status[t] = label[t]
+            if label[t] == 2:
+                n_R += 1
+            else:
+                n_L += 1
+    return n_R, n_L
+
+
+@njit(cache=True)
+def scaled_sphere_screen(z0, hn, scale, radius, gamma, status):
+    r"""The sphere rule (spec 3.1, eq. 4.1; strict with the P1 slack) with a ball of
+    centre ``scale`` times the reference (RRPB/RPB, :math:`\langle H_t,Q\rangle=`
+    ``scale`` :math:`z_t(M_0)`, O(1) per triplet) and the already inflated ``radius``,
+    over the triplets still active (``status == 0``). Returns (n_R, n_L)."""
+    n_R = 0
+    n_L = 0
+    for t in range(z0.shape[0]):
+        if status[t] != 0:
+            continue
+        hq = scale * z0[t]
+        lower = hq - radius * hn[t]
+        upper = hq + radius * hn[t]
+        slack = SCREEN_RTOL * (abs(lower) + abs(upper) + 1.0)
+        if lower > 1.0 + slack:
+            status[t] = 2
+            n_R += 1
+        elif upper < 1.0 - gamma - slack:
+            status[t] = 1
+            n_L += 1
+    return n_R, n_L

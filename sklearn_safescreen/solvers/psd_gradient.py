@@ -18,18 +18,23 @@ with the smoothed hinge :math:`\ell` (threshold 1, smoothing :math:`\gamma`; the
 pitfall P2, :math:`\mathrm{gap}=\|\lambda M-S_+\|_F^2/(2\lambda)+\langle M,-S_-\rangle\ge0`.
 
 Everything goes through the pairs of the triplet set (spec 3.6): the pair quadratic
-forms :math:`D_M(u,v)` (O(n_pairs d^2), BLAS), the triplet values
-:math:`z_t=D_M(i,l)-D_M(i,j)` and the pair weights of :math:`S` in one numba pass over
-the active triplets (O(|T~|)), and :math:`S=\Delta^\top\mathrm{diag}(w)\Delta` (the
-Laplacian form, O(n_pairs d^2)). One ``eigh`` of a d x d matrix per projection and per
-gap. A diagonal metric replaces the PSD cone by the non-negative orthant.
+forms :math:`D_M(u,v)`, the triplet values :math:`z_t=D_M(i,l)-D_M(i,j)` and the pair
+weights of :math:`S` in one pass over the active triplets (O(|T~|)), and
+:math:`S=\Delta^\top\mathrm{diag}(w)\Delta` (the Laplacian form). One
+eigendecomposition of a d x d matrix per projection and per gap check. A diagonal metric
+replaces the PSD cone by the non-negative orthant.
 
-The solver (:func:`solve`) is the paper's: projected gradient with the averaged
-Barzilai-Borwein step, rejected steps retried with a 10x smaller step, stopping on the
-relative gap :math:`\mathrm{gap}\le\mathrm{tol}\,|\tilde P|`. A callback is invoked every
-``interval`` iterations (dynamic screening); it may move triplets to the screened sets.
-The optional active-set heuristic (spec 5.4) optimises over the active triplets with
-positive loss, refreshed at every callback, and confirms convergence on all of them.
+The solver (:func:`solve`) is the paper's projected gradient with the averaged
+Barzilai-Borwein step, made globally convergent by the non-monotone line search of
+spectral projected gradient (a rejected step is shortened along the projected
+direction, which stays feasible), stopping on the relative gap
+:math:`\mathrm{gap}\le\mathrm{tol}\,|\tilde P|`. For the full metric it runs in the
+compiled kernels of :mod:`.psd_kernels`, with the sphere rule of the GB/PGB/DGB balls
+built in (dynamic screening every ``interval`` steps); other rules run as a Python
+callback between compiled stretches of ``interval`` steps. The optional active-set
+heuristic (spec 5.4) optimises over the active triplets with positive loss, refreshed at
+every callback, and confirms convergence on all of them. The hinge (gamma = 0) is solved
+in the dual (accelerated projected gradient on the box).
 """
 
 from __future__ import annotations
@@ -41,24 +46,20 @@ import numpy as np
 from numba import njit
 
 from .._triplets import TripletSet
+from . import psd_kernels as kn
+from .psd_kernels import (  # noqa: F401 - re-exported (rules, bounds and tests use them)
+    GAP_EVERY,
+    MAX_BACKTRACK,
+    NONMONOTONE,
+    RADIUS_ATOL,
+    RADIUS_RTOL,
+    SCREEN_RTOL,
+    SUFFICIENT,
+    iterate_ball_codes,
+)
+from .psd_kernels import triplet_pass as _triplet_pass
 
 STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
-#: Relative / absolute inflation of every screening radius (pitfall P1).
-RADIUS_RTOL = 1e-9
-RADIUS_ATOL = 1e-12
-#: Relative slack of the strict comparisons with 1 and 1 - gamma (pitfall P1).
-SCREEN_RTOL = 1e-9
-#: Non-monotone acceptance (spectral projected gradient, Birgin-Martinez-Raydan 2000): a
-#: BB step is accepted if the objective is below the largest of the last NONMONOTONE
-#: values minus SUFFICIENT * <grad, step> (which guarantees convergence); otherwise the
-#: step is reduced as in [CODE].
-NONMONOTONE = 10
-SUFFICIENT = 1e-4
-#: Step reduction after a rejected step ([CODE]: 0.1).
-BACKTRACK = 0.1
-#: The compiled loop checks the gap (one more d x d eigendecomposition) every GAP_EVERY
-#: steps and at the end of each run; the NumPy loop at every step.
-GAP_EVERY = 4
 
 
 # ---------------------------------------------------------------- geometry ---
@@ -200,34 +201,6 @@ def dual_alpha(z: np.ndarray, gamma: float) -> np.ndarray:
     return np.clip((1.0 - z) / gamma, 0.0, 1.0)
 
 
-@njit(cache=True)
-def _triplet_pass(D, pos, neg, gamma, z, w):
-    """z_t, loss, alpha and the pair weights of S over the (compact) active triplets."""
-    w[:] = 0.0
-    loss = 0.0
-    sa = 0.0
-    sa2 = 0.0
-    for t in range(pos.shape[0]):
-        p = pos[t]
-        q = neg[t]
-        zt = D[p] - D[q]
-        z[t] = zt
-        if zt >= 1.0:
-            continue
-        if gamma > 0.0 and zt >= 1.0 - gamma:
-            u = 1.0 - zt
-            a = u / gamma
-            loss += 0.5 * u * a
-        else:
-            a = 1.0
-            loss += 1.0 - zt - 0.5 * gamma
-        sa += a
-        sa2 += a * a
-        w[p] += a
-        w[q] -= a
-    return loss, sa, sa2
-
-
 # ------------------------------------------------------------------ problem ---
 @dataclass
 class Evaluation:
@@ -262,16 +235,19 @@ class TripletProblem:
         d = ts.X.shape[1]
         self.status = (np.zeros(ts.n_triplets, dtype=np.int8) if status is None
                        else status.copy())
-        self.n_active = int((self.status == STATUS_ACTIVE).sum())
         self.n_rejected = 0  # rejected (backtracked) steps, for diagnostics
         self.dual_alpha = None  # dual iterate (hinge solver), per triplet
-        self.HL = np.zeros(d) if diagonal else np.zeros((d, d))
-        self.nL = 0
-        L = np.flatnonzero(self.status == STATUS_L)
-        if L.size:
-            self.HL = sum_h(ts, np.ones(L.size), diagonal, L)
-            self.nL = int(L.size)
-        self.set_work(np.flatnonzero(self.status == STATUS_ACTIVE).astype(np.int32))
+        # one pass over the status: active list, their pairs, and H_L's pair weights
+        work, pairs, cpos, cneg, wL, nL = kn.status_split(self.status, ts.pos, ts.neg,
+                                                          ts.n_pairs)
+        self.nL = int(nL)
+        self.n_active = int(work.size)
+        if nL:
+            used = np.flatnonzero(wL)
+            self.HL = aggregate(ts.diff[used], wL[used], diagonal)
+        else:
+            self.HL = np.zeros(d) if diagonal else np.zeros((d, d))
+        self._set_compact(work, pairs, cpos, cneg)
 
     # -- state
     @property
@@ -281,11 +257,13 @@ class TripletProblem:
     def set_work(self, work: np.ndarray) -> None:
         """Iterate over ``work`` (triplet indices): compact its pairs for the BLAS parts."""
         ts = self.ts
-        self.work = work
-        pairs, self.cpos, self.cneg = _compact_pairs(ts.pos, ts.neg, work, ts.n_pairs)
-        self.cdiff = ts.diff[pairs]
+        pairs, cpos, cneg = _compact_pairs(ts.pos, ts.neg, work, ts.n_pairs)
+        self._set_compact(work, pairs, cpos, cneg)
+
+    def _set_compact(self, work, pairs, cpos, cneg) -> None:
+        self.work, self.cpos, self.cneg = work, cpos, cneg
+        self.cdiff = self.ts.diff[pairs]
         self.cdiff2 = self.cdiff * self.cdiff if self.diagonal else None
-        self._cdiffT = None
         self._z = np.empty(work.size)
         self._w = np.empty(pairs.size)
 
@@ -357,12 +335,10 @@ class TripletProblem:
 
     def _evaluate_primal(self, M: np.ndarray, lam: float) -> Evaluation:
         if not self.diagonal:
-            if self._cdiffT is None:
-                self._cdiffT = np.ascontiguousarray(self.cdiff.T)
-            M = np.ascontiguousarray(M)
+            M = np.ascontiguousarray(M, dtype=np.float64)
             primal, dual, gap, S, S_pos = _evaluate_full_nb(
-                self.cdiff, self._cdiffT, self.cpos, self.cneg, self.HL, float(self.nL),
-                self.gamma, lam, M, self._z, self._w)
+                self.cdiff, self.cpos, self.cneg, self.HL, float(self.nL), self.gamma,
+                lam, M, self._z, self._w)
             return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, gap,
                               lam * M - S)
         D = pair_values(self.cdiff, M, self.diagonal, self.cdiff2)
@@ -429,12 +405,20 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     # the hinge's dual FISTA keeps its own iterate over the working triplets; restarting
     # it on a working set refreshed every few steps stalls, so no active set there
     active_set = active_set and problem.gamma > 0
-    checkpoints = callback is not None or active_set
     # a callback may offer its rule as the built-in compiled ball test (attribute
     # ``inner`` = (use_gb, use_pgb, use_dgb), decisions reported to ``report_inner``)
     inner = getattr(callback, "inner", None)
-    use_inner = (inner is not None and compiled and not diag and problem.gamma > 0
-                 and not active_set)
+    if (compiled and not diag and problem.gamma > 0 and not active_set
+            and (callback is None or inner is not None)):
+        # the whole solve in one compiled call (screening at the start point and every
+        # ``interval`` steps when the callback offers its rule)
+        if problem.work.size != problem.n_active:
+            problem.set_work(problem.active)
+        M, eta, k, ev = _run_compiled(problem, M, lam, eta, max_iter, tol, interval, inner,
+                                      callback)
+        return SolveResult(M, ev, k, ev.gap <= tol * abs(ev.primal), eta,
+                           time.perf_counter() - t0)
+    checkpoints = callback is not None or active_set
     ev = _checkpoint(problem, M, lam, callback, active_set)
     k = 0
     converged = False
@@ -448,23 +432,47 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
             break
         if k >= max_iter:
             break
-        if use_inner:  # screening inside the compiled loop: run to the end
-            M, eta, steps = _run_compiled_screen(problem, ev, lam, eta, max_iter - k, tol,
-                                                 interval, inner, callback)
-            k += steps
-            ev = problem.evaluate(M, lam)
-            continue
         n = min(interval if checkpoints else max_iter, max_iter - k)
         if problem.gamma == 0.0:
             M, eta, steps = _run_dual(problem, ev, lam, eta, n, tol)
+            ev = None
         elif compiled and not diag:
-            M, eta, steps = _run_compiled(problem, ev, lam, eta, n, tol)
+            M, eta, steps, ev = _run_compiled(problem, ev.M, lam, eta, n, tol)
         else:
             M, eta, steps = _run_numpy(problem, ev, lam, eta, n, tol)
+            ev = None
         k += steps
-        ev = (_checkpoint(problem, M, lam, callback, active_set) if checkpoints
-              else problem.evaluate(M, lam))
+        if checkpoints:
+            ev = _checkpoint(problem, M, lam, callback, active_set)
+        elif ev is None:
+            ev = problem.evaluate(M, lam)
     return SolveResult(M, ev, k, converged, eta, time.perf_counter() - t0)
+
+
+def _run_compiled(problem: TripletProblem, M, lam, eta, n, tol, interval=10, inner=None,
+                  callback=None):
+    """Up to ``n`` accepted steps of :func:`.psd_kernels.spg` over the working triplets,
+    with its built-in screening when ``inner`` = (use_gb, use_pgb, use_dgb) is given;
+    records the screened triplets in ``problem`` and reports the checks to
+    ``callback.report_inner``. Returns (M, step, steps, evaluation at M)."""
+    work = problem.work
+    screen = inner is not None
+    flags = tuple(bool(f) for f in inner) if screen else (False, False, False)
+    (M, eta, k, rejected, HL, nL, out_idx, out_code, checks, z, S, S_pos, primal, dual,
+     gap) = kn.spg(problem.cdiff, problem.cpos, problem.cneg, problem.ts.hnorm[work],
+                   np.ascontiguousarray(problem.HL), float(problem.nL), problem.gamma,
+                   float(lam), np.ascontiguousarray(M, dtype=np.float64), float(eta),
+                   int(n), float(tol), int(max(interval, 1)), *flags, screen)
+    problem.n_rejected += rejected
+    if screen:
+        screened = work[out_idx]
+        to_R, to_L = screened[out_code == 2], screened[out_code == 1]
+        problem.apply_screened(to_R, to_L, HL, int(round(nL)))
+        report = getattr(callback, "report_inner", None)
+        if report is not None:
+            report(problem, to_R, to_L, checks)
+    ev = Evaluation(M, z, S, S_pos, primal, dual, gap, lam * M - S)
+    return M, eta, k, ev
 
 
 def _bb_step(dM, dG, eta):
@@ -475,23 +483,28 @@ def _bb_step(dM, dG, eta):
 
 
 def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
-    """Up to ``n`` accepted projected-gradient steps (NumPy reference loop)."""
+    """Up to ``n`` accepted steps of the same algorithm as :func:`.psd_kernels.spg`
+    (NumPy reference loop; the diagonal metric): projected BB direction, non-monotone
+    line search along it with safeguarded quadratic interpolation."""
     M = ev.M
-    k = n_reject = 0
+    k = 0
     hist = [ev.primal] * NONMONOTONE
     while k < n:
-        Mn = project(M - eta * ev.grad, problem.diagonal)
-        evn = problem.evaluate(Mn, lam)
+        dM = project(M - eta * ev.grad, problem.diagonal) - M
+        gd = float(np.sum(ev.grad * dM))
         Pref = max(hist)
-        if evn.primal > Pref + SUFFICIENT * float(np.sum(ev.grad * (Mn - M))) + 1e-13 * abs(
-                Pref) and n_reject < 60:
-            eta *= 0.1  # rejected step ([CODE] backtracking)
-            n_reject += 1
+        t = 1.0
+        for n_try in range(MAX_BACKTRACK + 1):
+            evn = problem.evaluate(M + t * dM, lam)
+            if evn.primal <= Pref + SUFFICIENT * t * gd + 1e-13 * abs(Pref) or \
+                    n_try == MAX_BACKTRACK:
+                break
             problem.n_rejected += 1
-            continue
-        n_reject = 0
-        eta = _bb_step(Mn - M, evn.grad - ev.grad, eta)
-        M, ev = Mn, evn
+            den = 2.0 * (evn.primal - ev.primal - t * gd)
+            tq = -gd * t * t / den if den > 0 else 0.5 * t
+            t = min(max(tq, 0.1 * t), 0.5 * t)
+        eta = _bb_step(t * dM, evn.grad - ev.grad, eta)
+        M, ev = evn.M, evn
         hist[k % NONMONOTONE] = ev.primal
         k += 1
         if ev.gap <= tol * abs(ev.primal):
@@ -551,157 +564,6 @@ def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
     return psd_split(problem._s_of(x), diag)[0] / lam, 1.0 / L, k
 
 
-def _run_compiled_screen(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol,
-                         interval, inner, callback):
-    """:func:`_pg_steps_screen` and the bookkeeping of its decisions."""
-    work = problem.work
-    (M, eta, k, rejected, HL, nL, out_idx, out_code, checks) = _pg_steps_screen(
-        problem.cdiff, problem.cpos, problem.cneg, problem.ts.hnorm[work],
-        np.ascontiguousarray(problem.HL), float(problem.nL), problem.gamma, lam,
-        np.ascontiguousarray(ev.M), np.ascontiguousarray(ev.grad), ev.primal, eta, n, tol,
-        int(interval), *inner)
-    problem.n_rejected += rejected
-    screened = work[out_idx]
-    to_R, to_L = screened[out_code == 2], screened[out_code == 1]
-    problem.apply_screened(to_R, to_L, HL, int(round(nL)))
-    report = getattr(callback, "report_inner", None)
-    if report is not None:
-        report(problem, to_R, to_L, checks)
-    return M, eta, k
-
-
-def _run_compiled(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
-    """Up to ``n`` accepted steps in numba (same algorithm as :func:`_run_numpy`)."""
-    if problem._cdiffT is None:
-        problem._cdiffT = np.ascontiguousarray(problem.cdiff.T)
-    M, eta, k, rejected = _pg_steps(problem.cdiff, problem._cdiffT, problem.cpos, problem.cneg,
-                          np.ascontiguousarray(problem.HL), float(problem.nL),
-                          problem.gamma, lam, np.ascontiguousarray(ev.M),
-                          np.ascontiguousarray(ev.grad), ev.primal, eta, n, tol)
-    problem.n_rejected += rejected
-    return M, eta, k
-
-
-@njit(cache=True)
-def _psd_part_nb(A, sign):
-    """:math:`A_+` (sign=1) or :math:`A_-` (sign=-1) of the symmetrised A, one eigh."""
-    B = 0.5 * (A + A.T)
-    w, V = np.linalg.eigh(B)
-    d = w.shape[0]
-    Vw = np.empty((d, d))
-    for k in range(d):
-        lam = w[k] if (w[k] > 0) == (sign > 0) else 0.0
-        for r in range(d):
-            Vw[r, k] = V[r, k] * lam
-    P = np.dot(Vw, V.T)
-    return 0.5 * (P + P.T)
-
-
-@njit(cache=True)
-def _psd_split_nb(A):
-    """:math:`(A_+, A_-)` of the symmetrised A from one eigh."""
-    B = 0.5 * (A + A.T)
-    w, V = np.linalg.eigh(B)
-    d = w.shape[0]
-    Vp = np.empty((d, d))
-    for k in range(d):
-        lam = w[k] if w[k] > 0 else 0.0
-        for r in range(d):
-            Vp[r, k] = V[r, k] * lam
-    P = np.dot(Vp, V.T)
-    P = 0.5 * (P + P.T)
-    return P, B - P
-
-
-@njit(cache=True)
-def _pair_sq(diff, M, T, D):
-    """D_p = diff_p' M diff_p, with T = diff M (BLAS) as workspace."""
-    np.dot(diff, M, T)
-    npairs, d = diff.shape
-    for p in range(npairs):
-        s = 0.0
-        for c in range(d):
-            s += T[p, c] * diff[p, c]
-        D[p] = s
-
-
-@njit(cache=True)
-def _weighted_gram(diff, diffT, w, W):
-    """sum_p w_p diff_p diff_p' (W workspace)."""
-    npairs, d = diff.shape
-    for p in range(npairs):
-        for c in range(d):
-            W[p, c] = diff[p, c] * w[p]
-    S = np.dot(diffT, W)
-    return 0.5 * (S + S.T)
-
-
-@njit(cache=True)
-def _evaluate_full_nb(diff, diffT, pos, neg, HL, nL, gamma, lam, M, z, w):
-    """Full evaluation (S, S_+, primal, dual, stable gap) for the full metric."""
-    npairs, d = diff.shape
-    T = np.empty((npairs, d))
-    D = np.empty(npairs)
-    _pair_sq(diff, M, T, D)
-    loss, sa, sa2 = _triplet_pass(D, pos, neg, gamma, z, w)
-    S = _weighted_gram(diff, diffT, w, T) + HL
-    Sp, Sn = _psd_split_nb(S)
-    primal = loss + (1.0 - 0.5 * gamma) * nL - np.sum(M * HL) + 0.5 * lam * np.sum(M * M)
-    dual = -0.5 * gamma * (sa2 + nL) + sa + nL - np.sum(Sp * Sp) / (2.0 * lam)
-    R = lam * M - Sp
-    gap = np.sum(R * R) / (2.0 * lam) + max(-np.sum(M * Sn), 0.0)
-    return primal, dual, max(gap, 0.0), S, Sp
-
-
-@njit(cache=True)
-def _pg_steps(diff, diffT, pos, neg, HL, nL, gamma, lam, M, G, P, eta, n, tol):
-    """Up to ``n`` accepted projected-gradient steps: averaged BB step, non-monotone
-    rejection (x0.1), gap every GAP_EVERY steps. Returns (M, step, steps)."""
-    npairs, d = diff.shape
-    z = np.empty(pos.shape[0])
-    w = np.empty(npairs)
-    T = np.empty((npairs, d))
-    D = np.empty(npairs)
-    k = 0
-    n_reject = 0
-    total_reject = 0
-    hist = np.full(NONMONOTONE, P)
-    while k < n:
-        Mn = _psd_part_nb(M - eta * G, 1.0)
-        _pair_sq(diff, Mn, T, D)
-        loss, sa, sa2 = _triplet_pass(D, pos, neg, gamma, z, w)
-        Pn = (loss + (1.0 - 0.5 * gamma) * nL - np.sum(Mn * HL)
-              + 0.5 * lam * np.sum(Mn * Mn))
-        Pref = hist.max()
-        # non-monotone sufficient decrease (SPG, Birgin-Martinez-Raydan)
-        if Pn > Pref + SUFFICIENT * np.sum(G * (Mn - M)) + 1e-13 * abs(Pref) and \
-                n_reject < 60:
-            eta *= BACKTRACK  # rejected step ([CODE] backtracking)
-            n_reject += 1
-            total_reject += 1
-            continue
-        n_reject = 0
-        S = _weighted_gram(diff, diffT, w, T) + HL
-        Gn = lam * Mn - S
-        dM = Mn - M
-        dG = Gn - G
-        mg = np.sum(dM * dG)
-        gg = np.sum(dG * dG)
-        mm = np.sum(dM * dM)
-        if mg > 0 and gg > 0:
-            eta = 0.5 * abs(mg / gg + mm / mg)  # averaged Barzilai-Borwein step
-        M, G, P = Mn, Gn, Pn
-        hist[k % NONMONOTONE] = P
-        k += 1
-        if k % GAP_EVERY == 0 or k == n:
-            Sn = _psd_part_nb(S, -1.0)
-            R = lam * M - (S - Sn)
-            gap = np.sum(R * R) / (2.0 * lam) + max(-np.sum(M * Sn), 0.0)
-            if gap <= tol * abs(P):
-                break
-    return M, eta, k, total_reject
-
-
 def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evaluation:
     """Screening / working-set refresh point: evaluate over all active triplets, let the
     callback screen, then restrict the working set (active set) if asked."""
@@ -738,213 +600,18 @@ def closed_form(ts: TripletSet, gamma: float, diagonal: bool) -> tuple[float, np
     return lam_L, G_pos
 
 
-# ---------------------------------------- built-in screening at the iterate ---
 @njit(cache=True)
-def _decide_into(lower, upper, gamma, out):
-    for t in range(lower.shape[0]):
-        slack = SCREEN_RTOL * (abs(lower[t]) + abs(upper[t]) + 1.0)
-        if lower[t] > 1.0 + slack:
-            out[t] = 2
-        elif upper[t] < 1.0 - gamma - slack and out[t] != 2:
-            out[t] = 1
-
-
-@njit(cache=True)
-def _inflate_nb(r, Q):
-    return max(r, 0.0) * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, np.sqrt(np.sum(Q * Q)))
-
-
-@njit(cache=True)
-def iterate_ball_codes(diff, pos, neg, hn, z, M, G, gap, lam, gamma, use_gb, use_pgb,
-                        use_dgb):
-    r"""The sphere rule with the GB, PGB and/or DGB balls at the PSD iterate ``M`` of the
-    reduced problem (gradient ``G``, stable gap ``gap``), full metric, over the working
-    triplets given by compact pair indices: the compiled form of
-    ``screening.triplet.screen_triplets`` with the ``screening.triplet_bounds`` balls
-    ``gb`` / ``pgb`` / ``dgb`` (same formulas, same P1 inflation; the solver's built-in
-    dynamic screening, as the gap balls of ``solvers.working_set``). ``z`` are
-    :math:`\langle H_t,M\rangle`. Returns codes 2 (R), 1 (L), 0 per triplet."""
-    n = pos.shape[0]
-    out = np.zeros(n, dtype=np.int8)
-    lower = np.empty(n)
-    upper = np.empty(n)
-    if use_dgb:
-        r = _inflate_nb(np.sqrt(2.0 * max(gap, 0.0) / lam), M)
-        for t in range(n):
-            lower[t] = z[t] - r * hn[t]
-            upper[t] = z[t] + r * hn[t]
-        _decide_into(lower, upper, gamma, out)
-    if use_gb or use_pgb:
-        Qgb = M - G / (2.0 * lam)
-        Qgb = 0.5 * (Qgb + Qgb.T)
-        r2 = np.sum(G * G) / (4.0 * lam * lam)
-        npairs, d = diff.shape
-        T = np.empty((npairs, d))
-        D = np.empty(npairs)
-        for which in range(2):
-            if which == 0 and not use_gb:
-                continue
-            if which == 1 and not use_pgb:
-                continue
-            if which == 0:
-                Q = Qgb
-                r = _inflate_nb(np.sqrt(r2), Q)
-            else:
-                w, V = np.linalg.eigh(Qgb)
-                Vp = np.empty((d, d))
-                sqn = 0.0
-                for k in range(d):
-                    lamk = w[k] if w[k] > 0 else 0.0
-                    if w[k] < 0:
-                        sqn += w[k] * w[k]
-                    for row in range(d):
-                        Vp[row, k] = V[row, k] * lamk
-                Q = np.dot(Vp, V.T)
-                Q = 0.5 * (Q + Q.T)
-                r = _inflate_nb(np.sqrt(max(r2 - sqn, 0.0)), Q)
-            np.dot(diff, Q, T)
-            for p in range(npairs):
-                s = 0.0
-                for c in range(d):
-                    s += T[p, c] * diff[p, c]
-                D[p] = s
-            for t in range(n):
-                hq = D[pos[t]] - D[neg[t]]
-                lower[t] = hq - r * hn[t]
-                upper[t] = hq + r * hn[t]
-            _decide_into(lower, upper, gamma, out)
-    return out
-
-
-@njit(cache=True)
-def _compact_in_place(diff, pos, neg, hn, widx, keep):
-    """Drop the triplets with ``keep == 0`` and the pairs no other triplet uses; returns
-    the new (diff, diffT, pos, neg, hn, widx)."""
-    n = pos.shape[0]
-    m = 0
-    for t in range(n):
-        if keep[t]:
-            pos[m], neg[m], hn[m], widx[m] = pos[t], neg[t], hn[t], widx[t]
-            m += 1
-    pos, neg, hn, widx = pos[:m], neg[:m], hn[:m], widx[:m]
+def _evaluate_full_nb(diff, pos, neg, HL, nL, gamma, lam, M, z, w):
+    """Full evaluation (primal, dual, stable gap, S, S_+) for the full metric, with the
+    kernels of the compiled solver."""
     npairs, d = diff.shape
-    remap = np.full(npairs, -1, dtype=np.int32)
-    for t in range(m):
-        remap[pos[t]] = 0
-        remap[neg[t]] = 0
-    count = 0
-    for p in range(npairs):
-        if remap[p] == 0:
-            remap[p] = count
-            count += 1
-    nd = np.empty((count, d))
-    for p in range(npairs):
-        if remap[p] >= 0:
-            nd[remap[p]] = diff[p]
-    for t in range(m):
-        pos[t] = remap[pos[t]]
-        neg[t] = remap[neg[t]]
-    return nd, np.ascontiguousarray(nd.T), pos, neg, hn, widx
-
-
-@njit(cache=True)
-def _pg_steps_screen(diff, pos, neg, hn, HL, nL, gamma, lam, M, G, P, eta, n, tol,
-                     interval, use_gb, use_pgb, use_dgb):
-    """:func:`_pg_steps` with the built-in dynamic screening every ``interval`` accepted
-    steps (GB/PGB/DGB sphere rule at the iterate, :func:`iterate_ball_codes`): screened
-    triplets leave the arrays, L-screened ones are folded into ``HL`` (spec 1.9). Every
-    ball contains the iterate, so the screened triplets are on their side there and the
-    objective, gradient and BB history stay valid.
-
-    Returns (M, step, steps, rejected, HL, nL, screened positions in the input arrays,
-    their codes (2 = R, 1 = L), per-check (iteration, n_R, n_L) rows)."""
-    diff = diff.copy()
-    pos = pos.copy()
-    neg = neg.copy()
-    hn = hn.copy()
-    HL = HL.copy()
-    npairs, d = diff.shape
-    diffT = np.ascontiguousarray(diff.T)
-    widx = np.arange(pos.shape[0])
-    out_idx = np.empty(pos.shape[0], dtype=np.int64)
-    out_code = np.empty(pos.shape[0], dtype=np.int8)
-    n_out = 0
-    checks = np.zeros((n // max(interval, 1) + 1, 3), dtype=np.int64)
-    n_checks = 0
-    z = np.empty(pos.shape[0])
-    w = np.empty(npairs)
+    Phi = np.empty((0, 0))  # one evaluation: the products with M (no vech table)
     T = np.empty((npairs, d))
     D = np.empty(npairs)
-    k = 0
-    n_reject = 0
-    total_reject = 0
-    hist = np.full(NONMONOTONE, P)
-    while k < n:
-        Mn = _psd_part_nb(M - eta * G, 1.0)
-        _pair_sq(diff, Mn, T, D)
-        loss, sa, sa2 = _triplet_pass(D, pos, neg, gamma, z, w)
-        Pn = (loss + (1.0 - 0.5 * gamma) * nL - np.sum(Mn * HL)
-              + 0.5 * lam * np.sum(Mn * Mn))
-        Pref = hist.max()
-        # non-monotone sufficient decrease (SPG, Birgin-Martinez-Raydan)
-        if Pn > Pref + SUFFICIENT * np.sum(G * (Mn - M)) + 1e-13 * abs(Pref) and \
-                n_reject < 60:
-            eta *= BACKTRACK
-            n_reject += 1
-            total_reject += 1
-            continue
-        n_reject = 0
-        S = _weighted_gram(diff, diffT, w, T) + HL
-        Gn = lam * Mn - S
-        dM = Mn - M
-        dG = Gn - G
-        mg = np.sum(dM * dG)
-        gg = np.sum(dG * dG)
-        mm = np.sum(dM * dM)
-        if mg > 0 and gg > 0:
-            eta = 0.5 * abs(mg / gg + mm / mg)
-        M, G, P = Mn, Gn, Pn
-        hist[k % NONMONOTONE] = P
-        k += 1
-        check = k % interval == 0
-        if check or k % GAP_EVERY == 0 or k == n:
-            Sn = _psd_part_nb(S, -1.0)
-            R = lam * M - (S - Sn)
-            gap = max(np.sum(R * R) / (2.0 * lam) + max(-np.sum(M * Sn), 0.0), 0.0)
-            if gap <= tol * abs(P):
-                break
-            if check and pos.shape[0] > 0:
-                codes = iterate_ball_codes(diff, pos, neg, hn, z[:pos.shape[0]], M, G,
-                                           gap, lam, gamma, use_gb, use_pgb, use_dgb)
-                nR = 0
-                nLnew = 0
-                for t in range(pos.shape[0]):
-                    if codes[t] == 0:
-                        continue
-                    out_idx[n_out] = widx[t]
-                    out_code[n_out] = codes[t]
-                    n_out += 1
-                    if codes[t] == 1:
-                        nLnew += 1
-                        p = pos[t]
-                        q = neg[t]
-                        for r in range(d):
-                            for c in range(d):
-                                HL[r, c] += diff[p, r] * diff[p, c] - diff[q, r] * diff[q, c]
-                    else:
-                        nR += 1
-                checks[n_checks, 0] = k
-                checks[n_checks, 1] = nR
-                checks[n_checks, 2] = nLnew
-                n_checks += 1
-                if nR + nLnew > 0:
-                    nL += nLnew
-                    keep = (codes == 0).astype(np.int8)
-                    diff, diffT, pos, neg, hn, widx = _compact_in_place(
-                        diff, pos, neg, hn, widx, keep)
-                    npairs = diff.shape[0]
-                    w = np.empty(npairs)
-                    T = np.empty((npairs, d))
-                    D = np.empty(npairs)
-    return (M, eta, k, total_reject, HL, nL, out_idx[:n_out], out_code[:n_out],
-            checks[:n_checks])
+    kn.pair_forms(diff, Phi, False, M, T, D)
+    loss, sa, sa2 = kn.triplet_pass(D, pos, neg, gamma, z, w)
+    S = kn.laplacian_sum(diff, Phi, False, w, T, np.empty((npairs, d)),
+                         np.empty(d * (d + 1) // 2)) + HL
+    S_pos, dual, gap = kn.gap_terms(M, S, lam, sa, sa2, nL, gamma)
+    primal = loss + (1.0 - 0.5 * gamma) * nL - np.sum(M * HL) + 0.5 * lam * np.sum(M * M)
+    return primal, dual, gap, S, S_pos

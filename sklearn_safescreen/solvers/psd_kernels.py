@@ -1,0 +1,766 @@
+r"""Compiled kernels of the PSD projected-gradient solver for triplet metric learning
+(spec triplet 1.8, 1.9, 3.1, 3.6, 5.1, 5.2, pitfalls P1-P3).
+
+Everything here runs in numba (``cache=True``) and releases no Python objects per
+iteration; :mod:`.psd_gradient` drives it. The pieces:
+
+* **Small symmetric eigendecomposition** (:func:`eigh_rows`): Householder
+  tridiagonalisation and implicit QL (EISPACK ``tred2``/``tql2``), about twice as fast as
+  LAPACK's ``dsyevd`` for the d <= 24 matrices of the projection and of the gap (LAPACK
+  above, or if QL does not converge). Only orthogonality of the eigenvectors matters for
+  safety: the PSD part is rebuilt from the kept eigenpairs, so it is PSD whatever the
+  accuracy, and the duality gap uses :math:`\Gamma=-S_-` built the same way (negative
+  semidefinite by construction), which makes it a valid upper bound (spec 1.6, Dual1).
+* **Pair quadratic forms** (spec 3.6): :math:`D_Q(p)=a_p^\top Qa_p` and the Laplacian sum
+  :math:`\sum_pw_pa_pa_p^\top` over the pairs of the working triplets, either as matrix
+  products with the d x d matrix (BLAS) or, when the pairs' half-vectorised outer
+  products fit in ``VECH_BYTES``, as one matrix-vector product with them (half the
+  flops, and no d x d product per pair). The sum skips pairs of zero weight (those whose
+  triplets all have zero loss at the iterate); both the screened and the unscreened
+  solver use exactly the same kernels.
+* **The solver loop** (:func:`spg`): projected gradient with the averaged
+  Barzilai-Borwein step (spec 5.1) and the non-monotone sufficient-decrease test of
+  spectral projected gradient (Birgin, Martinez and Raydan 2000, "SPG2"): a rejected step
+  is shortened *along the projected direction* :math:`M+t(P(M-\eta G)-M)`, which stays
+  PSD and whose pair forms are the linear interpolation of two known ones, so a
+  rejection costs one pass over the triplets instead of a projection (an
+  eigendecomposition) and new pair forms. The relative duality gap (pitfall P2's stable
+  form) is checked every ``GAP_EVERY`` steps and at every screening check.
+* **Dynamic screening inside the loop** (spec 5.2): every ``interval`` steps (and at
+  the start point) the sphere rule with the GB, PGB and/or DGB balls at the iterate;
+  screened triplets leave the arrays (and the pairs only they used), those in
+  :math:`\hat{\mathcal L}` are folded into :math:`H_{\hat L}` (spec 1.9). Every ball
+  contains the iterate, so the objective, gradient and BB history stay valid.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: Relative / absolute inflation of every screening radius (pitfall P1).
+RADIUS_RTOL = 1e-9
+RADIUS_ATOL = 1e-12
+#: Relative slack of the strict comparisons with 1 and 1 - gamma (pitfall P1).
+SCREEN_RTOL = 1e-9
+#: Non-monotone acceptance: a step is accepted if the objective is below the largest of
+#: the last NONMONOTONE values minus SUFFICIENT * t * <grad, direction> (SPG).
+NONMONOTONE = 10
+SUFFICIENT = 1e-4
+#: Rejected steps allowed in a row before a (tiny) step is accepted anyway.
+MAX_BACKTRACK = 60
+#: Accepted steps between two duality-gap checks (one eigendecomposition each).
+GAP_EVERY = 4
+#: Largest dimension handled by the compiled QL eigensolver (LAPACK above).
+SMALL_EIGH = 24
+#: Largest size of the half-vectorised pair outer products (matrix-vector form).
+VECH_BYTES = 1 << 20
+
+
+# ---------------------------------------------------------- eigensolver ---
+@njit(cache=True)
+def _tql2(A):
+    """Eigenpairs of the symmetric ``A``: (values, rows = eigenvectors, converged).
+
+    EISPACK tred2 + tql2 (as in JAMA), on the transposed storage so that rotations and
+    reflections run along contiguous rows. Eigenvalues are not sorted."""
+    n = A.shape[0]
+    W = A.copy()
+    d = np.empty(n)
+    e = np.empty(n)
+    for j in range(n):
+        d[j] = W[j, n - 1]
+    # Householder reduction to tridiagonal form
+    for i in range(n - 1, 0, -1):
+        scale = 0.0
+        h = 0.0
+        for k in range(i):
+            scale += abs(d[k])
+        if scale == 0.0:
+            e[i] = d[i - 1]
+            for j in range(i):
+                d[j] = W[j, i - 1]
+                W[j, i] = 0.0
+                W[i, j] = 0.0
+        else:
+            for k in range(i):
+                d[k] /= scale
+                h += d[k] * d[k]
+            f = d[i - 1]
+            g = np.sqrt(h)
+            if f > 0:
+                g = -g
+            e[i] = scale * g
+            h = h - f * g
+            d[i - 1] = f - g
+            for j in range(i):
+                e[j] = 0.0
+            for j in range(i):
+                f = d[j]
+                W[i, j] = f
+                g = e[j] + W[j, j] * f
+                for k in range(j + 1, i):
+                    g += W[j, k] * d[k]
+                    e[k] += W[j, k] * f
+                e[j] = g
+            f = 0.0
+            for j in range(i):
+                e[j] /= h
+                f += e[j] * d[j]
+            hh = f / (h + h)
+            for j in range(i):
+                e[j] -= hh * d[j]
+            for j in range(i):
+                f = d[j]
+                g = e[j]
+                for k in range(j, i):
+                    W[j, k] -= f * e[k] + g * d[k]
+                d[j] = W[j, i - 1]
+                W[j, i] = 0.0
+        d[i] = h
+    # accumulate the transformations
+    for i in range(n - 1):
+        W[i, n - 1] = W[i, i]
+        W[i, i] = 1.0
+        h = d[i + 1]
+        if h != 0.0:
+            for k in range(i + 1):
+                d[k] = W[i + 1, k] / h
+            for j in range(i + 1):
+                g = 0.0
+                for k in range(i + 1):
+                    g += W[i + 1, k] * W[j, k]
+                for k in range(i + 1):
+                    W[j, k] -= g * d[k]
+        for k in range(i + 1):
+            W[i + 1, k] = 0.0
+    for j in range(n):
+        d[j] = W[j, n - 1]
+        W[j, n - 1] = 0.0
+    W[n - 1, n - 1] = 1.0
+    # implicit QL on the tridiagonal matrix
+    for i in range(1, n):
+        e[i - 1] = e[i]
+    e[n - 1] = 0.0
+    f = 0.0
+    tst1 = 0.0
+    eps = 2.0 ** -52
+    converged = True
+    for l in range(n):  # noqa: E741 - the classical name
+        tst1 = max(tst1, abs(d[l]) + abs(e[l]))
+        m = l
+        while m < n - 1:
+            if abs(e[m]) <= eps * tst1:
+                break
+            m += 1
+        if m > l:
+            it = 0
+            while True:
+                it += 1
+                g = d[l]
+                p = (d[l + 1] - g) / (2.0 * e[l])
+                r = np.sqrt(p * p + 1.0)
+                if p < 0:
+                    r = -r
+                d[l] = e[l] / (p + r)
+                d[l + 1] = e[l] * (p + r)
+                dl1 = d[l + 1]
+                h = g - d[l]
+                for i in range(l + 2, n):
+                    d[i] -= h
+                f += h
+                p = d[m]
+                c = 1.0
+                c2 = c
+                c3 = c
+                el1 = e[l + 1]
+                s = 0.0
+                s2 = 0.0
+                for i in range(m - 1, l - 1, -1):
+                    c3 = c2
+                    c2 = c
+                    s2 = s
+                    g = c * e[i]
+                    h = c * p
+                    r = np.sqrt(p * p + e[i] * e[i])
+                    e[i + 1] = s * r
+                    s = e[i] / r
+                    c = p / r
+                    p = c * d[i] - s * g
+                    d[i + 1] = h + s * (c * g + s * d[i])
+                    for k in range(n):
+                        h = W[i + 1, k]
+                        W[i + 1, k] = s * W[i, k] + c * h
+                        W[i, k] = c * W[i, k] - s * h
+                p = -s * s2 * c3 * el1 * e[l] / dl1
+                e[l] = s * p
+                d[l] = c * p
+                if not abs(e[l]) > eps * tst1:
+                    break
+                if it >= 60:
+                    converged = False
+                    break
+        d[l] = d[l] + f
+        e[l] = 0.0
+    return d, W, converged
+
+
+@njit(cache=True)
+def eigh_rows(A):
+    """Eigenvalues and eigenvectors (as the ROWS of the second output, in no particular
+    order) of the symmetric matrix ``A``."""
+    if A.shape[0] <= SMALL_EIGH:
+        w, W, ok = _tql2(A)
+        if ok and np.all(np.isfinite(w)):
+            return w, W
+    w, V = np.linalg.eigh(A)
+    return w, np.ascontiguousarray(V.T)
+
+
+@njit(cache=True)
+def sym_part(A, sign):
+    r""":math:`B_+` (``sign > 0``) or :math:`B_-` of :math:`B=(A+A^\top)/2` from one
+    eigendecomposition, and :math:`\|\cdot\|_F^2` of the other part."""
+    d = A.shape[0]
+    B = 0.5 * (A + A.T)
+    w, W = eigh_rows(B)
+    U = np.empty((d, d))
+    other = 0.0
+    for k in range(d):
+        keep = (w[k] > 0.0) if sign > 0 else (w[k] < 0.0)
+        lam = w[k] if keep else 0.0
+        if not keep:
+            other += w[k] * w[k]
+        for c in range(d):
+            U[k, c] = W[k, c] * lam
+    P = np.dot(W.T, U)
+    return 0.5 * (P + P.T), other
+
+
+# -------------------------------------------------------- pair forms ---
+@njit(cache=True)
+def use_vech(npairs, d):
+    """Whether the half-vectorised outer products of ``npairs`` pairs fit ``VECH_BYTES``."""
+    return d <= 32 and npairs * (d * (d + 1) // 2) * 8 <= VECH_BYTES
+
+
+@njit(cache=True)
+def build_phi(diff):
+    """Row p: the upper triangle of :math:`a_pa_p^\\top` (off-diagonal entries doubled),
+    so that :math:`a_p^\\top Qa_p=\\langle\\phi_p,\\mathrm{vech}(Q)\\rangle`."""
+    npairs, d = diff.shape
+    Phi = np.empty((npairs, d * (d + 1) // 2))
+    for p in range(npairs):
+        j = 0
+        for r in range(d):
+            a = diff[p, r]
+            Phi[p, j] = a * a
+            j += 1
+            for c in range(r + 1, d):
+                Phi[p, j] = 2.0 * a * diff[p, c]
+                j += 1
+    return Phi
+
+
+@njit(cache=True)
+def _vech(Q):
+    d = Q.shape[0]
+    out = np.empty(d * (d + 1) // 2)
+    j = 0
+    for r in range(d):
+        for c in range(r, d):
+            out[j] = Q[r, c]
+            j += 1
+    return out
+
+
+@njit(cache=True)
+def pair_forms(diff, Phi, usev, Q, T, D):
+    """:math:`D_p=a_p^\\top Qa_p` (``Q`` symmetric) into ``D``; ``T`` is an n_pairs x d
+    workspace of the matrix-product form."""
+    if usev:
+        np.dot(Phi, _vech(Q), D)
+        return
+    np.dot(diff, Q, T)
+    npairs, d = diff.shape
+    for p in range(npairs):
+        s = 0.0
+        for c in range(d):
+            s += T[p, c] * diff[p, c]
+        D[p] = s
+
+
+@njit(cache=True, fastmath=True)
+def _sparse_rows_sum(Phi, w, s):
+    npairs, m = Phi.shape
+    for j in range(m):
+        s[j] = 0.0
+    for p in range(npairs):
+        wp = w[p]
+        if wp != 0.0:
+            for j in range(m):
+                s[j] += wp * Phi[p, j]
+
+
+@njit(cache=True)
+def laplacian_sum(diff, Phi, usev, w, T, T2, s):
+    r""":math:`\sum_pw_pa_pa_p^\top` over the pairs of non-zero weight (``T``, ``T2``:
+    n_pairs x d workspaces, ``s``: a vech-sized workspace)."""
+    npairs, d = diff.shape
+    S = np.empty((d, d))
+    if usev:
+        _sparse_rows_sum(Phi, w, s)
+        j = 0
+        for r in range(d):
+            S[r, r] = s[j]
+            j += 1
+            for c in range(r + 1, d):
+                S[r, c] = 0.5 * s[j]
+                S[c, r] = S[r, c]
+                j += 1
+        return S
+    nz = 0
+    for p in range(npairs):
+        wp = w[p]
+        if wp != 0.0:
+            for c in range(d):
+                T2[nz, c] = diff[p, c]
+                T[nz, c] = diff[p, c] * wp
+            nz += 1
+    S = np.dot(T2[:nz].T, T[:nz])
+    return 0.5 * (S + S.T)
+
+
+@njit(cache=True)
+def triplet_pass(D, pos, neg, gamma, z, w):
+    r""":math:`z_t=D_{pos(t)}-D_{neg(t)}`, the (smoothed) hinge loss, :math:`\alpha_t
+    =-\ell'(z_t)` and the pair weights of :math:`\sum_t\alpha_tH_t` over the triplets.
+    Returns (loss, sum alpha, sum alpha^2)."""
+    w[:] = 0.0
+    loss = 0.0
+    sa = 0.0
+    sa2 = 0.0
+    for t in range(pos.shape[0]):
+        p = pos[t]
+        q = neg[t]
+        zt = D[p] - D[q]
+        z[t] = zt
+        if zt >= 1.0:
+            continue
+        if gamma > 0.0 and zt >= 1.0 - gamma:
+            u = 1.0 - zt
+            a = u / gamma
+            loss += 0.5 * u * a
+        else:
+            a = 1.0
+            loss += 1.0 - zt - 0.5 * gamma
+        sa += a
+        sa2 += a * a
+        w[p] += a
+        w[q] -= a
+    return loss, sa, sa2
+
+
+@njit(cache=True)
+def gap_terms(M, S, lam, sa, sa2, nL, gamma):
+    r"""At the PSD point M with :math:`S=\sum\alpha_tH_t+H_{\hat L}`: (:math:`S_+`, dual,
+    gap) with :math:`\Gamma=-S_-` (negative part from one eigendecomposition, so
+    :math:`S_+:=S-S_-` and the dual value are valid whatever its accuracy) and the
+    cancellation-free gap of pitfall P2."""
+    Sn = sym_part(S, -1.0)[0]
+    d = M.shape[0]
+    Sp = S - Sn
+    rr = 0.0
+    msn = 0.0
+    spsp = 0.0
+    for r in range(d):
+        for c in range(d):
+            v = lam * M[r, c] - Sp[r, c]
+            rr += v * v
+            msn += M[r, c] * Sn[r, c]
+            spsp += Sp[r, c] * Sp[r, c]
+    gap = max(rr / (2.0 * lam) + max(-msn, 0.0), 0.0)
+    dual = -0.5 * gamma * (sa2 + nL) + sa + nL - spsp / (2.0 * lam)
+    return Sp, dual, gap
+
+
+# ------------------------------------------------------ screening balls ---
+@njit(cache=True)
+def _inflate(r, Q):
+    return max(r, 0.0) * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, np.sqrt(np.sum(Q * Q)))
+
+
+@njit(cache=True)
+def _decide(value, r, h, gamma, out, t):
+    """Sphere rule (spec 3.1, eq. 4.1), strict with slack: code 2 (R), 1 (L)."""
+    lower = value - r * h
+    upper = value + r * h
+    slack = SCREEN_RTOL * (abs(lower) + abs(upper) + 1.0)
+    if lower > 1.0 + slack:
+        out[t] = 2
+    elif upper < 1.0 - gamma - slack and out[t] != 2:
+        out[t] = 1
+
+
+@njit(cache=True)
+def ball_codes(diff, Phi, usev, T, Dq, pos, neg, hn, z, M, G, gap, lam, gamma, use_gb,
+               use_pgb, use_dgb):
+    """Codes 2 (R), 1 (L), 0 of the sphere rule with the GB, PGB and/or DGB balls at the
+    PSD iterate M (gradient G, stable gap) of the reduced problem, over the triplets of
+    compact pair indices ``pos``/``neg`` with values ``z`` (see :func:`iterate_ball_codes`)."""
+    n = pos.shape[0]
+    out = np.zeros(n, dtype=np.int8)
+    if use_dgb:
+        r = _inflate(np.sqrt(2.0 * max(gap, 0.0) / lam), M)
+        for t in range(n):
+            _decide(z[t], r, hn[t], gamma, out, t)
+    if use_gb or use_pgb:
+        Qgb = M - G / (2.0 * lam)
+        Qgb = 0.5 * (Qgb + Qgb.T)
+        r2 = np.sum(G * G) / (4.0 * lam * lam)
+        for which in range(2):
+            if (which == 0 and not use_gb) or (which == 1 and not use_pgb):
+                continue
+            if which == 0:
+                Q = Qgb
+                r = _inflate(np.sqrt(r2), Q)
+            else:
+                Q, sqn = sym_part(Qgb, 1.0)
+                r = _inflate(np.sqrt(max(r2 - sqn, 0.0)), Q)
+            pair_forms(diff, Phi, usev, Q, T, Dq)
+            for t in range(n):
+                _decide(Dq[pos[t]] - Dq[neg[t]], r, hn[t], gamma, out, t)
+    return out
+
+
+@njit(cache=True)
+def iterate_ball_codes(diff, pos, neg, hn, z, M, G, gap, lam, gamma, use_gb, use_pgb,
+                       use_dgb):
+    r"""The sphere rule with the GB, PGB and/or DGB balls at the PSD iterate ``M`` of the
+    reduced problem (gradient ``G``, stable gap ``gap``), full metric, over triplets
+    given by pair indices into ``diff``: the compiled form of
+    ``screening.triplet.screen_triplets`` with the ``screening.triplet_bounds`` balls
+    ``gb`` / ``pgb`` / ``dgb`` (same formulas, same P1 inflation; the solver's built-in
+    dynamic screening). ``z`` are :math:`\langle H_t,M\rangle`. Returns codes 2 (R),
+    1 (L), 0 per triplet."""
+    npairs, d = diff.shape
+    return ball_codes(diff, np.empty((0, 0)), False, np.empty((npairs, d)),
+                      np.empty(npairs), pos, neg, hn, z, M, G, gap, lam, gamma, use_gb,
+                      use_pgb, use_dgb)
+
+
+#: Pairs are compacted once this fraction of them is no longer used by any triplet.
+PAIR_SLACK = 0.25
+
+
+@njit(cache=True)
+def _drop_triplets(pos, neg, hn, widx, z, keep):
+    """Keep the triplets with ``keep != 0`` (in order), in place; returns the views."""
+    m = 0
+    for t in range(pos.shape[0]):
+        if keep[t]:
+            pos[m], neg[m], hn[m], widx[m], z[m] = pos[t], neg[t], hn[t], widx[t], z[t]
+            m += 1
+    return pos[:m], neg[:m], hn[:m], widx[:m], z[:m]
+
+
+@njit(cache=True)
+def _pair_remap(pos, neg, npairs):
+    """New index of every pair still used by a triplet (-1 otherwise) and their count."""
+    remap = np.full(npairs, -1, dtype=np.int64)
+    for t in range(pos.shape[0]):
+        remap[pos[t]] = 0
+        remap[neg[t]] = 0
+    count = 0
+    for p in range(npairs):
+        if remap[p] == 0:
+            remap[p] = count
+            count += 1
+    return remap, count
+
+
+@njit(cache=True)
+def _compact_pairs(diff, Phi, usev, D, pos, neg, remap, count):
+    """Drop the unused pairs (``remap`` from :func:`_pair_remap`): new differences, vech
+    table (rows copied, or built when the set becomes small enough) and pair forms."""
+    npairs, d = diff.shape
+    nd = np.empty((count, d))
+    nD = np.empty(count)
+    for p in range(npairs):
+        q = remap[p]
+        if q >= 0:
+            nd[q] = diff[p]
+            nD[q] = D[p]
+    nusev = use_vech(count, d)
+    if nusev and usev:  # copy the rows already built
+        nphi = np.empty((count, Phi.shape[1]))
+        for p in range(npairs):
+            if remap[p] >= 0:
+                nphi[remap[p]] = Phi[p]
+    elif nusev:
+        nphi = build_phi(nd)
+    else:
+        nphi = np.empty((0, 0))
+    for t in range(pos.shape[0]):
+        pos[t] = remap[pos[t]]
+        neg[t] = remap[neg[t]]
+    return nd, nphi, nusev, nD
+
+
+# ------------------------------------------------------------ the loop ---
+@njit(cache=True)
+def spg(diff, pos, neg, hn, HL, nL, gamma, lam, M, eta, max_steps, tol, interval, use_gb,
+        use_pgb, use_dgb, screen):
+    r"""Minimise the reduced primal (spec 1.9) from the PSD point ``M`` over the triplets
+    of pair indices ``pos``/``neg`` into the pair differences ``diff`` (norms ``hn``),
+    with :math:`H_{\hat L}` = ``HL`` and :math:`|\hat{\mathcal L}|` = ``nL``: at most
+    ``max_steps`` accepted steps, until the relative gap is at most ``tol``.
+
+    With ``screen``, the sphere rule with the GB/PGB/DGB balls (``use_*``) runs at the
+    start point and every ``interval`` steps.
+
+    Returns ``(M, step, steps, rejected, HL, nL, screened, codes, checks, z, S, S_+,
+    primal, dual, gap)``: ``screened`` are positions in the input arrays (codes 2 = R,
+    1 = L), ``checks`` one row (step, n_R, n_L) per screening check, ``z`` the values of
+    the remaining triplets (in input order) at the returned M, and S, primal, dual, gap
+    the evaluation there.
+    """
+    diff = diff.copy()
+    pos = pos.copy()
+    neg = neg.copy()
+    hn = hn.copy()
+    HL = HL.copy()
+    M = M.copy()
+    npairs, d = diff.shape
+    usev = use_vech(npairs, d)
+    Phi = build_phi(diff) if usev else np.empty((0, 0))
+    widx = np.arange(pos.shape[0])
+    out_idx = np.empty(pos.shape[0], dtype=np.int64)
+    out_code = np.empty(pos.shape[0], dtype=np.int8)
+    n_out = 0
+    checks = np.zeros((16, 3), dtype=np.int64)
+    n_checks = 0
+    z = np.empty(pos.shape[0])
+    w = np.empty(npairs)
+    T = np.empty((npairs, d))
+    T2 = np.empty((npairs, d))
+    D = np.empty(npairs)
+    Dn = np.empty(npairs)
+    Dt = np.empty(npairs)
+    svec = np.empty(d * (d + 1) // 2)
+    # evaluation at the start point
+    pair_forms(diff, Phi, usev, M, T, D)
+    loss, sa, sa2 = triplet_pass(D, pos, neg, gamma, z, w)
+    S = laplacian_sum(diff, Phi, usev, w, T, T2, svec) + HL
+    mHL = np.sum(M * HL)
+    mm0 = np.sum(M * M)
+    P = loss + (1.0 - 0.5 * gamma) * nL - mHL + 0.5 * lam * mm0
+    G = lam * M - S
+    Sp, dual, gap = gap_terms(M, S, lam, sa, sa2, nL, gamma)
+    k = 0
+    total_reject = 0
+    hist = np.full(NONMONOTONE, P)
+    check = screen
+    while True:
+        if check and pos.shape[0] > 0:
+            codes = ball_codes(diff, Phi, usev, T, Dt, pos, neg, hn, z, M, G, gap, lam,
+                               gamma, use_gb, use_pgb, use_dgb)
+            nR = 0
+            nLnew = 0
+            for t in range(pos.shape[0]):
+                if codes[t] == 0:
+                    continue
+                out_idx[n_out] = widx[t]
+                out_code[n_out] = codes[t]
+                n_out += 1
+                if codes[t] == 1:  # fold H_t into H_L (spec 1.9)
+                    nLnew += 1
+                    p = pos[t]
+                    q = neg[t]
+                    for r in range(d):
+                        for c in range(d):
+                            HL[r, c] += diff[p, r] * diff[p, c] - diff[q, r] * diff[q, c]
+                else:
+                    nR += 1
+            if n_checks == checks.shape[0]:
+                bigger = np.zeros((2 * n_checks, 3), dtype=np.int64)
+                bigger[:n_checks] = checks
+                checks = bigger
+            checks[n_checks, 0] = k
+            checks[n_checks, 1] = nR
+            checks[n_checks, 2] = nLnew
+            n_checks += 1
+            if nR + nLnew > 0:
+                # the screened triplets are on their side at M (every ball contains it):
+                # objective, S, gradient and gap are unchanged
+                nL += nLnew
+                keep = (codes == 0).astype(np.int8)
+                pos, neg, hn, widx, z = _drop_triplets(pos, neg, hn, widx, z, keep)
+                remap, count = _pair_remap(pos, neg, npairs)
+                if count <= (1.0 - PAIR_SLACK) * npairs:
+                    # enough pairs unused: shrink the per-pair arrays (the others cost
+                    # one pair form each per step until then)
+                    diff, Phi, usev, D = _compact_pairs(diff, Phi, usev, D, pos, neg,
+                                                        remap, count)
+                    npairs = count
+                    w = np.empty(npairs)
+                    T = np.empty((npairs, d))
+                    T2 = np.empty((npairs, d))
+                    Dn = np.empty(npairs)
+                    Dt = np.empty(npairs)
+                mHL = np.sum(M * HL)
+        if gap <= tol * abs(P) or k >= max_steps:
+            break
+        # projected direction (one eigendecomposition) and its pair forms
+        Mn = sym_part(M - eta * G, 1.0)[0]
+        dM = Mn - M
+        gd = 0.0
+        mdm = 0.0
+        dmdm = 0.0
+        dhl = 0.0
+        for r in range(d):
+            for c in range(d):
+                v = dM[r, c]
+                gd += G[r, c] * v
+                mdm += M[r, c] * v
+                dmdm += v * v
+                dhl += HL[r, c] * v
+        pair_forms(diff, Phi, usev, Mn, T, Dn)
+        Pref = hist.max()
+        t_step = 1.0
+        n_try = 0
+        while True:  # non-monotone line search along the segment (SPG2)
+            if t_step == 1.0:
+                Dc = Dn
+            else:
+                for p in range(npairs):
+                    Dt[p] = D[p] + t_step * (Dn[p] - D[p])
+                Dc = Dt
+            loss, sa, sa2 = triplet_pass(Dc, pos, neg, gamma, z, w)
+            Pt = (loss + (1.0 - 0.5 * gamma) * nL - (mHL + t_step * dhl)
+                  + 0.5 * lam * (mm0 + 2.0 * t_step * mdm + t_step * t_step * dmdm))
+            if Pt <= Pref + SUFFICIENT * t_step * gd + 1e-13 * abs(Pref) or \
+                    n_try >= MAX_BACKTRACK:
+                break
+            n_try += 1
+            total_reject += 1
+            # safeguarded quadratic interpolation in [0.1 t, 0.5 t]
+            den = 2.0 * (Pt - P - t_step * gd)
+            tq = -gd * t_step * t_step / den if den > 0.0 else 0.5 * t_step
+            t_step = min(max(tq, 0.1 * t_step), 0.5 * t_step)
+        if t_step != 1.0:
+            Mn = M + t_step * dM
+            dM = t_step * dM
+            Dn[:] = Dt
+        S = laplacian_sum(diff, Phi, usev, w, T, T2, svec) + HL
+        mg = 0.0
+        gg = 0.0
+        mm = 0.0
+        mHL = 0.0
+        mm0 = 0.0
+        Gn = np.empty((d, d))
+        for r in range(d):
+            for c in range(d):
+                gv = lam * Mn[r, c] - S[r, c]
+                Gn[r, c] = gv
+                dg = gv - G[r, c]
+                mg += dM[r, c] * dg
+                gg += dg * dg
+                mm += dM[r, c] * dM[r, c]
+                mHL += Mn[r, c] * HL[r, c]
+                mm0 += Mn[r, c] * Mn[r, c]
+        if mg > 0.0 and gg > 0.0:
+            eta = 0.5 * abs(mg / gg + mm / mg)  # averaged Barzilai-Borwein step
+        M = Mn
+        G = Gn
+        P = Pt
+        D, Dn = Dn, D
+        hist[k % NONMONOTONE] = P
+        k += 1
+        check = screen and k % interval == 0
+        if check or k % GAP_EVERY == 0 or k >= max_steps:
+            Sp, dual, gap = gap_terms(M, S, lam, sa, sa2, nL, gamma)
+        else:
+            gap = np.inf
+    if gap == np.inf:  # pragma: no cover - the loop always ends on a gap check
+        Sp, dual, gap = gap_terms(M, S, lam, sa, sa2, nL, gamma)
+    return (M, eta, k, total_reject, HL, nL, out_idx[:n_out], out_code[:n_out],
+            checks[:n_checks], z.copy(), S, Sp, P, dual, gap)
+
+
+# ------------------------------------------------- full-problem passes ---
+@njit(cache=True)
+def status_split(status, pos, neg, n_pairs):
+    r"""The reduced problem's data from the per-triplet status (0 active, 1 in
+    :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass: the active
+    triplets ``work``, the pairs they use and their compact indices, the pair weights of
+    :math:`H_{\hat L}=\sum_{\hat L}H_t` and :math:`|\hat{\mathcal L}|`."""
+    n = pos.shape[0]
+    wL = np.zeros(n_pairs)
+    remap = np.full(n_pairs, -1, dtype=np.int64)
+    n_work = 0
+    nL = 0
+    for t in range(n):
+        s = status[t]
+        if s == 0:
+            n_work += 1
+            remap[pos[t]] = 0
+            remap[neg[t]] = 0
+        elif s == 1:
+            nL += 1
+            wL[pos[t]] += 1.0
+            wL[neg[t]] -= 1.0
+    count = 0
+    for p in range(n_pairs):
+        if remap[p] == 0:
+            remap[p] = count
+            count += 1
+    pairs = np.empty(count, dtype=np.int64)
+    for p in range(n_pairs):
+        if remap[p] >= 0:
+            pairs[remap[p]] = p
+    work = np.empty(n_work, dtype=np.int32)
+    cpos = np.empty(n_work, dtype=np.int32)
+    cneg = np.empty(n_work, dtype=np.int32)
+    j = 0
+    for t in range(n):
+        if status[t] == 0:
+            work[j] = t
+            cpos[j] = remap[pos[t]]
+            cneg[j] = remap[neg[t]]
+            j += 1
+    return work, pairs, cpos, cneg, wL, nL
+
+
+@njit(cache=True)
+def certificate_pass(D, pos, neg, status, gamma):
+    r"""From the pair forms ``D`` of M: the values :math:`z_t=\langle M,H_t\rangle` of
+    every triplet, the loss :math:`\sum_t\ell(z_t)` of the full problem, and whether
+    every screened triplet is on its side at M (:math:`z_t\ge1` in
+    :math:`\hat{\mathcal R}`, :math:`z_t\le1-\gamma` in :math:`\hat{\mathcal L}`):
+    then the full objective, dual point and gap equal the reduced ones (spec 1.9)."""
+    n = pos.shape[0]
+    z = np.empty(n)
+    loss = 0.0
+    on_side = True
+    for t in range(n):
+        zt = D[pos[t]] - D[neg[t]]
+        z[t] = zt
+        if zt < 1.0:
+            if gamma > 0.0 and zt >= 1.0 - gamma:
+                loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
+            else:
+                loss += 1.0 - zt - 0.5 * gamma
+        s = status[t]
+        if (s == 2 and zt < 1.0) or (s == 1 and zt > 1.0 - gamma):
+            on_side = False
+    return z, loss, on_side
+
+
+@njit(cache=True)
+def full_pair_forms(diff, M):
+    """:math:`a_p^\top Ma_p` for every pair (matrix-product form)."""
+    npairs, d = diff.shape
+    D = np.empty(npairs)
+    pair_forms(diff, np.empty((0, 0)), False, M, np.empty((npairs, d)), D)
+    return D
