@@ -194,13 +194,12 @@ def range_screen(label, lo, hi, lam, status):
     (n_R, n_L)."""
     n_R = 0
     n_L = 0
-    for t in range(label.shape[0]):
-        if label[t] > 0 and lo[t] < lam < hi[t]:
-            status[t] = label[t]
-            if label[t] == 2:
-                n_R += 1
-            else:
-                n_L += 1
+    for t in range(label.shape[0]):  # branch-free (labels and ranges look random)
+        inside = (lo[t] < lam) & (lam < hi[t])
+        code = label[t] * inside
+        status[t] = max(status[t], code)
+        n_R += code == 2
+        n_L += code == 1
     return n_R, n_L
 
 

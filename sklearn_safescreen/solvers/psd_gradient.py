@@ -76,7 +76,10 @@ def psd_split(A: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 def project(A: np.ndarray, diagonal: bool) -> np.ndarray:
-    return psd_split(A, diagonal)[0]
+    """The projection on the PSD cone (the non-negative orthant for a diagonal metric)."""
+    if diagonal:
+        return np.maximum(A, 0.0)
+    return kn.sym_part(np.ascontiguousarray(A, dtype=np.float64), 1.0)[0]
 
 
 def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool,
@@ -126,31 +129,6 @@ def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
     w = (np.bincount(inv[:m], weights, minlength=pairs.size)
          - np.bincount(inv[m:], weights, minlength=pairs.size))
     return aggregate(ts.diff[pairs], w, diagonal)
-
-
-@njit(cache=True)
-def _compact_pairs(pos, neg, work, n_pairs):
-    """The pairs used by the triplets ``work`` (in index order) and the triplets' pair
-    indices into that compact list."""
-    remap = np.full(n_pairs, -1, dtype=np.int32)
-    for s in range(work.shape[0]):
-        remap[pos[work[s]]] = 0
-        remap[neg[work[s]]] = 0
-    count = 0
-    for p in range(n_pairs):
-        if remap[p] == 0:
-            remap[p] = count
-            count += 1
-    pairs = np.empty(count, dtype=np.int64)
-    for p in range(n_pairs):
-        if remap[p] >= 0:
-            pairs[remap[p]] = p
-    cpos = np.empty(work.shape[0], dtype=np.int32)
-    cneg = np.empty(work.shape[0], dtype=np.int32)
-    for s in range(work.shape[0]):
-        cpos[s] = remap[pos[work[s]]]
-        cneg[s] = remap[neg[work[s]]]
-    return pairs, cpos, cneg
 
 
 @njit(cache=True)
@@ -238,16 +216,17 @@ class TripletProblem:
         self.n_rejected = 0  # rejected (backtracked) steps, for diagnostics
         self.dual_alpha = None  # dual iterate (hinge solver), per triplet
         # one pass over the status: active list, their pairs, and H_L's pair weights
-        work, pairs, cpos, cneg, wL, nL = kn.status_split(self.status, ts.pos, ts.neg,
-                                                          ts.n_pairs)
+        work, cpos, cneg, cdiff, wL, nL = kn.status_split(self.status, ts.pos, ts.neg,
+                                                          ts.diff)
         self.nL = int(nL)
         self.n_active = int(work.size)
-        if nL:
-            used = np.flatnonzero(wL)
-            self.HL = aggregate(ts.diff[used], wL[used], diagonal)
-        else:
+        if not nL:
             self.HL = np.zeros(d) if diagonal else np.zeros((d, d))
-        self._set_compact(work, pairs, cpos, cneg)
+        elif diagonal:
+            self.HL = aggregate(ts.diff, wL, True)
+        else:
+            self.HL = kn.weighted_gram(ts.diff, wL)
+        self._set_compact(work, cpos, cneg, cdiff)
 
     # -- state
     @property
@@ -257,15 +236,14 @@ class TripletProblem:
     def set_work(self, work: np.ndarray) -> None:
         """Iterate over ``work`` (triplet indices): compact its pairs for the BLAS parts."""
         ts = self.ts
-        pairs, cpos, cneg = _compact_pairs(ts.pos, ts.neg, work, ts.n_pairs)
-        self._set_compact(work, pairs, cpos, cneg)
+        work = np.ascontiguousarray(work, dtype=np.int32)
+        self._set_compact(work, *kn.compact_work(ts.pos, ts.neg, ts.diff, work))
 
-    def _set_compact(self, work, pairs, cpos, cneg) -> None:
-        self.work, self.cpos, self.cneg = work, cpos, cneg
-        self.cdiff = self.ts.diff[pairs]
-        self.cdiff2 = self.cdiff * self.cdiff if self.diagonal else None
+    def _set_compact(self, work, cpos, cneg, cdiff) -> None:
+        self.work, self.cpos, self.cneg, self.cdiff = work, cpos, cneg, cdiff
+        self.cdiff2 = cdiff * cdiff if self.diagonal else None
         self._z = np.empty(work.size)
-        self._w = np.empty(pairs.size)
+        self._w = np.empty(cdiff.shape[0])
 
     def screen(self, to_R: np.ndarray, to_L: np.ndarray) -> None:
         """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into

@@ -690,46 +690,76 @@ def spg(diff, pos, neg, hn, HL, nL, gamma, lam, M, eta, max_steps, tol, interval
 
 # ------------------------------------------------- full-problem passes ---
 @njit(cache=True)
-def status_split(status, pos, neg, n_pairs):
+def status_split(status, pos, neg, diff):
     r"""The reduced problem's data from the per-triplet status (0 active, 1 in
     :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass: the active
-    triplets ``work``, the pairs they use and their compact indices, the pair weights of
-    :math:`H_{\hat L}=\sum_{\hat L}H_t` and :math:`|\hat{\mathcal L}|`."""
+    triplets ``work``, their compact pair indices and the differences of those pairs,
+    the pair weights ``wL`` of :math:`H_{\hat L}=\sum_{\hat L}H_t` and
+    :math:`|\hat{\mathcal L}|`."""
     n = pos.shape[0]
+    n_pairs = diff.shape[0]
     wL = np.zeros(n_pairs)
-    remap = np.full(n_pairs, -1, dtype=np.int64)
+    mark = np.zeros(n_pairs, dtype=np.int8)
     n_work = 0
     nL = 0
     for t in range(n):
         s = status[t]
         if s == 0:
             n_work += 1
-            remap[pos[t]] = 0
-            remap[neg[t]] = 0
+            mark[pos[t]] = 1
+            mark[neg[t]] = 1
         elif s == 1:
             nL += 1
             wL[pos[t]] += 1.0
             wL[neg[t]] -= 1.0
-    count = 0
-    for p in range(n_pairs):
-        if remap[p] == 0:
-            remap[p] = count
-            count += 1
-    pairs = np.empty(count, dtype=np.int64)
-    for p in range(n_pairs):
-        if remap[p] >= 0:
-            pairs[remap[p]] = p
     work = np.empty(n_work, dtype=np.int32)
-    cpos = np.empty(n_work, dtype=np.int32)
-    cneg = np.empty(n_work, dtype=np.int32)
     j = 0
     for t in range(n):
         if status[t] == 0:
             work[j] = t
-            cpos[j] = remap[pos[t]]
-            cneg[j] = remap[neg[t]]
             j += 1
-    return work, pairs, cpos, cneg, wL, nL
+    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, work, mark)
+    return work, cpos, cneg, cdiff, wL, nL
+
+
+@njit(cache=True)
+def compact_work(pos, neg, diff, work):
+    """Compact pair indices of the triplets ``work`` and the differences of their pairs
+    (in pair order)."""
+    mark = np.zeros(diff.shape[0], dtype=np.int8)
+    for s in range(work.shape[0]):
+        mark[pos[work[s]]] = 1
+        mark[neg[work[s]]] = 1
+    return _compact_rows(pos, neg, diff, work, mark)
+
+
+@njit(cache=True)
+def _compact_rows(pos, neg, diff, work, mark):
+    n_pairs, d = diff.shape
+    remap = np.empty(n_pairs, dtype=np.int64)
+    count = 0
+    for p in range(n_pairs):
+        if mark[p]:
+            remap[p] = count
+            count += 1
+    cdiff = np.empty((count, d))
+    for p in range(n_pairs):
+        if mark[p]:
+            cdiff[remap[p]] = diff[p]
+    cpos = np.empty(work.shape[0], dtype=np.int32)
+    cneg = np.empty(work.shape[0], dtype=np.int32)
+    for s in range(work.shape[0]):
+        cpos[s] = remap[pos[work[s]]]
+        cneg[s] = remap[neg[work[s]]]
+    return cpos, cneg, cdiff
+
+
+@njit(cache=True)
+def weighted_gram(diff, w):
+    r""":math:`\sum_pw_pa_pa_p^\top` over the pairs of non-zero weight (full metric)."""
+    npairs, d = diff.shape
+    return laplacian_sum(diff, np.empty((0, 0)), False, w, np.empty((npairs, d)),
+                         np.empty((npairs, d)), np.empty(0))
 
 
 @njit(cache=True)
@@ -759,7 +789,7 @@ def certificate_pass(D, pos, neg, status, gamma):
 
 @njit(cache=True)
 def full_pair_forms(diff, M):
-    """:math:`a_p^\top Ma_p` for every pair (matrix-product form)."""
+    r""":math:`a_p^\top Ma_p` for every pair (matrix-product form)."""
     npairs, d = diff.shape
     D = np.empty(npairs)
     pair_forms(diff, np.empty((0, 0)), False, M, np.empty((npairs, d)), D)
