@@ -404,11 +404,17 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
             # triplet is on its side at M (z >= 1 in R, z <= 1 - gamma in L), the full
             # primal, alpha, S and hence the full gap equal the reduced ones exactly
             # (spec 1.9); otherwise evaluate the full problem.
-            D = (pg.pair_values(ts.diff, res.M, True) if diag
-                 else kn.full_pair_forms(ts.diff, np.ascontiguousarray(res.M)))
-            z_full, loss, on_side = kn.certificate_pass(D, ts.pos, ts.neg, problem.status,
-                                                        gamma)
             red = res.evaluation
+            if problem.n_active == n_t and red.z.size == n_t:
+                # nothing screened: the solver's evaluation covers every triplet (in
+                # index order)
+                z_full, on_side = red.z, True
+                loss = kn.loss_sum(z_full, gamma)
+            else:
+                D = (pg.pair_values(ts.diff, res.M, True) if diag
+                     else kn.full_pair_forms(ts.diff, np.ascontiguousarray(res.M)))
+                z_full, loss, on_side = kn.certificate_pass(D, ts.pos, ts.neg,
+                                                            problem.status, gamma)
             if on_side:
                 full_gap, full_rel = red.gap, red.rel_gap
             else:

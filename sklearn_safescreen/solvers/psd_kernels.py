@@ -794,3 +794,17 @@ def full_pair_forms(diff, M):
     D = np.empty(npairs)
     pair_forms(diff, np.empty((0, 0)), False, M, np.empty((npairs, d)), D)
     return D
+
+
+@njit(cache=True)
+def loss_sum(z, gamma):
+    r""":math:`\sum_t\ell(z_t)` (smoothed hinge, the hinge for gamma = 0)."""
+    loss = 0.0
+    for t in range(z.shape[0]):
+        zt = z[t]
+        if zt < 1.0:
+            if gamma > 0.0 and zt >= 1.0 - gamma:
+                loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
+            else:
+                loss += 1.0 - zt - 0.5 * gamma
+    return loss
