@@ -25,7 +25,6 @@ figure, when it would not fit.
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +37,9 @@ from numba import njit
 BYTES_PER_TRIPLET = 160
 #: Fraction of the available memory a triplet set may take.
 MEMORY_FRACTION = 0.7
+#: Neighbours per side of ``k="auto"`` (the paper's protocol, spec 5.3 and 6.2), capped
+#: by the smallest class.
+K_AUTO = 10
 
 
 @dataclass
@@ -146,7 +148,54 @@ def _nearest(X, anchors, candidates, k, exclude_self):
     return out
 
 
-def build_triplets(X: np.ndarray, y: np.ndarray, k: int | None,
+def resolve_k(y: np.ndarray, k: int | str | None) -> int | None:
+    """The number of neighbours per side for the labels ``y``.
+
+    ``"auto"``: ``min(10, n_min - 1)`` with ``n_min`` the size of the smallest class
+    that has at least two samples (the paper's protocol value ``k = 10``, spec 5.3/6.2,
+    capped so that every anchor has k same-class neighbours). ``None``: all triplets.
+    An integer must leave every such class ``k`` same-class neighbours and ``k``
+    other-class ones; a class of one sample has no same-class pair and anchors no
+    triplet (its sample is another class's neighbour), so it does not limit ``k``.
+
+    Raises
+    ------
+    ValueError
+        If an integer ``k`` is larger than a class allows (the message names the class,
+        its size and the largest valid ``k``), or no class has two samples.
+    """
+    classes, counts = np.unique(y, return_counts=True)
+    n = int(counts.sum())
+    if classes.size < 2:
+        raise ValueError("metric learning from triplets needs at least two classes; got "
+                         f"{classes.size} class")
+    multi = counts >= 2
+    if not multi.any():
+        raise ValueError("no class has two samples, so no same-class pair and no triplet "
+                         "can be formed")
+    if k is None:
+        return None
+    # per class with anchors: same-class and other-class neighbours available
+    limit = np.minimum(counts - 1, n - counts)[multi]
+    if isinstance(k, str):  # "auto"
+        return int(min(K_AUTO, limit.min()))
+    k = int(k)
+    if k > limit.min():
+        worst = int(np.argmin(limit))
+        c, size = classes[multi][worst], int(counts[multi][worst])
+        c = c.item() if isinstance(c, np.generic) else c  # 2, 'a' (not np.int64(2))
+        if size - 1 <= n - size:
+            why = f"has {size} samples, so an anchor has {size - 1} same-class neighbours"
+        else:
+            why = f"has {size} of the {n} samples, so {n - size} of another class"
+        raise ValueError(
+            f"k={k} is larger than class {c!r} allows: it {why}. Use k <= {limit.min()}, "
+            f"k='auto' (min({K_AUTO}, smallest class size - 1)) or k=None (all "
+            "triplets).")
+    return k
+
+
+def build_triplets(X: np.ndarray, y: np.ndarray, k: int | str | None,
                    diagonal: bool = False) -> TripletSet:
     r"""The k-nearest-neighbour triplet set of spec 1.2 (``k=None``: all triplets).
 
@@ -159,30 +208,17 @@ def build_triplets(X: np.ndarray, y: np.ndarray, k: int | None,
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,)
         Integer class labels (at least two classes).
-    k : int or None
-        Neighbours per side (``None``: all triplets). Anchors of a class with fewer
-        than ``k + 1`` samples use :math:`\min(k, n_c-1)` same-class neighbours (spec
-        1.2), with a warning.
+    k : int, "auto" or None
+        Neighbours per side (``None``: all triplets; ``"auto"``: see
+        :func:`resolve_k`, which also rejects an integer larger than a class allows).
+        A class of one sample anchors no triplet.
     diagonal : bool
         Store the norms of :math:`\mathrm{diag}(H_t)` instead of :math:`\|H_t\|_F`.
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n = X.shape[0]
     classes, y_ind, counts = np.unique(y, return_inverse=True, return_counts=True)
-    if classes.size < 2:
-        raise ValueError("metric learning from triplets needs at least two classes; got "
-                         f"{classes.size} class")
-    if counts.max() < 2:
-        raise ValueError("no class has two samples, so no same-class pair and no triplet "
-                         "can be formed")
-    if k is not None and k > counts.min() - 1:
-        small = classes[counts - 1 < k]
-        warnings.warn(
-            f"k={k} is larger than the number of same-class neighbours of class(es) "
-            f"{list(small)[:5]} (smallest class: {counts.min()} samples); their anchors "
-            f"use min(k, n_c - 1) neighbours (spec 1.2) and singleton classes none. Use "
-            f"k <= {max(counts.min() - 1, 1)} for exactly k x k triplets per anchor.",
-            UserWarning, stacklevel=3)
+    k = resolve_k(y_ind, k)
     n_trip = count_knn_triplets(y_ind, k)
     n_pairs_est = int(sum(c * (min(k or n, c - 1) + min(k or n, n - c)) for c in counts))
     check_memory(n_trip, n_pairs_est, X.shape[1])

@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import ScreeningRepairWarning, data_fingerprint
 from ._report import ScreeningEvent, ScreeningReport
-from ._triplets import TripletSet, build_triplets, triplets_from_indices
+from ._triplets import TripletSet, build_triplets, resolve_k, triplets_from_indices
 from .screening import triplet_bounds as tb
 from .screening.triplet import TRIPLET_RULES, dynamic_sphere_full, screen_triplets
 from .solvers import psd_gradient as pg
@@ -71,7 +71,8 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
 
     where :math:`\mathcal T` holds, for every anchor :math:`x_i`, its ``k`` nearest
     same-class instances :math:`x_j` and ``k`` nearest other-class instances
-    :math:`x_l` (Euclidean, ties by index; spec 1.2), and :math:`\ell` is the smoothed
+    :math:`x_l` (Euclidean, ties by index; spec 1.2) or triplets given to :meth:`fit`,
+    and :math:`\ell` is the smoothed
     hinge with threshold 1 and smoothing :math:`\gamma` (spec 1.4). The solver is
     projected gradient on the PSD cone with averaged Barzilai-Borwein steps (spec 5.1);
     screening (spec 2-4) proves triplets to be in :math:`\mathcal R^\star` (margin > 1,
@@ -97,9 +98,14 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
     ----------
     alpha : float, default=1.0
         Regularisation :math:`\lambda>0` (larger = more regularised).
-    k : int or None, default=3
-        Neighbours per side of each anchor; ``None`` uses all triplets. Must not exceed
-        the size of the smallest class minus one.
+    k : int, "auto" or None, default="auto"
+        Neighbours per side of each anchor (``k * k`` triplets per anchor). ``"auto"``
+        is ``min(10, n_min - 1)`` with ``n_min`` the size of the smallest class (of at
+        least two samples): the paper's protocol value 10 (spec 5.3), capped for small
+        classes. An integer larger than a class allows (``n_c - 1`` same-class
+        neighbours) raises a ``ValueError`` naming the class. ``None`` uses all triplets
+        (:math:`\sum_c n_c(n_c-1)(n-n_c)` of them). A class of one sample anchors no
+        triplet. Ignored when ``fit`` is given explicit triplets.
     loss : {"smoothed_hinge", "hinge"}, default="smoothed_hinge"
     smoothing : float, default=0.05
         :math:`\gamma\in(0,1)` of the smoothed hinge (ignored by the hinge, :math:`\gamma=0`).
@@ -152,6 +158,9 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         The triplet-loss part :math:`\sum_t\ell(\langle M,H_t\rangle)` of the objective
         at ``metric_`` (the quantity of the paper's path stop rule, spec 5.3).
     n_triplets_ : int
+    k_ : int or None
+        The number of neighbours per side used (``None``: all triplets, or explicit
+        triplets given to :meth:`fit`).
     critical_alpha_ : float
         :math:`\lambda_L` of the training triplets.
     screening_report_ : ScreeningReport
@@ -176,14 +185,17 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
     >>> from sklearn.datasets import load_iris
     >>> from sklearn_safescreen.metric_learning import SafeMetricLearner
     >>> X, y = load_iris(return_X_y=True)
-    >>> ml = SafeMetricLearner(alpha=100.0, k=3).fit(X, y)
+    >>> ml = SafeMetricLearner(alpha=100.0).fit(X, y)
+    >>> ml.k_, ml.n_triplets_
+    (10, 15000)
     >>> ml.transform(X).shape
     (150, 4)
     """
 
     _parameter_constraints: dict = {
         "alpha": [Interval(numbers.Real, 0.0, None, closed="neither")],
-        "k": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "k": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"}),
+              None],
         "loss": [StrOptions({"smoothed_hinge", "hinge"})],
         "smoothing": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
         "metric": [StrOptions({"full", "diagonal"})],
@@ -204,7 +216,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
 
-    def __init__(self, alpha=1.0, *, k=3, loss="smoothed_hinge", smoothing=0.05,
+    def __init__(self, alpha=1.0, *, k="auto", loss="smoothed_hinge", smoothing=0.05,
                  metric="full", bound="rrpb+pgb", rule="sphere", screening=True,
                  range_screening=True, active_set=False, screening_interval=10, tol=1e-6,
                  max_iter=10000, warm_start=False, verbose=0, random_state=None):
@@ -243,8 +255,8 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         check_classification_targets(y)
         y_ind = LabelEncoder().fit_transform(y)
-        if triplets is None:
-            ts = build_triplets(X, y_ind, self.k, self._diagonal)
+        if triplets is None:  # (the labels themselves: errors name the class)
+            ts = build_triplets(X, y, self.k, self._diagonal)
         else:
             ts = triplets_from_indices(X, triplets, self._diagonal)
         return X, y_ind, ts
@@ -258,11 +270,11 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         _, _, ts = self._prepare(X, y, None)
         return float(pg.closed_form(ts, self._gamma, self._diagonal)[0])
 
-    def _fingerprint_of(self, X, y_ind, classes, triplets) -> str:
+    def _fingerprint_of(self, X, y_ind, classes, triplets, k) -> str:
         """Content hash of the problem (data, labels, triplets and the parameters that
         change the triplet set or the problem)."""
         return data_fingerprint(X, y_ind, None if triplets is None else np.asarray(triplets),
-                                self.k, self._gamma, self.metric, repr(classes.tolist()),
+                                k, self._gamma, self.metric, repr(classes.tolist()),
                                 str(classes.dtype))
 
     def _log(self, msg: str) -> None:
@@ -297,28 +309,31 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
                 and X.flags.c_contiguous)
         if same:
             classes, y_ind = np.unique(y, return_inverse=True)
-            fingerprint = self._fingerprint_of(X, y_ind, classes, triplets)
+            k = None if triplets is not None else resolve_k(y, self.k)
+            fingerprint = self._fingerprint_of(X, y_ind, classes, triplets, k)
             same = fingerprint == self._fingerprint
         if not same:
             raw = (X, y)
             X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+            check_classification_targets(y)
             classes, y_ind = np.unique(y, return_inverse=True)
-            fingerprint = self._fingerprint_of(X, y_ind, classes, triplets)
+            # (an explicit k too large for a class raises here)
+            k = None if triplets is not None else resolve_k(y, self.k)
+            fingerprint = self._fingerprint_of(X, y_ind, classes, triplets, k)
             same = self.warm_start and getattr(self, "_fingerprint", None) == fingerprint
-            if not same:  # (the same labels passed this check at the previous fit)
-                check_classification_targets(y)
             if self.warm_start:
                 self._inputs = raw
         if same:  # same problem: reuse the triplet set, closed form and reference
             ts = self._triplets
             lam_L, G_pos = self._closed
         else:
-            ts = (build_triplets(X, y_ind, self.k, diag) if triplets is None
+            ts = (build_triplets(X, y_ind, k, diag) if triplets is None
                   else triplets_from_indices(X, triplets, diag))
             lam_L, G_pos = pg.closed_form(ts, gamma, diag)
         n_t = ts.n_triplets
         report = ScreeningReport(kind="triplets", n_variables=n_t)
         self.n_triplets_ = n_t
+        self.k_ = k
         self.critical_alpha_ = lam_L
 
         # closed form (spec 1.10): exact, every triplet in L or C. With G_+ = 0 (no

@@ -43,8 +43,10 @@ def dgb_tol(ml):
     return np.sqrt(2 * ml.dual_gap_ / ml.alpha)
 
 
-@parametrize_with_checks([SafeMetricLearner(), SafeMetricLearner(metric="diagonal",
-                                                                    loss="hinge")])
+# (the hinge's dual solver needs many iterations far below the critical value, about
+# 1e5 on these data: alpha=100 keeps the second instance's checks quick)
+@parametrize_with_checks([SafeMetricLearner(),
+                          SafeMetricLearner(alpha=100.0, metric="diagonal", loss="hinge")])
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -224,14 +226,47 @@ def test_bad_input():
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         SafeMetricLearner().fit(Xn, y)
-    with pytest.warns(UserWarning, match="k=20 is larger"):
+    # iris[::3]: 17 + 17 + 16 samples, so at most 15 same-class neighbours
+    with pytest.raises(ValueError, match=r"k=20 is larger than class 2 allows: it has 16 "
+                                         r"samples.*k <= 15, k='auto'"):
         SafeMetricLearner(k=20, alpha=1e3).fit(X, y)
+    with pytest.raises(ValueError, match="k=16 is larger than class 'c' allows"):
+        SafeMetricLearner(k=16).fit(X, np.array(["a", "b", "c"])[y])
+    with pytest.raises(ValueError, match="k=20 is larger"):
+        SafeMetricLearner(k=20)._critical_value(X, y)
+    with pytest.raises(ValueError):
+        SafeMetricLearner(k="ten").fit(X, y)
+    with pytest.raises(ValueError):
+        SafeMetricLearner(k=0).fit(X, y)
     with pytest.raises(ValueError):
         SafeMetricLearner(alpha=-1.0).fit(X, y)
     with pytest.raises(ValueError):
         SafeMetricLearner(bound="nope").fit(X, y)
     with pytest.raises(ValueError, match="continuous|Unknown label"):
         SafeMetricLearner().fit(X, np.linspace(0, 1, X.shape[0]))
+
+
+def test_k_auto_is_the_protocol_value_capped_by_the_smallest_class():
+    X, y = scaled(load_iris, every=3)  # classes of 17, 17 and 16 samples
+    ml = SafeMetricLearner(alpha=1e3).fit(X, y)
+    assert ml.k_ == 10 and ml.n_triplets_ == X.shape[0] * 10 * 10
+    ml.set_params(k=15).fit(X, y)  # the largest valid value
+    assert ml.k_ == 15 and ml.n_triplets_ == X.shape[0] * 15 * 15
+    # a class of 4 samples caps "auto" at 3; its explicit equivalent gives the same fit
+    keep = np.r_[np.flatnonzero(y != 1), np.flatnonzero(y == 1)[:4]]
+    auto = SafeMetricLearner(alpha=50.0).fit(X[keep], y[keep])
+    explicit = SafeMetricLearner(alpha=50.0, k=3).fit(X[keep], y[keep])
+    assert auto.k_ == explicit.k_ == 3
+    np.testing.assert_array_equal(auto.metric_, explicit.metric_)
+    # a class of one sample anchors nothing and does not limit k
+    one = np.r_[np.flatnonzero(y != 1), np.flatnonzero(y == 1)[:1]]
+    ml = SafeMetricLearner(alpha=1e3).fit(X[one], y[one])
+    assert ml.k_ == 10 and ml.n_triplets_ == (one.size - 1) * 10 * 10
+    # all triplets
+    ml = SafeMetricLearner(k=None, alpha=1e3).fit(X, y)
+    counts = np.bincount(y)
+    assert ml.k_ is None
+    assert ml.n_triplets_ == int((counts * (counts - 1) * (y.size - counts)).sum())
 
 
 def test_memory_refusal(monkeypatch):

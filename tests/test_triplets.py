@@ -13,6 +13,7 @@ from sklearn_safescreen._triplets import (
     build_triplets,
     count_knn_triplets,
     estimate_memory,
+    resolve_k,
     triplets_from_indices,
 )
 from sklearn_safescreen.solvers.psd_gradient import sum_h, triplet_values
@@ -116,15 +117,22 @@ def test_bad_label_configurations():
     X = np.random.RandomState(0).randn(12, 2)
     with pytest.raises(ValueError, match="at least two classes"):
         build_triplets(X, np.zeros(12), 2)
-    with pytest.warns(UserWarning, match="k=5 is larger"):
-        ts = build_triplets(X, np.arange(12) % 3, 5)
-    assert ts.n_triplets == count_knn_triplets(np.arange(12) % 3, 5) == 12 * 3 * 5
-    # a singleton class anchors nothing but is a different-class instance for others
+    with pytest.raises(ValueError, match=r"k=5 is larger than class 0 allows: it has 4 "
+                                         r"samples.* k <= 3"):
+        build_triplets(X, np.arange(12) % 3, 5)
+    ts = build_triplets(X, np.arange(12) % 3, "auto")
+    assert resolve_k(np.arange(12) % 3, "auto") == 3
+    assert ts.n_triplets == count_knn_triplets(np.arange(12) % 3, 3) == 12 * 3 * 3
+    # a singleton class anchors nothing but is a different-class instance for others;
+    # the other class has only that one different-class instance
     y = np.r_[np.zeros(11), 1]
-    with pytest.warns(UserWarning, match="larger"):
-        ts = build_triplets(X, y, 2)
-    assert ts.n_triplets == 11 * 2 * 1 == count_knn_triplets(y, 2)
+    with pytest.raises(ValueError, match="has 11 of the 12 samples, so 1 of another"):
+        build_triplets(X, y, 2)
+    ts = build_triplets(X, y, "auto")
+    assert ts.n_triplets == 11 * 1 * 1 == count_knn_triplets(y, 1)
     assert np.all(ts.indices()[:, 2] == 11)
+    assert resolve_k(np.r_[np.zeros(30), np.ones(30)], "auto") == 10
+    assert resolve_k(y, None) is None
     with pytest.raises(ValueError, match="no class has two samples"):
         build_triplets(X[:3], np.arange(3), 1)
 
