@@ -224,17 +224,21 @@ def sym_part(A, sign):
     d = A.shape[0]
     B = 0.5 * (A + A.T)
     w, W = eigh_rows(B)
-    U = np.empty((d, d))
+    P = np.zeros((d, d))
     other = 0.0
-    for k in range(d):
+    for k in range(d):  # sum of the kept rank-one terms (upper triangle, then mirrored)
         keep = (w[k] > 0.0) if sign > 0 else (w[k] < 0.0)
-        lam = w[k] if keep else 0.0
         if not keep:
             other += w[k] * w[k]
-        for c in range(d):
-            U[k, c] = W[k, c] * lam
-    P = np.dot(W.T, U)
-    return 0.5 * (P + P.T), other
+            continue
+        for r in range(d):
+            a = w[k] * W[k, r]
+            for c in range(r, d):
+                P[r, c] += a * W[k, c]
+    for r in range(d):
+        for c in range(r + 1, d):
+            P[c, r] = P[r, c]
+    return P, other
 
 
 # -------------------------------------------------------- pair forms ---

@@ -10,6 +10,7 @@ import pytest
 
 from sklearn_safescreen._triplets import build_triplets
 from sklearn_safescreen.solvers import psd_gradient as pg
+from sklearn_safescreen.solvers import psd_kernels as kn
 
 
 def small_problem(seed=0, n=18, d=3, k=2, diagonal=False):
@@ -191,3 +192,81 @@ def test_converges_far_below_lambda_L(compiled):
     res = pg.solve(pg.TripletProblem(ts, 0.05, False), (lam_L + lam) / (2 * lam) * G_pos /
                    lam_L, lam, tol=1e-6, max_iter=5000, compiled=compiled)
     assert res.converged and res.evaluation.rel_gap <= 1e-6
+
+
+# ------------------------------------------------------- compiled kernels ---
+@pytest.mark.parametrize("d", [1, 2, 5, 13, 24, 30])
+def test_small_eigensolver_against_numpy(d):
+    """The compiled QL eigensolver (d <= 24; LAPACK above) on random, rank-deficient,
+    repeated-eigenvalue and zero matrices: orthonormal rows, exact reconstruction, the
+    same spectrum as numpy."""
+    rng = np.random.RandomState(d)
+    L = rng.randn(d, max(d // 2, 1))
+    cases = [rng.randn(d, d), L @ L.T, np.eye(d) * 2.0, np.zeros((d, d)),
+             np.diag(np.r_[np.ones(d // 2), -np.ones(d - d // 2)]) * 1e-12]
+    for A in cases:
+        A = A + A.T
+        w, W = kn.eigh_rows(np.ascontiguousarray(A))
+        scale = max(np.abs(A).max(), 1e-300)
+        np.testing.assert_allclose(W @ W.T, np.eye(d), atol=1e-13)
+        np.testing.assert_allclose(W.T @ np.diag(w) @ W, A, atol=1e-13 * scale)
+        np.testing.assert_allclose(np.sort(w), np.linalg.eigvalsh(A), atol=1e-13 * scale)
+
+
+def test_psd_parts_are_psd_and_add_up():
+    rng = np.random.RandomState(0)
+    for _ in range(20):
+        A = rng.randn(13, 13)
+        P, sq_neg = kn.sym_part(A, 1.0)
+        N, sq_pos = kn.sym_part(A, -1.0)
+        B = 0.5 * (A + A.T)
+        np.testing.assert_allclose(P + N, B, atol=1e-13)
+        assert np.linalg.eigvalsh(P).min() >= -1e-13 and np.linalg.eigvalsh(N).max() <= 1e-13
+        assert sq_neg == pytest.approx(np.sum(N * N)) and sq_pos == pytest.approx(np.sum(P * P))
+        np.testing.assert_allclose(P, pg.psd_split(B, False)[0], atol=1e-13)
+
+
+def test_pair_forms_and_laplacian_sum_in_both_layouts():
+    rng = np.random.RandomState(1)
+    diff = rng.randn(300, 7)
+    Q = rng.randn(7, 7)
+    Q = Q + Q.T
+    w = rng.randn(300) * (rng.rand(300) < 0.5)  # zero weights are skipped
+    Phi = kn.build_phi(diff)
+    T, T2, D1, D2 = np.empty((300, 7)), np.empty((300, 7)), np.empty(300), np.empty(300)
+    s = np.empty(28)
+    kn.pair_forms(diff, Phi, True, Q, T, D1)
+    kn.pair_forms(diff, Phi, False, Q, T, D2)
+    want = np.einsum("ij,jk,ik->i", diff, Q, diff)
+    np.testing.assert_allclose(D1, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(D2, want, rtol=1e-12, atol=1e-12)
+    S_want = (diff * w[:, None]).T @ diff
+    for usev in (True, False):
+        S = kn.laplacian_sum(diff, Phi, usev, w, T, T2, s)
+        np.testing.assert_allclose(S, S_want, rtol=1e-12, atol=1e-12)
+        assert np.array_equal(S, S.T)
+    assert kn.use_vech(100, 13) and not kn.use_vech(10**5, 13)
+
+
+def test_reduced_problem_construction_and_certificate_pass():
+    X, y, ts = small_problem(6, n=30, d=3, k=3)
+    rng = np.random.RandomState(0)
+    status = rng.choice([0, 1, 2], ts.n_triplets).astype(np.int8)
+    prob = pg.TripletProblem(ts, 0.05, False, status)
+    active = np.flatnonzero(status == 0)
+    assert np.array_equal(prob.work, active) and prob.n_active == active.size
+    L = np.flatnonzero(status == 1)
+    np.testing.assert_allclose(prob.HL, pg.sum_h(ts, np.ones(L.size), False, L), atol=1e-12)
+    assert prob.nL == L.size
+    # compact pairs: the same values as through all pairs
+    M = np.eye(3) + 0.1
+    np.testing.assert_allclose(prob.values(M), pg.triplet_values(ts, M, False, active))
+    D = kn.full_pair_forms(ts.diff, M)
+    z, loss, on_side = kn.certificate_pass(D, ts.pos, ts.neg, status, 0.05)
+    np.testing.assert_allclose(z, pg.triplet_values(ts, M, False))
+    assert loss == pytest.approx(pg.loss_values(z, 0.05).sum(), rel=1e-12)
+    assert loss == pytest.approx(kn.loss_sum(z, 0.05), rel=1e-12)
+    assert on_side == bool(np.all(z[status == 2] >= 1) and np.all(z[status == 1] <= 0.95))
+    # a status consistent with M: every screened triplet on its side
+    consistent = np.where(z > 1, 2, np.where(z < 0.95, 1, 0)).astype(np.int8)
+    assert kn.certificate_pass(D, ts.pos, ts.neg, consistent, 0.05)[2]
