@@ -72,12 +72,13 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
     where :math:`\mathcal T` holds, for every anchor :math:`x_i`, its ``k`` nearest
     same-class instances :math:`x_j` and ``k`` nearest other-class instances
     :math:`x_l` (Euclidean, ties by index; spec 1.2) or triplets given to :meth:`fit`,
-    and :math:`\ell` is the smoothed
-    hinge with threshold 1 and smoothing :math:`\gamma` (spec 1.4). The solver is
-    projected gradient on the PSD cone with averaged Barzilai-Borwein steps (spec 5.1);
-    screening (spec 2-4) proves triplets to be in :math:`\mathcal R^\star` (margin > 1,
-    dropped) or :math:`\mathcal L^\star` (margin < 1-γ, folded into a constant) and never
-    changes the optimum; every fit certifies its answer by the duality gap of the full
+    and :math:`\ell` is the smoothed hinge with threshold 1 and smoothing :math:`\gamma`
+    (spec 1.4). The solver is projected gradient on the PSD cone with averaged
+    Barzilai-Borwein steps (spec 5.1) and the non-monotone line search of spectral
+    projected gradient (the hinge is solved in the dual); screening (spec 2-4) proves
+    triplets to be in :math:`\mathcal R^\star` (margin > 1, dropped) or
+    :math:`\mathcal L^\star` (margin < 1-γ, folded into a constant) and never changes
+    the optimum; every fit certifies its answer by the duality gap of the full
     problem and repairs (with :class:`~sklearn_safescreen.ScreeningRepairWarning`) if a
     screened triplet is proven wrong.
 
@@ -89,10 +90,11 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
     :meth:`_critical_value`); paths start there and decrease.
 
     **Paths.** With ``warm_start=True``, ``fit`` after ``set_params(alpha=...)`` on the
-    same data uses the previous solution as starting point and as the reference of the
-    RRPB / PGB bounds, and the RRPB ranges (spec 4) computed from every previous solution
-    screen triplets without any rule evaluation. A cold fit uses the exact closed form
-    at :math:`\lambda_L` as its reference.
+    same data uses the previous solution as the reference of the RRPB / PGB bounds and
+    starts from it (extrapolated linearly in :math:`\log\alpha` from the two previous
+    solutions when the new ``alpha`` continues the path), and the RRPB ranges (spec 4)
+    computed from every previous solution screen triplets without any rule evaluation.
+    A cold fit uses the exact closed form at :math:`\lambda_L` as its reference.
 
     Parameters
     ----------
@@ -171,9 +173,12 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    Memory: at most about 160 bytes per triplet plus :math:`8(4d+8)` per pair of the triplet set
-    (estimated up front; a set that would not fit is refused with the figure). Time per
-    iteration: O(|T~| + n_pairs d^2 + d^3) with |T~| the unscreened triplets.
+    Memory: at most about 160 bytes per triplet plus :math:`8(4d+8)` per pair of the
+    triplet set (estimated up front; a set that would not fit is refused with the
+    figure). Time per iteration: O(|T~| + n_pairs d^2 + d^3) with |T~| the unscreened
+    triplets and n_pairs the pairs they use; the iterations, the dynamic screening and
+    the removal of screened triplets run in one compiled call per fit
+    (:mod:`sklearn_safescreen.solvers.psd_kernels`).
 
     References
     ----------

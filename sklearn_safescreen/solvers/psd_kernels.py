@@ -28,7 +28,8 @@ iteration; :mod:`.psd_gradient` drives it. The pieces:
   form) is checked every ``GAP_EVERY`` steps and at every screening check.
 * **Dynamic screening inside the loop** (spec 5.2): every ``interval`` steps (and at
   the start point) the sphere rule with the GB, PGB and/or DGB balls at the iterate;
-  screened triplets leave the arrays (and the pairs only they used), those in
+  screened triplets leave the arrays (and, once a quarter of the pairs are no longer
+  used, the unused pairs), those in
   :math:`\hat{\mathcal L}` are folded into :math:`H_{\hat L}` (spec 1.9). Every ball
   contains the iterate, so the objective, gradient and BB history stay valid.
 """
