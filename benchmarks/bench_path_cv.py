@@ -150,7 +150,12 @@ def run(quick: bool, lsvc_max_iter: int, tol: float) -> tuple[list[str], dict]:
         f"{cpu['grid_lsvc'] / cpu['path1']:.1f}x |",
         "",
         f"Same answer: max |mean_test_score difference| vs GridSearchCV(SafeSVC) = "
-        f"{diff:.1e}, best C identical: {same_best} (C = {path.best_params_['C']:.4g}). "
+        f"{diff:.1e}, best C identical: {same_best} (C = {path.best_params_['C']:.4g}"
+        + ("" if same_best else
+           f" against {fitted['grid_safe'].best_params_['C']:.4g}; mean scores "
+           f"{path.best_score_:.5f} and {fitted['grid_safe'].best_score_:.5f}: the two "
+           "searches' solutions agree to the solver tolerance, and near-tied values can "
+           "swap") + "). "
         f"LinearSVC hit max_iter={lsvc_max_iter} in {n_capped} of {5 * len(grid) + 1} fits; its "
         f"scores differ by up to {diff_l:.1e}.",
         "",
