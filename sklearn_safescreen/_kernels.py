@@ -249,6 +249,26 @@ def augment_bias(X, bias: float):
     return np.ascontiguousarray(np.hstack([X, col]))
 
 
+def design_matrix(X, kernel, kernel_params: dict, bias: float, *, screening,
+                  cache_size: float):
+    """``(X with its bias column, None)`` for the linear kernel, else ``(None, the
+    KernelMatrix)``; a user-supplied kernel (precomputed or callable) is checked positive
+    semi-definite when screening relies on it (:func:`check_psd`)."""
+    if kernel == "linear":
+        return augment_bias(X, bias), None
+    matrix = KernelMatrix(X, kernel, kernel_params, bias, cache_size=cache_size)
+    if needs_psd_check(kernel, screening):
+        check_psd(matrix, np.random.RandomState(0))
+    return None, matrix
+
+
+def needs_psd_check(kernel, screening) -> bool:
+    """Whether screening relies on a user-supplied kernel, which must then be checked
+    positive semi-definite (part of a warm start's problem fingerprint, so that turning
+    screening on runs the check)."""
+    return screening is not None and (kernel == "precomputed" or callable(kernel))
+
+
 def check_psd(kernel: KernelMatrix, rng, max_size: int = 2000) -> None:
     """Refuse a kernel that is not positive semi-definite on the training data."""
     n = kernel.n_samples

@@ -23,8 +23,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._base import data_fingerprint, limit_blas_threads, path_step
-from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
+from ._base import data_fingerprint, limit_blas_threads, memoised_validation, path_step
+from ._kernels import (
+    KernelMatrix,
+    design_matrix,
+    needs_psd_check,
+    resolve_kernel_params,
+)
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.lad import LAD_RULES, LADReference, lad_critical_C, screen_lad
 from .solvers.dual_cd import BoxQP, solve_box_qp
@@ -325,9 +330,10 @@ class SafeLAD(RegressorMixin, BaseEstimator):
         self : SafeLAD
         """
         self._validate_params()
-        X, y, weights, kernel_params, bias = self._validate(X, y, sample_weight)
-        fingerprint = data_fingerprint(X, y, weights, self.kernel,
-                                       kernel_params, bias)
+        X, y, weights, digest = self._validated_inputs(X, y, sample_weight)
+        kernel_params, bias = self._kernel_setup(X, weights)
+        fingerprint = data_fingerprint(digest, self.kernel, kernel_params, bias,
+                                       needs_psd_check(self.kernel, self.screening))
         same = self.warm_start and getattr(self, "_fingerprint", None) == fingerprint
         if same:  # same problem: keep the reference, the design matrix and the kernel
             ref, data = self._reference, self._data  # (with its row cache)
@@ -350,9 +356,31 @@ class SafeLAD(RegressorMixin, BaseEstimator):
 
     def _validate(self, X, y, sample_weight):
         """Validate the training data; resolve the kernel parameters and the bias."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
-                             y_numeric=True)
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        X, y, weights, _ = self._validated_inputs(X, y, sample_weight)
+        return (X, y, weights, *self._kernel_setup(X, weights))
+
+    def _validated_inputs(self, X, y, sample_weight):
+        """``(X, y, weights, content digest)``; with ``warm_start``, the same arrays with
+        unchanged content as the previous fit are not validated again
+        (:func:`~sklearn_safescreen._base.memoised_validation`)."""
+
+        def validate():
+            Xv, yv = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                                   order="C", y_numeric=True)
+            yv = np.ascontiguousarray(yv, dtype=np.float64)
+            weights = _check_sample_weight(sample_weight, Xv, dtype=np.float64,
+                                           ensure_non_negative=True)
+            if not np.any(weights > 0):
+                raise ValueError("all sample weights are zero: there is nothing to fit")
+            return Xv, yv, weights
+
+        (X, y, weights), digest = memoised_validation(self, (X, y, sample_weight),
+                                                      validate)
+        return X, y, weights, digest or data_fingerprint(X, y, weights)
+
+    def _kernel_setup(self, X, weights):
+        """Check the kernel against the data; ``(kernel parameters, bias)`` (gamma="scale"
+        / "auto" resolved exactly as SafeSVC does, from the weighted variance)."""
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError("kernel='precomputed' needs a square training kernel matrix; "
                              f"got shape {X.shape}")
@@ -360,26 +388,21 @@ class SafeLAD(RegressorMixin, BaseEstimator):
             raise ValueError("the polynomial kernel with coef0 < 0 is not guaranteed to be "
                              "positive semi-definite, so screening would be unsafe; use "
                              "coef0 >= 0 or screening=None")
-        weights = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                       ensure_non_negative=True)
-        if not np.any(weights > 0):
-            raise ValueError("all sample weights are zero: there is nothing to fit")
-        # gamma="scale"/"auto" resolved exactly as SafeSVC does (weighted variance)
         kernel_params = resolve_kernel_params(self.kernel, self.gamma, self.degree,
                                               self.coef0, X, weights)
         bias = self.intercept_scaling if self.fit_intercept else 0.0
-        return X, y, weights, kernel_params, bias
+        return kernel_params, bias
+
+    def __getstate__(self):
+        """Pickle without the memo of the caller's input arrays (:class:`InputMemo`)."""
+        state = super().__getstate__()
+        state.pop("_input_memo", None)
+        return state
 
     def _build(self, X, kernel_params, bias):
-        """The design matrix with its bias column (linear) or the kernel (checked PSD
-        when screening with a user-supplied kernel)."""
-        if self.kernel == "linear":
-            return augment_bias(X, bias), None
-        kernel = KernelMatrix(X, self.kernel, kernel_params, bias, cache_size=self.cache_size)
-        if self.screening is not None and (self.kernel == "precomputed"
-                                           or callable(self.kernel)):
-            check_psd(kernel, check_random_state(0))
-        return None, kernel
+        """The design matrix with its bias column (linear) or the kernel."""
+        return design_matrix(X, self.kernel, kernel_params, bias, screening=self.screening,
+                             cache_size=self.cache_size)
 
     def _critical_value(self, X, y, sample_weight=None) -> float:
         r""":math:`C^{\rm LAD}_{\min}` (spec B6, R7): for every :math:`C` at or below it

@@ -30,8 +30,13 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import data_fingerprint, limit_blas_threads, path_step
-from ._kernels import KernelMatrix, augment_bias, check_psd, resolve_kernel_params
+from ._base import data_fingerprint, limit_blas_threads, memoised_validation, path_step
+from ._kernels import (
+    KernelMatrix,
+    design_matrix,
+    needs_psd_check,
+    resolve_kernel_params,
+)
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.svm import SVM_RULES, SVMReference, critical_C, screen_svm
 from .solvers.dual_cd import BoxQP
@@ -317,26 +322,22 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         self : SafeSVC
         """
         self._validate_params()
-        X, y_ind, classes, weights, Xa, kernel, kernel_params, bias = self._prepare(
+        X, y_ind, classes, weights, kernel_params, bias, content = self._prepare(
             X, y, sample_weight)
-        fingerprint = data_fingerprint(X, y_ind, weights, self.kernel, kernel_params,
-                                       bias)
+        fingerprint = data_fingerprint(*content, weights, self.kernel, kernel_params, bias,
+                                       needs_psd_check(self.kernel, self.screening))
         tasks = [1] if classes.size == 2 else list(range(classes.size))
-        refs = [None] * len(tasks)
-        if self.warm_start and getattr(self, "_fingerprint", None) == fingerprint:
-            refs = self._references
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max, size=len(tasks))
-        datas = getattr(self, "_task_data", None) if self.warm_start and \
-            getattr(self, "_fingerprint", None) == fingerprint else None
-        if datas is None:
+        if self.warm_start and getattr(self, "_fingerprint", None) == fingerprint:
+            # same problem: the references, the design matrix and the kernel (with its
+            # row cache) are kept
+            refs, datas = self._references, self._task_data
+        else:
+            Xa, kernel = self._build(X, kernel_params, bias)
+            refs = [None] * len(tasks)
             datas = [_TaskData(Xa, kernel, np.where(y_ind == k, 1.0, -1.0), weights)
                      for k in tasks]
-        else:
-            for d in datas:  # same data: keep the kernel (and its row cache)
-                d.X = Xa
-                if kernel is not None and d.kernel is not None:
-                    kernel = d.kernel
         names = [str(classes[k]) for k in tasks] if len(tasks) > 1 else [""]
         jobs = [delayed(_fit_task)(d, float(self.C), r, rule=self.screening, tol=self.tol,
                                    max_iter=self.max_iter, seed=s, verbose=self.verbose,
@@ -358,7 +359,7 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         self.screening_report_ = report
         self.n_iter_ = np.array([o[2] for o in out], dtype=np.int64)
         self.dual_gap_ = np.array([o[0].gap for o in out])
-        self._set_model(X, Xa, datas, bias, kernel_params)
+        self._set_model(X, datas[0].X, datas, bias, kernel_params)
         return self
 
     def _encode_labels(self, y):
@@ -380,9 +381,19 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         return encoder.classes_, y_ind
 
     def _prepare(self, X, y, sample_weight):
-        """Validate the training data and build the design matrix or kernel."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             order="C")
+        """Validate the training data (memoised along warm starts on the same arrays,
+        :func:`~sklearn_safescreen._base.memoised_validation`), encode the labels and
+        weigh the samples. Returns ``(X, y_ind, classes, weights, kernel parameters,
+        bias, content)``, ``content`` identifying the data for the fingerprint."""
+
+        def validate():
+            Xv, yv = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                                   order="C")
+            sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64,
+                                      ensure_non_negative=True)
+            return Xv, yv, sw
+
+        (X, y, sw), digest = memoised_validation(self, (X, y, sample_weight), validate)
         classes, y_ind = self._encode_labels(y)
         if classes.size < 2:
             raise ValueError("The number of classes has to be greater than one; got "
@@ -394,7 +405,6 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("the polynomial kernel with coef0 < 0 is not guaranteed to be "
                              "positive semi-definite, so screening would be unsafe; use "
                              "coef0 >= 0 or screening=None")
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         cw = None
         if self.class_weight == "balanced":
             cw = compute_class_weight("balanced", classes=np.arange(classes.size), y=y_ind)
@@ -403,22 +413,21 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         weights = sw * (cw[y_ind] if cw is not None else 1.0)
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")
-
         kernel_params = self._kernel_params(X, sw)
-        linear = self.kernel == "linear"
         bias = self.intercept_scaling if self.fit_intercept else 0.0
-        if linear:
-            Xa = augment_bias(X, bias)
-            kernel = None
-        else:
-            Xa = None
-            kernel = KernelMatrix(X, self.kernel, kernel_params, bias,
-                                  cache_size=self.cache_size)
-            if self.screening is not None and (self.kernel == "precomputed"
-                                               or callable(self.kernel)):
-                check_psd(kernel, check_random_state(0))
+        content = (digest,) if digest is not None else (X, y_ind)
+        return X, y_ind, classes, weights, kernel_params, bias, content
 
-        return X, y_ind, classes, weights, Xa, kernel, kernel_params, bias
+    def _build(self, X, kernel_params, bias):
+        """The design matrix with its bias column (linear) or the kernel."""
+        return design_matrix(X, self.kernel, kernel_params, bias, screening=self.screening,
+                             cache_size=self.cache_size)
+
+    def __getstate__(self):
+        """Pickle without the memo of the caller's input arrays."""
+        state = super().__getstate__()
+        state.pop("_input_memo", None)
+        return state
 
     # path protocol (path.py): the regularisation parameter, its direction and the
     # critical value below which the solution is closed form
@@ -430,7 +439,9 @@ class SafeSVC(ClassifierMixin, BaseEstimator):
         each one-vs-rest problem has the closed-form optimum :math:`\alpha = Cc`
         (every sample inside the margin). The smallest value over the tasks."""
         self._validate_params()
-        X, y_ind, classes, weights, Xa, kernel, _, _ = self._prepare(X, y, sample_weight)
+        X, y_ind, classes, weights, kernel_params, bias, _ = self._prepare(X, y,
+                                                                           sample_weight)
+        Xa, kernel = self._build(X, kernel_params, bias)
         tasks = [1] if classes.size == 2 else list(range(classes.size))
         values = []
         for k in tasks:

@@ -252,6 +252,26 @@ def test_warm_start_changed_data_starts_afresh():
     assert any(e.moment == "reference" for e in model.screening_report_.events)
 
 
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_warm_start_same_arrays_changed_in_place_are_validated_again(where):
+    """Warm starts on the very same arrays skip validation only while their content is
+    unchanged: an entry changed in place is noticed (NaN raises, a finite change gives
+    the cold fit of the new data)."""
+    X, y = make_lad(n=60, d=3, seed=11)
+    target = X if where == "X" else y
+    model = SafeLAD(warm_start=True, tol=1e-10, C=1.0).fit(X, y)
+    # in use for these arrays (validation returns a view of y: the memo follows memory)
+    assert model._input_memo is not None
+    kept = target[7].copy()
+    target[7] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.fit(X, y)
+    target[7] = kept + 0.25
+    model.fit(X, y)
+    cold = clone(model).set_params(warm_start=False).fit(X.copy(), y.copy())
+    np.testing.assert_allclose(model.predict(X), cold.predict(X), atol=1e-6)
+    assert "_input_memo" not in pickle.loads(pickle.dumps(model)).__dict__
+
 def test_reproduction_wwy_rejection_rate():
     """Spec B8 / R11 reproduction: n=2000, d=8, X ~ N(0, I), y = X beta + Laplace(1)
     with beta ~ U(-1, 1)^8 (the spec leaves beta open; the DVI radius grows with ||w||,

@@ -30,6 +30,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from sklearn_safescreen import SafeSVC, ScreeningRepairWarning, ScreeningReport
+from sklearn_safescreen.lad import SafeLAD
 
 RULES = ["IT", "BT1", "BT2", "DVI", None]
 
@@ -828,6 +829,20 @@ def test_precomputed_not_psd(fit_intercept):
     y = np.arange(n) % 2
     with pytest.raises(ValueError, match="positive semi-definite"):
         SafeSVC(kernel="precomputed", fit_intercept=fit_intercept).fit(K, y)
+
+
+@pytest.mark.parametrize("Estimator", [SafeSVC, SafeLAD])
+def test_warm_start_turning_screening_on_checks_the_kernel(Estimator):
+    """A non-PSD precomputed kernel fitted without screening, then with screening on
+    the same arrays (a warm start): the PSD check must run then."""
+    n = 20
+    v = np.zeros(n)
+    v[0], v[1] = 1 / np.sqrt(2), -1 / np.sqrt(2)
+    K = np.eye(n) - 3.0 * np.outer(v, v)
+    y = (np.arange(n) % 2).astype(float)
+    model = Estimator(kernel="precomputed", screening=None, warm_start=True).fit(K, y)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        model.set_params(screening=Estimator().screening).fit(K, y)
 
 
 def test_callable_kernel_not_psd():
