@@ -5,6 +5,8 @@
   proven wrong (DESIGN.md section 3, rule 2).
 * :func:`data_fingerprint`: the cheap identity of a training problem, so that
   ``warm_start`` never screens with the reference of another problem (DESIGN.md 5).
+* :class:`CachedParamNames`: ``get_params`` without re-reading the constructor's
+  signature at every call (a path calls it twice per step).
 """
 
 from __future__ import annotations
@@ -34,6 +36,24 @@ from .solvers.working_set import (
 #: Certificate attempts (each with a 10x tighter inner tolerance) before the screened
 #: variables that keep the full gap open are released.
 _CERTIFY_ATTEMPTS = 4
+
+
+class CachedParamNames:
+    """Mixin (before ``BaseEstimator``): the constructor's parameter names read once per
+    class. scikit-learn reads them with ``inspect.signature`` at every ``get_params``,
+    which ``set_params`` and the parameter validation of every ``fit`` call: about
+    0.25 ms per path step, a tenth of a screened metric-learning step on wine."""
+
+    @classmethod
+    def _get_param_names(cls):
+        return list(_param_names(cls))
+
+
+@functools.cache
+def _param_names(cls) -> tuple:
+    from sklearn.base import BaseEstimator
+
+    return tuple(BaseEstimator._get_param_names.__func__(cls))
 
 
 class ScreeningRepairWarning(UserWarning):

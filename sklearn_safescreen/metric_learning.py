@@ -28,7 +28,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import ScreeningRepairWarning, data_fingerprint
+from ._base import (
+    CachedParamNames,
+    ScreeningRepairWarning,
+    data_fingerprint,
+    memoised_validation,
+)
 from ._report import ScreeningEvent, ScreeningReport
 from ._triplets import TripletSet, build_triplets, resolve_k, triplets_from_indices
 from .screening import triplet_bounds as tb
@@ -58,7 +63,7 @@ class _Reference:
         return 0.0 if self.exact else tb.rrpb_eps(self.gap, self.lam)
 
 
-class SafeMetricLearner(TransformerMixin, BaseEstimator):
+class SafeMetricLearner(CachedParamNames, TransformerMixin, BaseEstimator):
     r"""Mahalanobis metric learning from triplets with safe triplet screening.
 
     Learns :math:`M\succeq O` (``metric="full"``) or a non-negative diagonal
@@ -275,12 +280,33 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         _, _, ts = self._prepare(X, y, None)
         return float(pg.closed_form(ts, self._gamma, self._diagonal)[0])
 
-    def _fingerprint_of(self, X, y_ind, classes, triplets, k) -> str:
-        """Content hash of the problem (data, labels, triplets and the parameters that
-        change the triplet set or the problem)."""
-        return data_fingerprint(X, y_ind, None if triplets is None else np.asarray(triplets),
-                                k, self._gamma, self.metric, repr(classes.tolist()),
-                                str(classes.dtype))
+    def _validated_problem(self, X, y, triplets):
+        """``(X, y_ind, k, fingerprint)``: validated data, encoded labels, resolved ``k``
+        and a content hash of the problem (data, labels, triplets and the parameters that
+        change the triplet set or the problem). With ``warm_start``, the same arrays with
+        unchanged content as the previous fit are not validated or encoded again
+        (:func:`~sklearn_safescreen._base.memoised_validation`; a path step)."""
+
+        def validate():
+            Xv, yv = validate_data(self, X, y, dtype=np.float64, order="C")
+            check_classification_targets(yv)
+            return Xv, yv
+
+        (X, y), digest = memoised_validation(self, (X, y), validate)
+        key = (digest, self.k) if digest is not None and triplets is None else None
+        cached = getattr(self, "_label_cache", None)
+        if key is not None and cached is not None and cached[0] == key:
+            classes, y_ind, k = cached[1]
+        else:
+            classes, y_ind = np.unique(y, return_inverse=True)
+            # (an explicit k too large for a class raises here)
+            k = None if triplets is not None else resolve_k(y, self.k)
+            self._label_cache = (key, (classes, y_ind, k))
+        content = (digest,) if digest is not None else (X, y_ind)
+        fingerprint = data_fingerprint(
+            *content, None if triplets is None else np.asarray(triplets), k, self._gamma,
+            self.metric, repr(classes.tolist()), str(classes.dtype))
+        return X, y_ind, k, fingerprint
 
     def _log(self, msg: str) -> None:
         if self.verbose:
@@ -306,28 +332,8 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         self._validate_params()
         t_start = time.perf_counter()
         gamma, diag, lam = self._gamma, self._diagonal, float(self.alpha)
-        # warm start on the very same arrays (a path): validation is a function of the
-        # content, so a content fingerprint equal to the last validated one skips it
-        seen = getattr(self, "_inputs", None) if self.warm_start else None
-        same = (seen is not None and seen[0] is X and seen[1] is y
-                and isinstance(X, np.ndarray) and X.dtype == np.float64
-                and X.flags.c_contiguous)
-        if same:
-            classes, y_ind = np.unique(y, return_inverse=True)
-            k = None if triplets is not None else resolve_k(y, self.k)
-            fingerprint = self._fingerprint_of(X, y_ind, classes, triplets, k)
-            same = fingerprint == self._fingerprint
-        if not same:
-            raw = (X, y)
-            X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-            check_classification_targets(y)
-            classes, y_ind = np.unique(y, return_inverse=True)
-            # (an explicit k too large for a class raises here)
-            k = None if triplets is not None else resolve_k(y, self.k)
-            fingerprint = self._fingerprint_of(X, y_ind, classes, triplets, k)
-            same = self.warm_start and getattr(self, "_fingerprint", None) == fingerprint
-            if self.warm_start:
-                self._inputs = raw
+        X, y_ind, k, fingerprint = self._validated_problem(X, y, triplets)
+        same = self.warm_start and getattr(self, "_fingerprint", None) == fingerprint
         if same:  # same problem: reuse the triplet set, closed form and reference
             ts = self._triplets
             lam_L, G_pos = self._closed
@@ -618,7 +624,7 @@ class SafeMetricLearner(TransformerMixin, BaseEstimator):
         solution and its ranges: O(|T|) memory); an unpickled learner refits cold."""
         state = super().__getstate__()
         for key in ("_triplets", "_reference", "_closed", "_fingerprint", "_step",
-                    "_inputs"):
+                    "_input_memo", "_label_cache"):
             state.pop(key, None)
         return state
 

@@ -30,7 +30,13 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._base import data_fingerprint, limit_blas_threads, memoised_validation, path_step
+from ._base import (
+    CachedParamNames,
+    data_fingerprint,
+    limit_blas_threads,
+    memoised_validation,
+    path_step,
+)
 from ._kernels import (
     KernelMatrix,
     design_matrix,
@@ -134,7 +140,7 @@ def _path_step(data: _TaskData, C, ref, rule, tol, max_iter, rng, report, task, 
         screen=lambda r, v: screen_svm(rule, r, v, data.sqnorm, data.weights, data.q_matvec))
 
 
-class SafeSVC(ClassifierMixin, BaseEstimator):
+class SafeSVC(CachedParamNames, ClassifierMixin, BaseEstimator):
     r"""Support vector classifier with safe sample screening.
 
     Solves the hinge-loss SVM

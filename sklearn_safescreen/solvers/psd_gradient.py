@@ -48,7 +48,6 @@ from numba import njit
 from .._triplets import TripletSet
 from . import psd_kernels as kn
 from .psd_kernels import (  # noqa: F401 - re-exported (rules, bounds and tests use them)
-    GAP_EVERY,
     MAX_BACKTRACK,
     NONMONOTONE,
     RADIUS_ATOL,

@@ -25,7 +25,9 @@ iteration; :mod:`.psd_gradient` drives it. The pieces:
   PSD and whose pair forms are the linear interpolation of two known ones, so a
   rejection costs one pass over the triplets instead of a projection (an
   eigendecomposition) and new pair forms. The relative duality gap (pitfall P2's stable
-  form) is checked every ``GAP_EVERY`` steps and at every screening check.
+  form) is checked at every step at no extra eigendecomposition: the negative part of
+  the projection's argument :math:`M-\eta G` gives the dual point
+  (:func:`projection_gap`).
 * **Dynamic screening inside the loop** (spec 5.2): every ``interval`` steps (and at
   the start point) the sphere rule with the GB, PGB and/or DGB balls at the iterate;
   screened triplets leave the arrays (and, once a quarter of the pairs are no longer
@@ -50,8 +52,6 @@ NONMONOTONE = 10
 SUFFICIENT = 1e-4
 #: Rejected steps allowed in a row before a (tiny) step is accepted anyway.
 MAX_BACKTRACK = 60
-#: Accepted steps between two duality-gap checks (one eigendecomposition each).
-GAP_EVERY = 4
 #: Largest dimension handled by the compiled QL eigensolver (LAPACK above).
 SMALL_EIGH = 24
 #: Largest size of the half-vectorised pair outer products (matrix-vector form).
@@ -219,15 +219,15 @@ def eigh_rows(A):
 
 
 @njit(cache=True)
-def sym_part(A, sign):
-    r""":math:`B_+` (``sign > 0``) or :math:`B_-` of :math:`B=(A+A^\top)/2` from one
-    eigendecomposition, and :math:`\|\cdot\|_F^2` of the other part."""
-    d = A.shape[0]
-    B = 0.5 * (A + A.T)
-    w, W = eigh_rows(B)
+def _signed_sum(w, W, sign):
+    r""":math:`\sum_kw_kv_kv_k^\top` over the eigenpairs (rows ``v_k`` of ``W``) of
+    positive (``sign > 0``) or negative eigenvalue, and the sum of the others' squares.
+    Built from the kept rank-one terms alone: PSD (NSD) whatever the eigenvectors'
+    accuracy."""
+    d = W.shape[1]
     P = np.zeros((d, d))
     other = 0.0
-    for k in range(d):  # sum of the kept rank-one terms (upper triangle, then mirrored)
+    for k in range(w.shape[0]):  # upper triangle, then mirrored
         keep = (w[k] > 0.0) if sign > 0 else (w[k] < 0.0)
         if not keep:
             other += w[k] * w[k]
@@ -240,6 +240,23 @@ def sym_part(A, sign):
         for c in range(r + 1, d):
             P[c, r] = P[r, c]
     return P, other
+
+
+@njit(cache=True)
+def sym_part(A, sign):
+    r""":math:`B_+` (``sign > 0``) or :math:`B_-` of :math:`B=(A+A^\top)/2` from one
+    eigendecomposition, and :math:`\|\cdot\|_F^2` of the other part."""
+    w, W = eigh_rows(0.5 * (A + A.T))
+    return _signed_sum(w, W, sign)
+
+
+@njit(cache=True)
+def psd_parts(A):
+    r""":math:`B_+` and :math:`B_-` of :math:`B=(A+A^\top)/2` from one
+    eigendecomposition, each summed from its own eigenpairs (PSD / NSD by
+    construction)."""
+    w, W = eigh_rows(0.5 * (A + A.T))
+    return _signed_sum(w, W, 1.0)[0], _signed_sum(w, W, -1.0)[0]
 
 
 # -------------------------------------------------------- pair forms ---
@@ -387,6 +404,26 @@ def gap_terms(M, S, lam, sa, sa2, nL, gamma):
     gap = max(rr / (2.0 * lam) + max(-msn, 0.0), 0.0)
     dual = -0.5 * gamma * (sa2 + nL) + sa + nL - spsp / (2.0 * lam)
     return Sp, dual, gap
+
+
+@njit(cache=True)
+def projection_gap(M, S, Bn, eta, lam):
+    r"""The gap at the PSD point M (with :math:`S=\sum\alpha_tH_t+H_{\hat L}`) against
+    the dual point :math:`\Gamma=-B_-/\eta`, :math:`B_-` the negative part of the
+    projected-gradient argument :math:`B=M-\eta G`: pitfall P2's stable form
+    :math:`\|\lambda M-S-\Gamma\|^2/(2\lambda)+\langle M,\Gamma\rangle`, valid for
+    every :math:`\Gamma\succeq O` (:math:`-B_-` is PSD by construction). At the optimum
+    :math:`B_-=\eta S_-`, so it equals :func:`gap_terms`' gap there; along the
+    iterations it comes with the projection, no second eigendecomposition."""
+    d = M.shape[0]
+    rr = 0.0
+    mg = 0.0
+    for r in range(d):
+        for c in range(d):
+            v = lam * M[r, c] - S[r, c] + Bn[r, c] / eta
+            rr += v * v
+            mg -= M[r, c] * Bn[r, c]
+    return max(rr / (2.0 * lam) + max(mg / eta, 0.0), 0.0)
 
 
 # ------------------------------------------------------ screening balls ---
@@ -561,32 +598,37 @@ def spg(diff, pos, neg, hn, HL, nL, gamma, lam, M, eta, max_steps, tol, interval
     mm0 = np.sum(M * M)
     P = loss + (1.0 - 0.5 * gamma) * nL - mHL + 0.5 * lam * mm0
     G = lam * M - S
-    Sp, dual, gap = gap_terms(M, S, lam, sa, sa2, nL, gamma)
     k = 0
     total_reject = 0
     hist = np.full(NONMONOTONE, P)
     check = screen
     while True:
+        # this step's projection (one eigendecomposition); its negative part is also the
+        # dual point of the gap at M (see projection_gap)
+        Mn, Bn = psd_parts(M - eta * G)
+        gap = projection_gap(M, S, Bn, eta, lam)
         if check and pos.shape[0] > 0:
+            # the smallest radius for the rule: the best dual point at this alpha
+            gap = min(gap, gap_terms(M, S, lam, sa, sa2, nL, gamma)[2])
             codes = ball_codes(diff, Phi, usev, T, Dt, pos, neg, hn, z, M, G, gap, lam,
                                gamma, use_gb, use_pgb, use_dgb)
             nR = 0
             nLnew = 0
+            w[:] = 0.0
             for t in range(pos.shape[0]):
                 if codes[t] == 0:
                     continue
                 out_idx[n_out] = widx[t]
                 out_code[n_out] = codes[t]
                 n_out += 1
-                if codes[t] == 1:  # fold H_t into H_L (spec 1.9)
+                if codes[t] == 1:  # H_t joins H_L (spec 1.9), through its pair weights
                     nLnew += 1
-                    p = pos[t]
-                    q = neg[t]
-                    for r in range(d):
-                        for c in range(d):
-                            HL[r, c] += diff[p, r] * diff[p, c] - diff[q, r] * diff[q, c]
+                    w[pos[t]] += 1.0
+                    w[neg[t]] -= 1.0
                 else:
                     nR += 1
+            if nLnew:  # (the triplets of an anchor share pairs: one outer product each)
+                HL += laplacian_sum(diff, Phi, usev, w, T, T2, svec)
             if n_checks == checks.shape[0]:
                 bigger = np.zeros((2 * n_checks, 3), dtype=np.int64)
                 bigger[:n_checks] = checks
@@ -616,8 +658,7 @@ def spg(diff, pos, neg, hn, HL, nL, gamma, lam, M, eta, max_steps, tol, interval
                 mHL = np.sum(M * HL)
         if gap <= tol * abs(P) or k >= max_steps:
             break
-        # projected direction (one eigendecomposition) and its pair forms
-        Mn = sym_part(M - eta * G, 1.0)[0]
+        # projected direction and its pair forms
         dM = Mn - M
         gd = 0.0
         mdm = 0.0
@@ -683,12 +724,10 @@ def spg(diff, pos, neg, hn, HL, nL, gamma, lam, M, eta, max_steps, tol, interval
         hist[k % NONMONOTONE] = P
         k += 1
         check = screen and k % interval == 0
-        if check or k % GAP_EVERY == 0 or k >= max_steps:
-            Sp, dual, gap = gap_terms(M, S, lam, sa, sa2, nL, gamma)
-        else:
-            gap = np.inf
-    if gap == np.inf:  # pragma: no cover - the loop always ends on a gap check
-        Sp, dual, gap = gap_terms(M, S, lam, sa, sa2, nL, gamma)
+    # the returned evaluation with the best dual point for this alpha, Gamma = -S_-
+    # (its gap is at most the projection's)
+    Sp, dual, gap_best = gap_terms(M, S, lam, sa, sa2, nL, gamma)
+    gap = min(gap, gap_best)
     return (M, eta, k, total_reject, HL, nL, out_idx[:n_out], out_code[:n_out],
             checks[:n_checks], z.copy(), S, Sp, P, dual, gap)
 
