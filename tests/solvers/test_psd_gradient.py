@@ -226,6 +226,30 @@ def test_psd_parts_are_psd_and_add_up():
         np.testing.assert_allclose(P, pg.psd_split(B, False)[0], atol=1e-13)
 
 
+def test_projection_gap_is_a_valid_gap_and_exact_at_the_optimum():
+    """The gap against the dual point -B_-/eta of the projection's argument: at least
+    P - D(alpha(M), -S_-) (the best dual point) at any PSD M and any step, hence an
+    upper bound on P - P*; equal to it at the optimum; psd_parts = both sym_parts."""
+    X, y, ts = small_problem(3, d=3)
+    lam, gamma = 2.0, 0.05
+    prob = pg.TripletProblem(ts, gamma, False)
+    Mstar = pg.solve(prob, np.eye(3), lam, tol=1e-13, max_iter=20000).M
+    Pstar = primal(ts, Mstar, lam, gamma, False)
+    rng = np.random.RandomState(0)
+    for M in [Mstar] + [(lambda L: L @ L.T)(rng.randn(3, 2)) for _ in range(6)]:
+        ev = prob.evaluate(M, lam)
+        for eta in [0.01 / lam, 0.5 / lam, 1.0 / lam, 5.0 / lam]:
+            B = M - eta * ev.grad
+            P_plus, B_neg = kn.psd_parts(B)
+            np.testing.assert_allclose(P_plus, kn.sym_part(B, 1.0)[0], atol=1e-14)
+            np.testing.assert_allclose(B_neg, kn.sym_part(B, -1.0)[0], atol=1e-14)
+            gap = kn.projection_gap(M, ev.S, B_neg, eta, lam)
+            assert gap >= ev.gap * (1 - 1e-9) - 1e-12
+            assert gap >= ev.primal - Pstar - 1e-9
+            if M is Mstar:
+                assert gap == pytest.approx(ev.gap, rel=1e-6, abs=1e-10)
+
+
 def test_pair_forms_and_laplacian_sum_in_both_layouts():
     rng = np.random.RandomState(1)
     diff = rng.randn(300, 7)
