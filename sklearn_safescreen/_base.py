@@ -5,14 +5,15 @@
   proven wrong (DESIGN.md section 3, rule 2).
 * :func:`data_fingerprint`: the cheap identity of a training problem, so that
   ``warm_start`` never screens with the reference of another problem (DESIGN.md 5).
-* :class:`CachedParamNames`: ``get_params`` without re-reading the constructor's
-  signature at every call (a path calls it twice per step).
+* :class:`MemoisedParams`: ``get_params`` and parameter validation without repeating
+  the work at every path step.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import validate_parameter_constraints
 from threadpoolctl import ThreadpoolController
 
 from ._report import ScreeningEvent, ScreeningReport
@@ -38,15 +40,38 @@ from .solvers.working_set import (
 _CERTIFY_ATTEMPTS = 4
 
 
-class CachedParamNames:
-    """Mixin (before ``BaseEstimator``): the constructor's parameter names read once per
-    class. scikit-learn reads them with ``inspect.signature`` at every ``get_params``,
-    which ``set_params`` and the parameter validation of every ``fit`` call: about
-    0.25 ms per path step, a tenth of a screened metric-learning step on wine."""
+class MemoisedParams:
+    """Mixin (before ``BaseEstimator``) for estimators refitted along a path:
+
+    * the constructor's parameter names are read once per class (scikit-learn reads
+      them with ``inspect.signature`` at every ``get_params``, which ``set_params`` and
+      every ``fit`` call);
+    * ``_validate_params`` checks only the parameters that changed since the last
+      successful validation: a parameter is skipped when it is an immutable scalar
+      (number, string, None) of the same type and value as then, since its validity is
+      a function of exactly these (a path step changes one parameter).
+
+    Together about 0.5 ms per path step, a sixth of a screened metric-learning step on
+    wine."""
 
     @classmethod
     def _get_param_names(cls):
         return list(_param_names(cls))
+
+    def _validate_params(self):
+        params = self.get_params(deep=False)
+        seen = self.__dict__.get("_validated_params", {})
+        changed = {name: v for name, v in params.items()
+                   if not (isinstance(v, _SCALARS) and seen.get(name) == (type(v), v))}
+        if changed:
+            validate_parameter_constraints(self._parameter_constraints, changed,
+                                           caller_name=self.__class__.__name__)
+        self._validated_params = {name: (type(v), v) for name, v in params.items()
+                                  if isinstance(v, _SCALARS)}
+
+
+#: Immutable parameter values whose validity is a function of their type and value.
+_SCALARS = (numbers.Number, str, type(None))
 
 
 @functools.cache

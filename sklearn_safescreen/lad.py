@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._base import (
-    CachedParamNames,
+    MemoisedParams,
     data_fingerprint,
     limit_blas_threads,
     memoised_validation,
@@ -147,7 +147,7 @@ def _path_step(data: _LADData, C, ref, rule, tol, max_iter, rng, report, verbose
         screen=lambda r, v: screen_lad(rule, r, v, data.sqnorm, data.y, data.weights))
 
 
-class SafeLAD(CachedParamNames, RegressorMixin, BaseEstimator):
+class SafeLAD(MemoisedParams, RegressorMixin, BaseEstimator):
     r"""Least absolute deviations regression with safe sample screening.
 
     Solves the L2-regularised LAD problem (robust regression; spec

@@ -29,7 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
-    CachedParamNames,
+    MemoisedParams,
     ScreeningRepairWarning,
     data_fingerprint,
     memoised_validation,
@@ -63,7 +63,7 @@ class _Reference:
         return 0.0 if self.exact else tb.rrpb_eps(self.gap, self.lam)
 
 
-class SafeMetricLearner(CachedParamNames, TransformerMixin, BaseEstimator):
+class SafeMetricLearner(MemoisedParams, TransformerMixin, BaseEstimator):
     r"""Mahalanobis metric learning from triplets with safe triplet screening.
 
     Learns :math:`M\succeq O` (``metric="full"``) or a non-negative diagonal
@@ -293,19 +293,19 @@ class SafeMetricLearner(CachedParamNames, TransformerMixin, BaseEstimator):
             return Xv, yv
 
         (X, y), digest = memoised_validation(self, (X, y), validate)
-        key = (digest, self.k) if digest is not None and triplets is None else None
-        cached = getattr(self, "_label_cache", None)
+        key = ((digest, self.k, self._gamma, self.metric)
+               if digest is not None and triplets is None else None)
+        cached = getattr(self, "_problem_cache", None)
         if key is not None and cached is not None and cached[0] == key:
-            classes, y_ind, k = cached[1]
-        else:
-            classes, y_ind = np.unique(y, return_inverse=True)
-            # (an explicit k too large for a class raises here)
-            k = None if triplets is not None else resolve_k(y, self.k)
-            self._label_cache = (key, (classes, y_ind, k))
+            return (X, *cached[1])
+        classes, y_ind = np.unique(y, return_inverse=True)
+        # (an explicit k too large for a class raises here)
+        k = None if triplets is not None else resolve_k(y, self.k)
         content = (digest,) if digest is not None else (X, y_ind)
         fingerprint = data_fingerprint(
             *content, None if triplets is None else np.asarray(triplets), k, self._gamma,
             self.metric, repr(classes.tolist()), str(classes.dtype))
+        self._problem_cache = (key, (y_ind, k, fingerprint))
         return X, y_ind, k, fingerprint
 
     def _log(self, msg: str) -> None:
@@ -601,7 +601,7 @@ class SafeMetricLearner(CachedParamNames, TransformerMixin, BaseEstimator):
             if self.verbose > 1 and len(checks):
                 self._log(f"alpha={lam:<10.4g} dynamic   {names:<8} {len(checks)} checks "
                           f"R+={R_idx.size:<7d} L+={L_idx.size:<7d} "
-                          f"active={problem.work.size:<8d}")
+                          f"active={problem.n_active:<8d}")
 
         if compiled:
             callback.inner = (use_gb, use_pgb, use_dgb)
@@ -615,16 +615,17 @@ class SafeMetricLearner(CachedParamNames, TransformerMixin, BaseEstimator):
             self.components_ = np.diag(np.sqrt(m))
         else:
             M = 0.5 * (M + M.T)
-            w, V = np.linalg.eigh(M)
+            w, W = kn.eigh_rows(M)  # (compiled; rows = eigenvectors, unsorted)
+            order = np.argsort(w)[::-1]
             self.metric_ = M
-            self.components_ = (V * np.sqrt(np.maximum(w, 0.0))).T[::-1].copy()
+            self.components_ = W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
 
     def __getstate__(self):
         """Pickle the model without the warm-start state (the triplet set, the reference
         solution and its ranges: O(|T|) memory); an unpickled learner refits cold."""
         state = super().__getstate__()
         for key in ("_triplets", "_reference", "_closed", "_fingerprint", "_step",
-                    "_input_memo", "_label_cache"):
+                    "_input_memo", "_problem_cache"):
             state.pop(key, None)
         return state
 

@@ -31,7 +31,7 @@ from sklearn.utils.validation import (
 )
 
 from ._base import (
-    CachedParamNames,
+    MemoisedParams,
     data_fingerprint,
     limit_blas_threads,
     memoised_validation,
@@ -140,7 +140,7 @@ def _path_step(data: _TaskData, C, ref, rule, tol, max_iter, rng, report, task, 
         screen=lambda r, v: screen_svm(rule, r, v, data.sqnorm, data.weights, data.q_matvec))
 
 
-class SafeSVC(CachedParamNames, ClassifierMixin, BaseEstimator):
+class SafeSVC(MemoisedParams, ClassifierMixin, BaseEstimator):
     r"""Support vector classifier with safe sample screening.
 
     Solves the hinge-loss SVM

@@ -239,10 +239,25 @@ class TripletProblem:
         self._set_compact(work, *kn.compact_work(ts.pos, ts.neg, ts.diff, work))
 
     def _set_compact(self, work, cpos, cneg, cdiff) -> None:
-        self.work, self.cpos, self.cneg, self.cdiff = work, cpos, cneg, cdiff
-        self.cdiff2 = cdiff * cdiff if self.diagonal else None
+        self._stale = False
+        self._compact = (work, cpos, cneg, cdiff)
+        self._cdiff2 = cdiff * cdiff if self.diagonal else None
         self._z = np.empty(work.size)
         self._w = np.empty(cdiff.shape[0])
+
+    def _fresh(self) -> tuple:
+        """``(work, cpos, cneg, cdiff)``, rebuilt first if :meth:`apply_screened` left
+        them behind the status."""
+        if self._stale:
+            self.set_work(self.active)
+        return self._compact
+
+    # the working arrays: triplet indices, their compact pair indices, the pairs
+    work = property(lambda self: self._fresh()[0])
+    cpos = property(lambda self: self._fresh()[1])
+    cneg = property(lambda self: self._fresh()[2])
+    cdiff = property(lambda self: self._fresh()[3])
+    cdiff2 = property(lambda self: (self._fresh(), self._cdiff2)[1])
 
     def screen(self, to_R: np.ndarray, to_L: np.ndarray) -> None:
         """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
@@ -269,14 +284,17 @@ class TripletProblem:
     def apply_screened(self, to_R: np.ndarray, to_L: np.ndarray, HL: np.ndarray,
                        nL: int) -> None:
         """Record decisions taken inside the compiled loop, which already folded the
-        L-screened triplets into ``HL`` (so :meth:`screen` must not add them again)."""
+        L-screened triplets into ``HL`` (so :meth:`screen` must not add them again).
+
+        The working arrays are rebuilt only if used again (:meth:`_fresh`): the loop
+        ends the solve, and most fits never solve this problem again."""
         if not (to_R.size or to_L.size):
             return
         self.status[to_L] = STATUS_L
         self.status[to_R] = STATUS_R
         self.HL, self.nL = HL, nL
         self.n_active -= int(to_L.size + to_R.size)
-        self.set_work(self.work[self.status[self.work] == STATUS_ACTIVE])
+        self._stale = True
 
     def values(self, Q: np.ndarray) -> np.ndarray:
         r""":math:`\langle Q,H_t\rangle` over the working triplets (compact pairs)."""
