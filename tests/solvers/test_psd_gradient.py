@@ -294,3 +294,37 @@ def test_reduced_problem_construction_and_certificate_pass():
     # a status consistent with M: every screened triplet on its side
     consistent = np.where(z > 1, 2, np.where(z < 0.95, 1, 0)).astype(np.int8)
     assert kn.certificate_pass(D, ts.pos, ts.neg, consistent, 0.05)[2]
+
+
+def test_working_arrays_follow_the_status_after_the_compiled_loop():
+    """Decisions of the compiled loop (apply_screened) leave the working arrays to be
+    rebuilt on use: every consumer then sees exactly the active triplets."""
+    X, y, ts = small_problem(0, n=30, d=3, k=3)
+    gamma = 0.05
+    lam = 0.02 * pg.closed_form(ts, gamma, False)[0]
+    prob = pg.TripletProblem(ts, gamma, False)
+    res = pg.solve(prob, np.eye(3), lam, tol=1e-8, max_iter=5000,
+                   callback=_InnerScreening())
+    assert prob.n_active < ts.n_triplets  # something was screened inside the loop
+    active = np.flatnonzero(prob.status == 0)
+    assert np.array_equal(prob.work, active)
+    np.testing.assert_allclose(prob.values(res.M), pg.triplet_values(ts, res.M, False, active))
+    ev = prob.evaluate(res.M, lam)
+    fresh = pg.TripletProblem(ts, gamma, False, prob.status).evaluate(res.M, lam)
+    assert ev.primal == pytest.approx(fresh.primal, rel=1e-12)
+    assert ev.gap == pytest.approx(fresh.gap, rel=1e-9, abs=1e-12)
+    # solving the same problem again (a certificate retry) starts from the rebuilt arrays
+    again = pg.solve(prob, res.M, lam, tol=1e-10, max_iter=5000)
+    assert again.evaluation.z.size == prob.n_active
+
+
+class _InnerScreening:
+    """A callback offering the compiled DGB + PGB sphere rule (as SafeMetricLearner's)."""
+
+    inner = (False, True, True)
+
+    def __call__(self, problem, ev):  # pragma: no cover - the compiled loop is used
+        raise AssertionError("the compiled loop should have run the rule")
+
+    def report_inner(self, problem, R_idx, L_idx, checks):
+        pass
