@@ -21,8 +21,11 @@ Everything goes through the pairs of the triplet set (spec 3.6): the pair quadra
 forms :math:`D_M(u,v)`, the triplet values :math:`z_t=D_M(i,l)-D_M(i,j)` and the pair
 weights of :math:`S` in one pass over the active triplets (O(|T~|)), and
 :math:`S=\Delta^\top\mathrm{diag}(w)\Delta` (the Laplacian form). One
-eigendecomposition of a d x d matrix per projection and per gap check. A diagonal metric
-replaces the PSD cone by the non-negative orthant.
+eigendecomposition of a d x d matrix per step: the projection's, whose negative part is
+also a dual point for the gap at the current iterate (:func:`.psd_kernels.projection_gap`;
+the best dual point :math:`-S_-` is used at screening checks and at the end, one more
+eigendecomposition each). A diagonal metric replaces the PSD cone by the non-negative
+orthant.
 
 The solver (:func:`solve`) is the paper's projected gradient with the averaged
 Barzilai-Borwein step, made globally convergent by the non-monotone line search of
