@@ -45,6 +45,11 @@ BOUNDS = ("gb", "pgb", "dgb", "cdgb", "rpb", "rrpb", "rrpb+pgb")
 #: Certificate attempts, each with a 10x tighter reduced tolerance, before the screened
 #: triplets on the wrong side of their threshold are released.
 _CERTIFY_ATTEMPTS = 3
+#: Smallest accepted ``alpha / critical_alpha_``. The metric grows like
+#: ``critical_alpha_ / alpha`` and the solver squares its entries: on iris the arithmetic
+#: overflows (NaN gap) near 1e-160 relative, so 1e-50 leaves a wide margin, far below
+#: any useful regularisation (the paper's paths stop near 1e-6).
+_MIN_RELATIVE_ALPHA = 1e-50
 
 
 class _Reference:
@@ -104,7 +109,11 @@ class SafeMetricLearner(MemoisedParams, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     alpha : float, default=1.0
-        Regularisation :math:`\lambda>0` (larger = more regularised).
+        Regularisation :math:`\lambda>0` (larger = more regularised). Its scale is that
+        of :math:`\lambda_L` (``critical_alpha_``, spec 1.10): at and above it the
+        metric is the closed form :math:`G_+/\lambda`; below ``1e-50 *
+        critical_alpha_`` ``fit`` raises a ``ValueError`` (the metric, of order
+        :math:`\lambda_L/\lambda`, would overflow the solver's arithmetic).
     k : int, "auto" or None, default="auto"
         Neighbours per side of each anchor (``k * k`` triplets per anchor). ``"auto"``
         is ``min(10, n_min - 1)`` with ``n_min`` the size of the smallest class (of at
@@ -341,6 +350,13 @@ class SafeMetricLearner(MemoisedParams, TransformerMixin, BaseEstimator):
             ts = (build_triplets(X, y_ind, k, diag) if triplets is None
                   else triplets_from_indices(X, triplets, diag))
             lam_L, G_pos = pg.closed_form(ts, gamma, diag)
+        if lam < _MIN_RELATIVE_ALPHA * lam_L and np.any(G_pos):
+            raise ValueError(
+                f"alpha={lam:.3g} is below {_MIN_RELATIVE_ALPHA:g} x critical_alpha_ "
+                f"(the closed-form threshold lambda_L={lam_L:.6g} of these triplets): the "
+                f"metric would be of order lambda_L/alpha={lam_L / lam:.1e} and the "
+                f"solver's arithmetic would overflow; use alpha >= "
+                f"{_MIN_RELATIVE_ALPHA * lam_L:.3g}.")
         n_t = ts.n_triplets
         report = ScreeningReport(kind="triplets", n_variables=n_t)
         self.n_triplets_ = n_t

@@ -84,6 +84,13 @@ def test_closed_form_above_the_critical_value():
         assert np.allclose(ml.metric_, G_pos / lam, rtol=1e-12, atol=1e-15)
         assert ml.n_iter_ == 0 and ml.dual_gap_ == 0.0
         assert ml.screening_report_.events[0].moment == "closed_form"
+    # a huge alpha: the closed form, tiny but exact, and its factor L (the eigensolver
+    # scales entries whose squares would underflow)
+    for lam in [1e200, 1e300]:
+        ml.set_params(alpha=lam).fit(X, y)
+        np.testing.assert_allclose(ml.metric_ * lam, G_pos, rtol=1e-12, atol=1e-15)
+        L = ml.components_ * np.sqrt(lam)
+        np.testing.assert_allclose(L.T @ L, G_pos, rtol=1e-9, atol=1e-12)
     # just below: a solve, and the answer differs from the closed form
     ml.set_params(alpha=0.5 * lam_L, tol=1e-9).fit(X, y)
     assert ml.n_iter_ > 0
@@ -242,6 +249,13 @@ def test_bad_input():
         SafeMetricLearner(alpha=-1.0).fit(X, y)
     with pytest.raises(ValueError):
         SafeMetricLearner(bound="nope").fit(X, y)
+    # an alpha so small that the metric (of order lambda_L / alpha) would overflow
+    lam_L = SafeMetricLearner()._critical_value(X, y)
+    with pytest.raises(ValueError, match=r"alpha=1e-300 is below 1e-50 x critical_alpha_"
+                                         r".*use alpha >= "):
+        SafeMetricLearner(alpha=1e-300).fit(X, y)
+    with pytest.raises(ValueError, match="below 1e-50 x critical_alpha_"):
+        SafeMetricLearner(alpha=0.5e-50 * lam_L).fit(X, y)
     with pytest.raises(ValueError, match="continuous|Unknown label"):
         SafeMetricLearner().fit(X, np.linspace(0, 1, X.shape[0]))
 

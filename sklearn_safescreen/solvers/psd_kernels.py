@@ -209,7 +209,26 @@ def _tql2(A):
 @njit(cache=True)
 def eigh_rows(A):
     """Eigenvalues and eigenvectors (as the ROWS of the second output, in no particular
-    order) of the symmetric matrix ``A``."""
+    order) of the symmetric matrix ``A``.
+
+    Entries far from 1 in magnitude (below 2**-500 or above 2**500, e.g. the closed form
+    at a huge alpha) are first scaled by a power of two (exact), as LAPACK's drivers do:
+    the rotations square them."""
+    amax = 0.0
+    for v in A.ravel():
+        amax = max(amax, abs(v))
+    if amax == 0.0:
+        return np.zeros(A.shape[0]), np.eye(A.shape[0])
+    if np.isfinite(amax) and (amax < 2.0 ** -500 or amax > 2.0 ** 500):
+        e = -np.floor(np.log2(amax))  # |e| <= 1075: two factors keep 2**e finite
+        up, down = 2.0 ** np.floor(e / 2), 2.0 ** (e - np.floor(e / 2))
+        w, W = _eigh_rows((A * up) * down)
+        return (w / up) / down, W
+    return _eigh_rows(A)
+
+
+@njit(cache=True)
+def _eigh_rows(A):
     if A.shape[0] <= SMALL_EIGH:
         w, W, ok = _tql2(A)
         if ok and np.all(np.isfinite(w)):

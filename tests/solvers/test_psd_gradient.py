@@ -213,6 +213,22 @@ def test_small_eigensolver_against_numpy(d):
         np.testing.assert_allclose(np.sort(w), np.linalg.eigvalsh(A), atol=1e-13 * scale)
 
 
+@pytest.mark.parametrize("magnitude", [1e-300, 1e-200, 1e200, 1e300])
+def test_small_eigensolver_at_extreme_magnitudes(magnitude):
+    """Entries whose squares under- or overflow (e.g. the closed form G_+/alpha at a huge
+    alpha): the exact power-of-two scaling keeps the decomposition as accurate as at 1."""
+    rng = np.random.RandomState(0)
+    A = rng.randn(13, 13)
+    A = (A + A.T) * magnitude
+    w, W = kn.eigh_rows(A)
+    np.testing.assert_allclose(W @ W.T, np.eye(13), atol=1e-13)
+    np.testing.assert_allclose(np.sort(w) / magnitude, np.linalg.eigvalsh(A / magnitude),
+                               atol=1e-12)
+    # subnormal entries: the spectrum of a diagonal matrix is exact
+    w, W = kn.eigh_rows(np.diag([3e-310, 0.0, 5e-324, 1e-310]))
+    np.testing.assert_array_equal(np.sort(w), [0.0, 5e-324, 1e-310, 3e-310])
+
+
 def test_psd_parts_are_psd_and_add_up():
     rng = np.random.RandomState(0)
     for _ in range(20):
