@@ -60,7 +60,8 @@ class _LADData(_TaskData):
     def problem(self, C: float) -> BoxQP:
         bound = C * self.weights
         return BoxQP(sign=self.ysign, p=self.y, lo=-bound, hi=bound, sqnorm=self.sqnorm,
-                     X=self.X if self.kernel is None else None, kernel=self.kernel)
+                     X=self.X if self.kernel is None else None, kernel=self.kernel,
+                     newton=self.newton)
 
 
 def _slope(data: _LADData, max_iter: int, rng: np.random.RandomState) -> np.ndarray:
@@ -354,6 +355,8 @@ class SafeLAD(MemoisedParams, RegressorMixin, BaseEstimator):
                                        tol=self.tol, max_iter=self.max_iter, rng=rng,
                                        verbose=self.verbose)
         self._fingerprint, self._reference, self._data = fingerprint, ref, data
+        if not self.warm_start:  # the Newton factor (up to 50 MB) serves paths only
+            data.release_newton()
         self.screening_report_ = report
         self.n_iter_ = int(n_iter)
         self.dual_gap_ = float(ref.gap)

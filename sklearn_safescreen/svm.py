@@ -45,7 +45,7 @@ from ._kernels import (
 )
 from ._report import ScreeningEvent, ScreeningReport
 from .screening.svm import SVM_RULES, SVMReference, critical_C, screen_svm
-from .solvers.dual_cd import BoxQP
+from .solvers.dual_cd import BoxQP, NewtonCache
 
 #: A single cold fit walks an internal path from C_min in steps of this ratio (measured:
 #: with the interior-point finisher, steps of 10 were slower than one step up to 1e4)
@@ -68,12 +68,18 @@ class _TaskData:
                         else np.einsum("ij,ij->i", X, X)))
         self._v = np.zeros_like(ysign)
         self._qv = np.zeros_like(ysign)
+        self.newton = NewtonCache() if kernel is not None else None
+
+    def release_newton(self) -> None:
+        """Drop the kept Newton factor (kernel mode)."""
+        if self.newton is not None:
+            self.newton.clear()
 
     def problem(self, C: float) -> BoxQP:
         n = self.ysign.shape[0]
         return BoxQP(sign=self.ysign, p=np.ones(n), lo=np.zeros(n), hi=C * self.weights,
                      sqnorm=self.sqnorm, X=self.X if self.kernel is None else None,
-                     kernel=self.kernel)
+                     kernel=self.kernel, newton=self.newton)
 
     def q_matvec(self, v: np.ndarray) -> np.ndarray:
         """``Q v``; in kernel mode incrementally from the previous call."""
@@ -359,6 +365,9 @@ class SafeSVC(MemoisedParams, ClassifierMixin, BaseEstimator):
         self._fingerprint = fingerprint
         self._references = [o[0] for o in out]
         self._task_data = datas
+        if not self.warm_start:  # the Newton factors (up to 50 MB each) serve paths only
+            for d in datas:
+                d.release_newton()
         report = ScreeningReport(kind="samples")
         for _, rep, _ in out:
             report.merge(rep)

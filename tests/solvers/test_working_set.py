@@ -196,3 +196,42 @@ def test_plain_then_working_set_equals_exact_solution(C, monkeypatch):
     _check_against_truth(problem, res, truth, 1e-9)
     if C >= 1.0:  # coordinate descent crawls there: the hand-over must have happened
         assert calls
+
+def test_newton_factor_reuse_solves_the_changed_systems_exactly():
+    """Newton systems on interior sets near the factorised one (variables removed,
+    added, both, none; in global indices, from a block of other free samples) are solved
+    with the old factor, bordered: the same answers as a fresh solve; a set too
+    different is factorised afresh."""
+    rng = np.random.RandomState(0)
+    n = 80
+    X = rng.randn(n, 5)
+    sign = np.where(rng.rand(n) < 0.5, -1.0, 1.0)
+    kernel = KernelMatrix(X, "rbf", {"gamma": 0.2}, 1.0)
+    problem = dual_cd.BoxQP(sign=sign, p=np.ones(n), lo=np.zeros(n), hi=np.ones(n),
+                            sqnorm=kernel.diag(), kernel=kernel)
+    Q_all = kernel.block(np.arange(n), np.arange(n)) * np.outer(sign, sign)
+    cache = dual_cd.NewtonCache()
+
+    def check(free, interior):
+        Q = Q_all[np.ix_(free, free)]
+        rhs = rng.randn(interior.size)
+        x = cache.solve(problem, Q.copy(), free, interior, rhs)
+        exact = np.linalg.solve(Q[np.ix_(interior, interior)], rhs)
+        np.testing.assert_allclose(x, exact, rtol=1e-8, atol=1e-10 * np.abs(exact).max())
+
+    free = np.sort(rng.choice(n, 70, replace=False))
+    F_local = np.sort(rng.choice(70, 60, replace=False))
+    check(free, F_local)
+    F = cache.idx
+    np.testing.assert_array_equal(F, free[F_local])
+    others = np.setdiff1d(np.arange(70), F_local)
+    wider = np.arange(n)  # a later round: every sample free, local = global indices
+    cases = [(free, F_local), (free, np.delete(F_local, [3])),
+             (free, np.sort(np.r_[F_local, others[:2]])),
+             (wider, np.sort(np.r_[np.delete(F, [0, 59]), np.setdiff1d(wider, F)[5]]))]
+    for free_, interior in cases:  # at most 5% of 60 changed
+        check(free_, interior)
+        assert cache.idx is F  # solved with F's factor, bordered
+    far = np.sort(np.r_[F[:40], np.setdiff1d(wider, F)])
+    check(wider, far)
+    np.testing.assert_array_equal(cache.idx, far)  # factorised afresh
