@@ -504,9 +504,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     if held is None:
         held_idx = np.flatnonzero(fixed & (alpha != 0))
         s_f = problem.sign[free]
-        Q = K.block(free, free)
-        Q *= s_f[:, None]
-        Q *= s_f[None, :]
+        Q = signed_block(problem, free, free)
         a_held = problem.sign[held_idx] * alpha[held_idx]
         # margins contributed by the held variables (linear-term correction, spec A1.4)
         d = s_f * K.matvec(free, held_idx, a_held)
@@ -648,8 +646,8 @@ class NewtonCache:
         return cho_solve(self.factor, rhs, check_finite=False)
 
 
-def _signed_block(problem: BoxQP, rows, cols) -> np.ndarray:
-    r""":math:`Q_{RC}=s_Rs_C^\top\circ K_{RC}` from the kernel."""
+def signed_block(problem: BoxQP, rows, cols) -> np.ndarray:
+    r""":math:`Q_{RC}=s_Rs_C^\top\circ K_{RC}` from the kernel (a fresh array)."""
     block = problem.kernel.block(rows, cols)
     block *= problem.sign[rows][:, None]
     block *= problem.sign[cols][None, :]
@@ -684,14 +682,14 @@ def _bordered_solve(problem, F, factor, removed, A, idx, rhs):
         return y0
     B = np.zeros((F.size, k))
     if n_A:
-        B[:, :n_A] = _signed_block(problem, F, A)
+        B[:, :n_A] = signed_block(problem, F, A)
     B[pos_R, n_A + np.arange(pos_R.size)] = 1.0
     W = cho_solve(factor, B, check_finite=False)
     S = -(B.T @ W)
     at_A = np.searchsorted(idx, A)
     r = np.concatenate([rhs[at_A] - B[:, :n_A].T @ y0, -y0[pos_R]])
     if n_A:
-        S[:n_A, :n_A] += _signed_block(problem, A, A)
+        S[:n_A, :n_A] += signed_block(problem, A, A)
     try:
         z = np.linalg.solve(S, r)
     except np.linalg.LinAlgError:

@@ -34,6 +34,7 @@ from .dual_cd import (
     SolveResult,
     _solve_kernel,
     _solve_linear,
+    signed_block,
     solve_box_qp,
 )
 
@@ -137,10 +138,7 @@ def _inner_solve(problem: BoxQP, alpha, q, inner_fixed, work, *, tol, max_iter,
         return _solve_linear(problem, alpha.copy(), inner_fixed, tol, max_iter,
                              random_state, dynamic_screen)
     free = np.flatnonzero(~inner_fixed)
-    s_f = problem.sign[free]
-    Q_ff = problem.kernel.block(free, free)  # a fresh array: sign it in place
-    Q_ff *= s_f[:, None]
-    Q_ff *= s_f[None, :]
+    Q_ff = signed_block(problem, free, free)
     own = Q_ff @ alpha[free]
     held_margins = q[free] - own  # (Q alpha)_free from the held variables
     # a_h' Q_hh a_h = a'Qa - a_f'Q_ff a_f - 2 a_f' held_margins
