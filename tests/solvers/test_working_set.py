@@ -235,3 +235,26 @@ def test_newton_factor_reuse_solves_the_changed_systems_exactly():
     far = np.sort(np.r_[F[:40], np.setdiff1d(wider, F)])
     check(wider, far)
     np.testing.assert_array_equal(cache.idx, far)  # factorised afresh
+
+
+def test_kernel_matvec_and_block_from_the_cache_equal_direct_evaluation():
+    """The row cache's fast paths (every row cached; all rows added in place) give the
+    kernel products and blocks of direct evaluation; with a cache too small the
+    computed path is taken."""
+    rng = np.random.RandomState(1)
+    X = rng.randn(300, 4)
+    K = np.exp(-0.3 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)) + 1.0
+    for cache_size in (50, 0.1):  # everything fits / a few rows fit
+        km = KernelMatrix(X, "rbf", {"gamma": 0.3}, 1.0, cache_size=cache_size)
+        every = np.arange(300)
+        for _ in range(2):  # the second time every needed row is already cached
+            cols = np.sort(rng.choice(300, 40, replace=False))
+            v = rng.randn(40)
+            v[::5] = 0.0
+            np.testing.assert_allclose(km.matvec(every, cols, v), K[:, cols] @ v,
+                                       rtol=1e-12, atol=1e-12)
+            rows = np.sort(rng.choice(300, 25, replace=False))
+            np.testing.assert_allclose(km.matvec(rows, cols, v), K[np.ix_(rows, cols)] @ v,
+                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(km.block(cols, rows), K[np.ix_(cols, rows)],
+                                       rtol=1e-12, atol=1e-12)
