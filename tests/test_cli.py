@@ -41,7 +41,7 @@ def svm_file(tmp_path):
 
 # ------------------------------------------------------------------ subprocess ---
 def test_default_run():
-    res = run_cli()
+    res = run_cli(timeout=600)  # the benchmark's 20000 x 50 data and GridSearchCV
     assert res.returncode == 0, res.stderr
     rows = table(res.stdout)
     assert len(rows) == 20
@@ -51,7 +51,7 @@ def test_default_run():
     best = re.search(r"best C = ([\d.e+-]+), CV score ([\d.]+)", res.stdout)
     assert best and float(best.group(2)) == max(float(r[3]) for r in rows)
     assert re.search(r"GridSearchCV: +[\d.]+ s .* same best C: yes", res.stdout)
-    assert "breast cancer" in res.stdout
+    assert "make_classification(20000 x 50" in res.stdout
     assert "Done" in res.stderr  # progress
     assert "Traceback" not in res.stderr
 
@@ -113,7 +113,8 @@ def test_unreadable_file(tmp_path):
 def test_plot_writes_png(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "path.png"
-    res = run_cli("--n-values", "5", "--no-compare", "--quiet", "--plot", str(png))
+    res = run_cli("--dataset", "breast_cancer", "--n-values", "5", "--no-compare",
+                  "--quiet", "--plot", str(png))
     assert res.returncode == 0, res.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     assert f"plot written to {png}" in res.stdout
@@ -144,7 +145,8 @@ def test_shipped_datasets(capsys, name):
 
 
 def test_rbf_kernel_rule_scale_scoring_and_jobs(capsys):
-    code, out, err = run_main(capsys, "--kernel", "rbf", "--gamma", "0.05", "--screening",
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--kernel", "rbf",
+                              "--gamma", "0.05", "--screening",
                               "BT1", "--scale", "--scoring", "roc_auc", "--n-jobs", "2",
                               "--values", "0.1,1,10", "--cv", "3", "--max-samples", "200",
                               "--no-compare")
@@ -154,8 +156,9 @@ def test_rbf_kernel_rule_scale_scoring_and_jobs(capsys):
 
 
 def test_eps_path_grid_and_stop(capsys):
-    code, out, err = run_main(capsys, "--grid", "eps-path", "--eps", "0.05", "--stop",
-                              "0.1", "--cv", "3", "--no-compare", "--quiet")
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--grid", "eps-path",
+                              "--eps", "0.05", "--stop", "0.1", "--cv", "3",
+                              "--no-compare", "--quiet")
     assert code == 0, err
     values = [float(r[0]) for r in table(out)]
     assert len(values) >= 3 and values[-1] == pytest.approx(0.1, rel=1e-3)
@@ -163,8 +166,8 @@ def test_eps_path_grid_and_stop(capsys):
 
 
 def test_screening_none(capsys):
-    code, out, err = run_main(capsys, "--screening", "none", "--n-values", "3",
-                              "--no-compare", "--quiet")
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--screening", "none",
+                              "--n-values", "3", "--no-compare", "--quiet")
     assert code == 0, err
     # without screening nothing is screened except the closed form at C_min
     assert [r[1] for r in table(out)][1:] == ["0.0%", "0.0%"]
