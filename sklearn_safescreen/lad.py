@@ -355,8 +355,7 @@ class SafeLAD(MemoisedParams, RegressorMixin, BaseEstimator):
                                        tol=self.tol, max_iter=self.max_iter, rng=rng,
                                        verbose=self.verbose)
         self._fingerprint, self._reference, self._data = fingerprint, ref, data
-        if not self.warm_start:  # the Newton factor (up to 50 MB) serves paths only
-            data.release_newton()
+        data.end_fit(keep=self.warm_start)  # the Newton factor serves paths only
         self.screening_report_ = report
         self.n_iter_ = int(n_iter)
         self.dual_gap_ = float(ref.gap)

@@ -70,10 +70,11 @@ class _TaskData:
         self._qv = np.zeros_like(ysign)
         self.newton = NewtonCache() if kernel is not None else None
 
-    def release_newton(self) -> None:
-        """Drop the kept Newton factor (kernel mode)."""
+    def end_fit(self, keep: bool) -> None:
+        """After a fit: keep the Newton factor (kernel mode) for the next fit of a path
+        only if ``keep`` (:meth:`~.solvers.dual_cd.NewtonCache.end_fit`)."""
         if self.newton is not None:
-            self.newton.clear()
+            self.newton.end_fit(keep)
 
     def problem(self, C: float) -> BoxQP:
         n = self.ysign.shape[0]
@@ -365,9 +366,8 @@ class SafeSVC(MemoisedParams, ClassifierMixin, BaseEstimator):
         self._fingerprint = fingerprint
         self._references = [o[0] for o in out]
         self._task_data = datas
-        if not self.warm_start:  # the Newton factors (up to 50 MB each) serve paths only
-            for d in datas:
-                d.release_newton()
+        for d in datas:  # the Newton factors serve the next fit of a path only
+            d.end_fit(keep=self.warm_start)
         report = ScreeningReport(kind="samples")
         for _, rep, _ in out:
             report.merge(rep)

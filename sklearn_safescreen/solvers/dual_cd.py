@@ -79,6 +79,14 @@ NEWTON_AFTER_EPOCHS = 5
 #: At most this many Newton steps per solve: with clipping, the interior set could
 #: otherwise cycle.
 NEWTON_MAX_STEPS = 10
+#: Kernel mode: largest interior set a Newton step factorises (288 MB; measured on an
+#: RBF path over make_classification(10000 x 20): at 2,500, coordinate descent alone
+#: crawled through the 4,600-variable interiors and the path took 3.8x SVC's time,
+#: at 6,000 1.8x).
+NEWTON_MAX_SYSTEM = 6000
+#: Factors of at most this many variables (50 MB) are kept between the fits of a path
+#: (:meth:`NewtonCache.end_fit`); larger ones serve the rounds of one fit only.
+NEWTON_KEEP_SYSTEM = 2500
 #: A Newton system whose interior set differs from the last factorised one by at most
 #: this fraction of its size is solved with that factor, bordered (k+1 triangular solve
 #: pairs, 2 k m^2 flops, against m^3 / 3 for a new factorisation; measured on the
@@ -546,7 +554,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # tried after a few epochs, or at once on small problems (accurate references),
         # and again whenever the interior set changes.
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
-        newton_fresh = (0 < interior.size <= IPM_MAX_SYSTEM
+        newton_fresh = (0 < interior.size <= NEWTON_MAX_SYSTEM
                         and not np.array_equal(interior, newton_tried))
         if newton_fresh and n_newton < NEWTON_MAX_STEPS and (
                 rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
@@ -610,7 +618,8 @@ class NewtonCache:
     (measured on the n=5000 RBF benchmark: 2,249 then 2,248 of the same variables within
     a round, about 2% between path steps), so they cost a few triangular solves with
     this factor, bordered (:func:`_bordered_solve`), instead of a new O(m^3)
-    factorisation. At most ``IPM_MAX_SYSTEM`` squared doubles (50 MB); not pickled.
+    factorisation. A factor holds at most ``NEWTON_MAX_SYSTEM`` squared doubles (288 MB)
+    within a fit and ``NEWTON_KEEP_SYSTEM`` squared (50 MB) between fits; not pickled.
     """
 
     def __init__(self):
@@ -619,6 +628,12 @@ class NewtonCache:
     def clear(self) -> None:
         self.idx = None
         self.factor = None
+
+    def end_fit(self, keep: bool) -> None:
+        """After a fit: keep the factor for the next fit of a path only if ``keep`` and
+        it is small (``NEWTON_KEEP_SYSTEM``)."""
+        if not keep or (self.idx is not None and self.idx.size > NEWTON_KEEP_SYSTEM):
+            self.clear()
 
     def __getstate__(self):
         return {}
