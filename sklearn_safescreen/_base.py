@@ -169,11 +169,16 @@ def screened_solve(problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
     for attempt in range(_CERTIFY_ATTEMPTS + 1):
         t0 = time.perf_counter()
         # screening on: working sets whose only permanent decisions are full-problem gap
-        # balls (solvers/working_set.py); off: the plain solver on everything
-        use_ws = working_set and dynamic and (~fixed & movable).sum() > WS_MIN_PROBLEM
+        # balls (solvers/working_set.py); off: the plain solver on everything. Kernel
+        # mode: only while the undecided samples' kernel rows fit in the row cache (each
+        # round gathers its block again; measured on RBF paths: working sets 15% faster
+        # at n=5000, where they fit, 20% slower at n=10000, where they are recomputed)
+        undecided = int((~fixed & movable).sum())
+        use_ws = (working_set and dynamic and undecided > WS_MIN_PROBLEM
+                  and (problem.linear or problem.kernel.cache_capacity >= undecided))
         if use_ws:
             solver = solve_working_set
-        elif dynamic and problem.linear and (~fixed & movable).sum() > WS_MIN_PROBLEM:
+        elif dynamic and problem.linear and undecided > WS_MIN_PROBLEM:
             solver = solve_plain_then_working_set
         else:
             solver = solve_box_qp
