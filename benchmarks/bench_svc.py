@@ -183,11 +183,11 @@ def main():
         "",
         "SVC has an unregularised intercept, SafeSVC a regularised one (kernel + 1): the "
         "problems differ slightly; SVC is what users would otherwise run. Both with their "
-        "default 200 MB kernel cache. With about 4,600 free support vectors (the n=10000 "
-        "row) every working-set round of SafeSVC factorises its Newton system afresh (the "
-        "working set grows by about 1,500 variables between rounds), and at steps of 3.6x "
-        "in C the previous solution leaves about half the samples undecided; SMO's "
-        "incremental updates are cheaper there.",
+        "default 200 MB kernel cache. In the n=10000 row the kernel rows do not fit in "
+        "the cache and about 4,600 support vectors are free: at each path step SafeSVC "
+        "computes the kernel block of the undecided samples and factorises a Newton "
+        "system of that size, where SMO's incremental updates with its row cache are "
+        "cheaper.",
         "",
     ]
     text = "\n".join(lines)
