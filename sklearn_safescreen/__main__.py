@@ -290,7 +290,7 @@ def _run(args) -> int:
           f"{args.cv} folds, scoring={args.scoring or 'default'}, n_jobs={args.n_jobs}, screening="
           f"{args.screening or 'default'}")
     say("loading the compiled solvers (a short path on a subset, not timed) ...")
-    _warm_up(estimator, param, values, X, y, regression)
+    _warm_up(estimator, param, values, X, y, regression, args.n_jobs)
     search = RegularizationPathCV(estimator, param, values=values, cv=cv,
                                   scoring=args.scoring, n_jobs=args.n_jobs,
                                   verbose=0 if args.quiet else 1)
@@ -326,9 +326,10 @@ def _run(args) -> int:
     return 0
 
 
-def _warm_up(estimator, param, values, X, y, regression) -> None:
+def _warm_up(estimator, param, values, X, y, regression, n_jobs) -> None:
     """Load the numba-compiled kernels (from numba's on-disk cache, or compile them on a
-    first run) with a three-value path on at most 200 samples, so that this one-time
+    first run) with a three-value path on at most 200 samples, in the worker processes
+    too (``n_jobs``; joblib keeps them for the timed searches), so that this one-time
     cost per process is not charged to whichever search is timed first (measured on
     breast cancer: 0.2 s, half of the path's time). A subset the estimator refuses
     (e.g. a class too small for metric learning's triplets) just skips it."""
@@ -342,8 +343,8 @@ def _warm_up(estimator, param, values, X, y, regression) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            RegularizationPathCV(estimator, param, values=np.sort(values)[:3],
-                                 cv=cv).fit(X[rows], y[rows])
+            RegularizationPathCV(estimator, param, values=np.sort(values)[:3], cv=cv,
+                                 n_jobs=n_jobs).fit(X[rows], y[rows])
         except ValueError:
             pass
 
