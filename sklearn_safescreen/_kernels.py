@@ -221,15 +221,17 @@ def physical_memory_bytes() -> int:
         return 8 * 2**30
 
 
-def check_kernel_memory(n_free: int, fraction: float = 0.5) -> None:
-    """Refuse a dense ``n_free x n_free`` kernel block that would not fit in memory."""
-    need = 8.0 * n_free * n_free
+def check_kernel_memory(n_free: int, n_factor: int = 0, fraction: float = 0.5) -> None:
+    """Refuse a dense ``n_free x n_free`` kernel block, with a Cholesky factor of up to
+    ``n_factor`` variables beside it, that would not fit in memory."""
+    need = 8.0 * (n_free * n_free + n_factor * n_factor)
     have = physical_memory_bytes() * fraction
     if need > have:
         raise MemoryError(
             f"the kernel solver needs a dense {n_free} x {n_free} float64 kernel block "
-            f"({need / 2**30:.1f} GiB) but only {have / 2**30:.1f} GiB may be used on this "
-            "machine; use kernel='linear', fewer samples, or a path whose screening "
+            + (f"and a Newton factor of up to {n_factor} variables " if n_factor else "")
+            + f"({need / 2**30:.1f} GiB) but only {have / 2**30:.1f} GiB may be used on "
+            "this machine; use kernel='linear', fewer samples, or a path whose screening "
             "leaves fewer free samples."
         )
 

@@ -80,9 +80,9 @@ NEWTON_AFTER_EPOCHS = 5
 #: otherwise cycle.
 NEWTON_MAX_STEPS = 10
 #: Kernel mode: largest interior set a Newton step factorises (288 MB; measured on an
-#: RBF path over make_classification(10000 x 20): at 2,500, coordinate descent alone
-#: crawled through the 4,600-variable interiors and the path took 3.8x SVC's time,
-#: at 6,000 1.8x).
+#: RBF path over make_classification(10000 x 20), 10 values, both caches 2 GB: at 2,500,
+#: coordinate descent alone crawled through the 4,600-variable interiors and the path
+#: took 3.8x SVC's time, at 6,000 1.8x).
 NEWTON_MAX_SYSTEM = 6000
 #: Factors of at most this many variables (50 MB) are kept between the fits of a path
 #: (:meth:`NewtonCache.end_fit`); larger ones serve the rounds of one fit only.
@@ -508,7 +508,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     free variables and their margins from the held ones when the caller has them."""
     K = problem.kernel
     free = np.flatnonzero(~fixed)
-    check_kernel_memory(free.size)
+    check_kernel_memory(free.size, min(free.size, NEWTON_MAX_SYSTEM))
     if held is None:
         held_idx = np.flatnonzero(fixed & (alpha != 0))
         s_f = problem.sign[free]

@@ -258,3 +258,15 @@ def test_kernel_matvec_and_block_from_the_cache_equal_direct_evaluation():
                                        rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(km.block(cols, rows), K[np.ix_(cols, rows)],
                                        rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_memory_refusal_counts_the_newton_factor(monkeypatch):
+    """A kernel block and the Newton factor beside it that would not fit in half the
+    memory are refused with the figure, before anything is allocated."""
+    import sklearn_safescreen._kernels as kernels
+
+    monkeypatch.setattr(kernels, "physical_memory_bytes", lambda: 2 * 8 * 1000 * 1000)
+    kernels.check_kernel_memory(700, 700)  # 7.8 MB of 8 MB: fits
+    with pytest.raises(MemoryError, match=r"1000 x 1000 float64 kernel block and a Newton "
+                                          r"factor of up to 500 variables \(0\.0 GiB\)"):
+        kernels.check_kernel_memory(1000, 500)
