@@ -53,15 +53,15 @@ CPP = {"wine": {"none": 151.6, "rrpb": 13.9, "active": 32.1, "active+rrpb": 9.5}
        "iris": {"none": 2.36, "rrpb": 0.38, "active": 1.24, "active+rrpb": 0.81}}
 
 CONFIGS = {
-    "none": dict(screening=False),
+    "none": dict(screening=None),
     # the paper's Sec. 7.1-7.2 protocol: path and dynamic screening, no range screening
-    "rrpb": dict(bound="rrpb", range_screening=False),
-    "rrpb+pgb": dict(bound="rrpb+pgb", range_screening=False),
-    "rrpb+pgb+range": dict(bound="rrpb+pgb"),  # the estimator's defaults
+    "rrpb": dict(screening="rrpb", range_screening=False),
+    "rrpb+pgb": dict(screening="rrpb+pgb", range_screening=False),
+    "rrpb+pgb+range": dict(screening="rrpb+pgb"),  # the estimator's defaults
     # Sec. 7.3: the active set, with range screening
-    "active": dict(screening=False, active_set=True),
-    "active+rrpb": dict(bound="rrpb", active_set=True),
-    "active+rrpb+pgb": dict(bound="rrpb+pgb", active_set=True),
+    "active": dict(screening=None, active_set=True),
+    "active+rrpb": dict(screening="rrpb", active_set=True),
+    "active+rrpb+pgb": dict(screening="rrpb+pgb", active_set=True),
 }
 
 
@@ -145,7 +145,7 @@ def bench_scale(name, X, y, max_steps):
     warm_up(X[:400], y[:400])
     lam_L = SafeMetricLearner(k=10)._critical_value(X, y)
     tracemalloc.start()
-    r = walk_path(X, y, lam0=lam_L, ratio=0.9, max_steps=max_steps, bound="rrpb+pgb")
+    r = walk_path(X, y, lam0=lam_L, ratio=0.9, max_steps=max_steps, screening="rrpb+pgb")
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     r["peak_mb"] = peak / 2**20

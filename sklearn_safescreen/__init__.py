@@ -1,7 +1,7 @@
 """Scikit-learn estimators whose solvers use safe screening."""
 
-from ._base import ScreeningRepairWarning
-from ._report import ScreeningEvent, ScreeningReport
+from ._utils.warnings import ScreeningRepairWarning
+from .engine.report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
 from .metric_learning import SafeMetricLearner
 from .model_selection import RegularizationPathCV

@@ -95,8 +95,10 @@ def _build_parser() -> argparse.ArgumentParser:
     data.add_argument("--gamma", type=float, default=None,
                       help="rbf/poly kernel coefficient (default: 1 / n_features)")
     data.add_argument("--screening", default=None,
-                      choices=["IT", "BT1", "BT2", "DVI", "none"],
-                      help="screening rule (SafeSVC: IT, BT1, BT2, DVI; SafeLAD: DVI); "
+                      choices=["IT", "BT1", "BT2", "DVI", "rrpb+pgb", "rrpb", "pgb", "gb",
+                               "dgb", "cdgb", "rpb", "none"],
+                      help="screening rule (SafeSVC: IT, BT1, BT2, DVI; SafeLAD: DVI; "
+                      "SafeMetricLearner: its balls rrpb+pgb, rrpb, pgb, gb, dgb, cdgb, rpb); "
                       "none disables screening (default: the estimator's, IT for SafeSVC)")
     data.add_argument("--tol", type=float, default=1e-6,
                       help="relative duality gap of every fit (default: 1e-6)")
@@ -220,33 +222,25 @@ def _estimator(args, n_features: int, sparse: bool):
         valid = cls().get_params()
         return cls(**{k: v for k, v in params.items() if k in valid})
 
-    common = dict(tol=args.tol, random_state=0, max_iter=1_000_000)
-    if args.screening == "none":
-        common["screening"] = False if args.estimator == "metric" else None
-    elif args.screening is not None:
-        if args.estimator == "metric":
-            raise ValueError("SafeMetricLearner's screening is on or off: use --screening "
-                             "none to disable it")
-        common["screening"] = args.screening
+    common = dict(tol=args.tol, max_iter=1_000_000)
+    if args.screening is not None:
+        common["screening"] = None if args.screening == "none" else args.screening
     if args.estimator == "svc":
         from .svm import SafeSVC
 
-        est = SafeSVC(kernel=args.kernel, gamma=args.gamma or 1.0 / n_features, **common)
+        est = SafeSVC(kernel=args.kernel, gamma=args.gamma or 1.0 / n_features,
+                      random_state=0, **common)
         name = f"SafeSVC(kernel={args.kernel!r})"
     elif args.estimator == "lad":
-        try:
-            from .lad import SafeLAD
-        except ImportError as exc:
-            raise ValueError("SafeLAD is not available in this installation") from exc
-        est = supported(SafeLAD, **common)
+        from .lad import SafeLAD
+
+        est = supported(SafeLAD, random_state=0, **common)
         name = "SafeLAD"
     else:
-        try:
-            from .metric_learning import SafeMetricLearner
-        except ImportError as exc:
-            raise ValueError("SafeMetricLearner is not available in this installation"
-                             ) from exc
         from sklearn.neighbors import KNeighborsClassifier
+
+        from .metric_learning import SafeMetricLearner
+
 
         est = Pipeline([("metric", supported(SafeMetricLearner, **common)),
                         ("knn", KNeighborsClassifier(n_neighbors=3))])

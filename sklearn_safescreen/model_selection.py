@@ -1,7 +1,7 @@
 """RegularizationPathCV: GridSearchCV over a regularisation parameter, walked as a path.
 
 Per fold, the grid is walked from the most to the least regularised value with
-``warm_start=True``, so each solution screens the next problem (DESIGN.md section 6).
+``warm_start=True``, so each solution screens the next problem.
 The grids, critical values and the path protocol live in :mod:`sklearn_safescreen.path`.
 """
 
@@ -24,22 +24,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, indexable
 
-from .path import (
-    GRID_KINDS,
-    _check_grid_args,
-    _check_values,
-    _critical_value,
-    _geometric,
-    _step_of,
-    estimator_path,
-    resolve_path_param,
-    walk_order,
-)
+from .path import GRID_KINDS, _grid, _step_of, resolve_path_param
 
 
 # ------------------------------------------------------- RegularizationPathCV ---
 def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
-               values: np.ndarray, split_idx: int, n_splits: int, fit_and_score_kwargs):
+               values: list, split_idx: int, n_splits: int, fit_and_score_kwargs):
     """Walk one fold's path: a single clone, ``warm_start=True``, refitted at every value
     in walk order, each fit scored exactly as GridSearchCV scores it (sklearn's
     ``_fit_and_score``, which sets the parameter and fits without cloning, so the
@@ -49,7 +39,7 @@ def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
     outs, reports = [], []
     for k, value in enumerate(values):
         out = _fit_and_score(est, X, y, train=train, test=test,
-                             parameters={param_name: float(value)},
+                             parameters={param_name: value},
                              split_progress=(split_idx, n_splits),
                              candidate_progress=(k, len(values)), **fit_and_score_kwargs)
         report = None
@@ -61,7 +51,7 @@ def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
 
 
 class RegularizationPathCV(BaseSearchCV):
-    r"""Cross-validated regularisation path with safe screening (DESIGN.md 6).
+    r"""Cross-validated regularisation path with safe screening.
 
     The same search as ``GridSearchCV(estimator, {param_name: values}, cv=cv, ...)``,
     with the same answer (each fit is the certified optimum at its value), but per fold
@@ -195,25 +185,19 @@ class RegularizationPathCV(BaseSearchCV):
     def _run_search(self, evaluate_candidates):  # pragma: no cover - fit is overridden
         raise NotImplementedError("RegularizationPathCV walks paths in fit")
 
-    def _grid(self, X, y, prefix: str, increasing: bool, fit_params: dict):
-        """(candidate values in cv_results_ order, walk order of the candidates)."""
-        sample_weight = fit_params.get(prefix + "sample_weight")
+    def _grid(self, X, y, fit_params: dict):
+        """(candidate values in cv_results_ order, their walk order): the user's values
+        as given (so that ``best_params_`` holds the user's own value, as in
+        GridSearchCV), or a generated grid in walk order."""
+        grid = _grid(self.estimator, X, y, self.values, n_values=self.n_values,
+                     eps=self.eps, stop=self.stop, param_name=self.param_name_,
+                     sample_weight=fit_params.get(self._prefix + "sample_weight"))
+        self.critical_value_ = grid.critical
         if self.values is not None and not isinstance(self.values, str):
-            cand = _check_values(self.values)
-            self.critical_value_ = None
-            return cand, walk_order(cand, increasing)
-        _check_grid_args(self.n_values, self.eps, self.stop)
-        if self.values == "eps-path":
-            res = estimator_path(self.estimator, X, y, "eps-path", eps=self.eps,
-                                 stop=self.stop, param_name=self.param_name_,
-                                 sample_weight=sample_weight)
-            cand, self.critical_value_ = res.values, res.critical_value
-        else:
-            self.critical_value_ = _critical_value(self.estimator, prefix, X, y,
-                                                   sample_weight)
-            cand = _geometric(self.critical_value_, self.n_values, self.eps, self.stop,
-                              increasing)
-        return cand, np.arange(cand.size)
+            values = self.values.tolist() if isinstance(self.values, np.ndarray) \
+                else list(self.values)
+            return values, grid.order
+        return [float(v) for v in grid.values], grid.order
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params) -> RegularizationPathCV:
@@ -237,7 +221,7 @@ class RegularizationPathCV(BaseSearchCV):
         if "warm_start" not in safe.get_params():
             raise TypeError(f"{type(safe).__name__} has no warm_start parameter, which the "
                             "path protocol needs")
-        increasing = bool(safe._path_increasing)
+        self._prefix = prefix
         scorers, refit_metric = self._get_scorers()
         X, y = indexable(X, y)
         params = _check_method_params(X, params=params)
@@ -248,10 +232,10 @@ class RegularizationPathCV(BaseSearchCV):
         if len(splits) != self.n_splits_:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
-        candidates, order = self._grid(X, y, prefix, increasing, routed.estimator.fit)
-        walk = candidates[order]
+        candidates, order = self._grid(X, y, routed.estimator.fit)
+        walk = [candidates[i] for i in order]
         self.path_values_ = np.array([float(v) for v in walk])
-        n_cand = candidates.size
+        n_cand = len(candidates)
         if self.verbose > 0:
             print(f"Walking {self.n_splits_} folds along {n_cand} values of "
                   f"{self.param_name_} ({walk[0]:.4g} -> {walk[-1]:.4g}), totalling "
@@ -278,7 +262,7 @@ class RegularizationPathCV(BaseSearchCV):
         _warn_or_raise_about_fit_failures(out, self.error_score)
         if callable(self.scoring):
             _insert_error_scores(out, self.error_score)
-        candidate_params = [{self.param_name_: float(v)} for v in candidates]
+        candidate_params = [{self.param_name_: v} for v in candidates]
         results = self._format_results(candidate_params, self.n_splits_, out)
 
         self.path_reports_ = [f[1] for f in folds]

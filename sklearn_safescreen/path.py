@@ -1,15 +1,12 @@
-r"""Regularisation paths: critical values, grids, ``*_path`` helpers (DESIGN.md 5, 6).
+r"""Regularisation paths: critical values, grids, ``*_path`` helpers.
 
-Every Safe estimator implements the *path protocol*:
-
-* ``_path_param``: the name of its regularisation parameter (``"C"``, ``"alpha"``);
-* ``_path_increasing``: ``True`` when larger values are *less* regularised (``C``),
-  ``False`` for ``alpha``/``lambda``;
-* ``_critical_value(X, y, sample_weight=None)``: the most regularised value at which the
-  solution is known in closed form (:math:`C_{\min}` for SVM, :math:`\lambda_{\max}` for
-  sparse and metric models): the natural start of a path;
-* ``warm_start=True``: ``fit`` reuses the previous solution on the same data as start
-  point **and** screening reference.
+Every Safe estimator implements the *path protocol*
+(:class:`~sklearn_safescreen.base.PathEstimatorMixin`): its regularisation parameter and
+direction, its critical value (the most regularised value at which the solution is known
+in closed form: :math:`C_{\min}` for the SVM, :math:`\lambda_L` for metric learning, the
+natural start of a path), optionally an eps-path step, and ``warm_start=True``, with
+which ``fit`` reuses the previous solution on the same data as start point **and**
+screening reference. This module talks to estimators through that protocol only.
 
 A path walks a clone of the estimator from the most to the least regularised value, with
 ``warm_start=True``, so that each solution screens the next problem. The answer at every
@@ -23,19 +20,18 @@ Grids (:func:`make_grid`):
   parameters) or :math:`\varepsilon v_0` (decreasing ones), as
   :func:`sklearn.linear_model.lasso_path` does with ``eps``;
 * explicit values (any order; walked sorted from most to least regularised);
-* ``"eps-path"`` (SafeSVC only): the :math:`\varepsilon`-approximation path of [OG]
-  Algorithm 1 (spec ``svm_lad_screening.md`` A9, D1) from :math:`C_{\min}`: each next
-  value is the largest :math:`C_t` for which the previous solution, rescaled by
-  :math:`C/C_{t-1}`, stays :math:`\varepsilon`-optimal in relative dual objective over
-  the whole interval :math:`[C_{t-1}, C_t]` (the spec's conservative step rule), up to
-  ``stop`` or until no sample sits at its upper bound (then the solution no longer
-  changes with C).
+* ``"eps-path"`` (estimators that define it: SafeSVC): the
+  :math:`\varepsilon`-approximation path of Ogawa et al. (2013), Algorithm 1, from
+  :math:`C_{\min}`: each next value is the largest :math:`C_t` for which the previous
+  solution, rescaled by :math:`C/C_{t-1}`, stays :math:`\varepsilon`-optimal in relative
+  dual objective over the whole interval :math:`[C_{t-1}, C_t]` (a conservative step
+  rule, ``doc/theory/svm_lad.rst``), up to ``stop`` or until the solution no longer
+  changes with C.
 """
 
 from __future__ import annotations
 
 import numbers
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -44,23 +40,22 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
-from ._report import ScreeningReport
+from ._utils import memory
+from .base import PathEstimatorMixin
+from .engine.report import ScreeningReport
 
 GRID_KINDS = ("geometric", "eps-path")
 
-#: Resolution of the eps-path step search: candidate ratios are powers of this.
-_EPS_PATH_RESOLUTION = 1.001
 #: Safety cap on the length of an eps-path.
 _EPS_PATH_MAX_VALUES = 10_000
 #: Default end of an eps-path without ``stop``: this many times the critical value
-#: (the spec's experiments run from C_min ~ 2e-4 to C_T = 1e4).
+#: (Ogawa et al.'s experiments run from C_min ~ 2e-4 to 1e4).
 _EPS_PATH_DEFAULT_SPAN = 1e4
 
 
 # ------------------------------------------------------------- locating the step ---
 def _is_safe(obj) -> bool:
-    return (not isinstance(obj, type) and hasattr(obj, "_path_param")
-            and hasattr(obj, "_critical_value") and hasattr(obj, "get_params"))
+    return isinstance(obj, PathEstimatorMixin)
 
 
 def _safe_candidates(estimator) -> list[tuple[str, object]]:
@@ -75,8 +70,8 @@ def _safe_candidates(estimator) -> list[tuple[str, object]]:
 
 
 _SUPPORTED = ("a Safe estimator of sklearn_safescreen (SafeSVC, SafeLAD, "
-              "SafeMetricLearner, ...: any estimator with the path protocol "
-              "_path_param/_path_increasing/_critical_value), or a Pipeline containing one")
+              "SafeMetricLearner, ...: any estimator with the path protocol, "
+              "sklearn_safescreen.base.PathEstimatorMixin), or a Pipeline containing one")
 
 
 def resolve_path_param(estimator, param_name: str | None = None) -> tuple[str, str, object]:
@@ -208,14 +203,14 @@ def make_grid(estimator, X, y, values=None, *, n_values: int = 30, eps: float = 
     values : {"geometric", "eps-path"}, array-like or None, default=None
         ``None``/``"geometric"``: ``n_values`` values spaced geometrically from the
         critical value to ``stop`` (default: critical/eps for increasing parameters such
-        as C, critical*eps for decreasing ones such as alpha). ``"eps-path"``: [OG]'s
-        :math:`\varepsilon`-path (SafeSVC only; spec A9), which fits the path to place
-        its values. Array-like: explicit positive values.
+        as C, critical*eps for decreasing ones such as alpha). ``"eps-path"``: the
+        :math:`\varepsilon`-path of Ogawa et al. (2013) (SafeSVC only), which fits the
+        path to place its values. Array-like: explicit positive values.
     n_values : int, default=30
         Number of values of the geometric grid (ignored otherwise).
     eps : float, default=1e-3
         Geometric grid: ratio of the ends (as ``lasso_path``). eps-path: the relative
-        dual-objective tolerance :math:`\varepsilon` of (OG-35).
+        dual-objective tolerance :math:`\varepsilon` of the eps-path.
     stop : float or None, default=None
         Least regularised value (end of a geometric grid or of the eps-path; default for
         the eps-path: :math:`10^4` times the critical value).
@@ -229,84 +224,80 @@ def make_grid(estimator, X, y, values=None, *, n_values: int = 30, eps: float = 
     ndarray of shape (n_values,)
         In walk order (most to least regularised).
     """
+    grid = _grid(estimator, X, y, values, n_values=n_values, eps=eps, stop=stop,
+                 param_name=param_name, sample_weight=sample_weight)
+    return grid.values[grid.order]
+
+
+@dataclass
+class _Grid:
+    """A path's grid: ``values`` as given (explicit) or generated, ``order`` their walk
+    order (most to least regularised), and the critical value it started from."""
+
+    values: np.ndarray
+    order: np.ndarray
+    critical: float | None = None
+
+
+def _grid(estimator, X, y, values, *, n_values, eps, stop, param_name=None,
+          sample_weight=None) -> _Grid:
+    """The one grid logic behind :func:`make_grid`, :func:`estimator_path` and
+    RegularizationPathCV (see :func:`make_grid` for the arguments)."""
     param_name, prefix, safe = resolve_path_param(estimator, param_name)
     increasing = bool(safe._path_increasing)
     if values is not None and not isinstance(values, str):
         arr = _check_values(values)
-        return arr[walk_order(arr, increasing)]
+        return _Grid(arr, walk_order(arr, increasing))
     _check_grid_args(n_values, eps, stop)
     kind = "geometric" if values is None else values
     if kind not in GRID_KINDS:
         raise ValueError(f"values must be array-like, None or one of {GRID_KINDS}; got "
                          f"{values!r}")
-    if kind == "eps-path":
-        return estimator_path(estimator, X, y, "eps-path", eps=eps, stop=stop,
-                              param_name=param_name, sample_weight=sample_weight).values
+    if kind == "eps-path":  # placed by fitting the path
+        res = estimator_path(estimator, X, y, "eps-path", eps=eps, stop=stop,
+                             param_name=param_name, sample_weight=sample_weight,
+                             attributes=[])
+        return _Grid(res.values, np.arange(res.values.size), res.critical_value)
     start = _critical_value(estimator, prefix, X, y, sample_weight)
-    return _geometric(start, n_values, eps, stop, increasing)
+    arr = _geometric(start, n_values, eps, stop, increasing)
+    return _Grid(arr, np.arange(arr.size), start)
 
 
-# ------------------------------------------------------------ the SVM eps-path ---
-def _hinge_sums(q: np.ndarray, c: np.ndarray, rhos: np.ndarray) -> np.ndarray:
-    r""":math:`\sum_i c_i\max(0, 1-\rho q_i)` for every :math:`\rho` in ``rhos`` (>0):
-    piecewise linear in :math:`\rho`, evaluated by sorting the kinks :math:`1/q_i`
-    (O((n + m) log n), no n x m array)."""
-    pos = q > 0
-    base_c = c[~pos].sum()
-    base_cq = (c[~pos] * q[~pos]).sum()
-    kinks = 1.0 / q[pos]
-    order = np.argsort(kinks)
-    kinks, cp, cqp = kinks[order], c[pos][order], (c[pos] * q[pos])[order]
-    # samples with kink > rho still have a positive hinge: suffix sums from the first
-    # kink above rho
-    suffix_c = np.concatenate([np.cumsum(cp[::-1])[::-1], [0.0]])
-    suffix_cq = np.concatenate([np.cumsum(cqp[::-1])[::-1], [0.0]])
-    first = np.searchsorted(kinks, rhos, side="right")
-    return (base_c + suffix_c[first]) - rhos * (base_cq + suffix_cq[first])
+def critical_value(estimator, X, y, *, param_name: str | None = None,
+                   sample_weight=None) -> float:
+    """The critical value of ``estimator``'s regularisation parameter on ``(X, y)``.
 
+    The most regularised value at which the solution is known in closed form: for
+    SafeSVC and SafeLAD :math:`C_{\\min}` (every ``C`` below it has the closed-form
+    solution), for SafeMetricLearner the :math:`\\lambda_L` above which the metric is
+    :math:`G_+/\alpha`. A path starts there. For a Pipeline, the steps before the Safe
+    estimator are fitted on ``X`` first.
 
-def svm_eps_step(alpha: np.ndarray, margins: np.ndarray, weights: np.ndarray, C: float,
-                 eps: float, max_ratio: float) -> float:
-    r"""Next ratio :math:`\varrho = C_t/C_{t-1}` of the eps-path (spec A9, step rule).
+    Parameters
+    ----------
+    estimator : estimator
+        A Safe estimator or a Pipeline containing one (not modified).
+    X, y : array-like
+        Training data.
+    param_name : str or None
+        See :func:`resolve_path_param`.
+    sample_weight : array-like or None
 
-    With :math:`\tilde\alpha=\varrho\alpha`, :math:`q=Q\alpha`, :math:`A=\alpha^\top q`:
-    :math:`\mathcal D(\tilde\alpha)=-\tfrac12\varrho^2A+\varrho\mathbf 1^\top\alpha`,
-    :math:`\mathcal P(\varrho w)=\tfrac12\varrho^2A+\varrho C\sum_ic_i(1-\varrho q_i)_+`,
-    :math:`\mathcal P(w)=\tfrac12A+\varrho C\sum_ic_i(1-q_i)_+`, and
-    :math:`E(\varrho)=(\min\mathcal P-\mathcal D)/\min\mathcal P`. Returns the largest
-    candidate :math:`\varrho\le` ``max_ratio`` (powers of ``_EPS_PATH_RESOLUTION``)
-    such that :math:`E\le\varepsilon` on every candidate up to it; at least one
-    resolution step, so that the path always advances. Efficiency only: the choice of
-    values never affects safety.
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_safescreen import SafeMetricLearner
+    >>> from sklearn_safescreen.path import critical_value
+    >>> X, y = load_iris(return_X_y=True)
+    >>> round(critical_value(SafeMetricLearner(), X, y))
+    4479
     """
-    n_cand = max(int(np.ceil(np.log(max_ratio) / np.log(_EPS_PATH_RESOLUTION))), 1)
-    rhos = np.minimum(_EPS_PATH_RESOLUTION ** np.arange(1, n_cand + 1), max_ratio)
-    A = float(alpha @ margins)
-    S = float(alpha.sum())
-    dual = -0.5 * rhos**2 * A + rhos * S
-    p_scaled = 0.5 * rhos**2 * A + rhos * C * _hinge_sums(margins, weights, rhos)
-    p_same = 0.5 * A + rhos * C * float(weights @ np.maximum(0.0, 1.0 - margins))
-    primal = np.minimum(p_scaled, p_same)
-    err = (primal - dual) / np.maximum(np.abs(primal), 1e-300)
-    bad = np.flatnonzero(err > eps)
-    last = (bad[0] - 1) if bad.size else rhos.size - 1
-    return float(rhos[max(last, 0)])
-
-
-def _svc_eps_next(safe, eps: float, stop: float) -> float | None:
-    """Next C of the eps-path from a fitted SafeSVC, or None when the path is over (no
-    sample at its upper bound in any one-vs-rest task, or ``stop`` reached)."""
-    refs, datas = safe._references, safe._task_data
-    C = float(safe.C)
-    if C >= stop:
-        return None
-    at_top = [np.any((d.weights > 0) & (r.alpha >= C * d.weights))
-              for r, d in zip(refs, datas, strict=True)]
-    if not any(at_top):
-        return None
-    ratio = min(svm_eps_step(r.alpha, r.margins, d.weights, C, eps, stop / C)
-                for r, d in zip(refs, datas, strict=True))
-    return min(C * ratio, stop)
+    _, prefix, _ = resolve_path_param(estimator, param_name)
+    return _critical_value(estimator, prefix, X, y, sample_weight)
 
 
 # ---------------------------------------------------------------- the path walk ---
@@ -398,14 +389,6 @@ def _nbytes(solution: dict) -> int:
     return total
 
 
-def _memory_budget() -> int:
-    """Half of the available physical memory (bytes); 4 GB when it cannot be read."""
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 4 << 30
-
-
 def _check_memory(first: dict, n_values: int, budget: int) -> None:
     need = _nbytes(first) * n_values
     if need > budget:
@@ -436,7 +419,7 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
 
     A clone of ``estimator`` (with ``warm_start=True`` on its Safe estimator) is fitted
     at every value from the most to the least regularised, so that each solution is the
-    starting point and the screening reference of the next problem (DESIGN.md 5). Each
+    starting point and the screening reference of the next problem. Each
     solution is the exact optimum at its value (certified by the estimator).
 
     Parameters
@@ -476,36 +459,27 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
     (5, True)
     """
     param_name, prefix, safe = resolve_path_param(estimator, param_name)
-    increasing = bool(safe._path_increasing)
     eps_path = isinstance(values, str) and values == "eps-path"
-    critical = None
     if eps_path:
         _check_grid_args(n_values, eps, stop)
-        if safe._path_param != "C" or not all(
-                hasattr(safe, a) for a in ("kernel", "class_weight", "intercept_scaling")):
-            raise ValueError("the eps-path grid is defined for SafeSVC only (spec A9); use "
-                             "'geometric' or explicit values")
+        if not safe._has_eps_path:
+            raise ValueError(f"the eps-path grid is not defined for {type(safe).__name__}; "
+                             "use 'geometric' or explicit values")
         critical = _critical_value(estimator, prefix, X, y, sample_weight)
         stop = critical * _EPS_PATH_DEFAULT_SPAN if stop is None else float(stop)
         if stop < critical:
-            raise ValueError(f"stop={stop:g} is below C_min={critical:g}")
+            raise ValueError(f"stop={stop:g} is below the critical value {critical:g}")
         grid = [critical]
-    elif values is None or isinstance(values, str):
-        if values is not None and values not in GRID_KINDS:
-            raise ValueError(f"values must be array-like, None or one of {GRID_KINDS}; "
-                             f"got {values!r}")
-        _check_grid_args(n_values, eps, stop)
-        critical = _critical_value(estimator, prefix, X, y, sample_weight)
-        grid = list(_geometric(critical, n_values, eps, stop, increasing))
     else:
-        arr = _check_values(values)
-        grid = list(arr[walk_order(arr, increasing)])
+        g = _grid(estimator, X, y, values, n_values=n_values, eps=eps, stop=stop,
+                  param_name=param_name, sample_weight=sample_weight)
+        grid, critical = list(g.values[g.order]), g.critical
 
     est = clone(estimator)
     est.set_params(**{prefix + "warm_start": True})
     fit_params = _fit_params(prefix, sample_weight)
     walked, reports, times, iters, gaps, rates, sols = [], [], [], [], [], [], []
-    budget = _memory_budget()
+    budget = memory.available_memory() // 2
     i = 0
     while i < len(grid):
         value = float(grid[i])
@@ -531,7 +505,7 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
             print(f"[path] {param_name}={value:<11.5g} screened={rates[-1]:7.1%} "
                   f"gap={gap:9.2e} iter={n_iter:<6d} time={elapsed:.3f}s")
         if eps_path and i == len(grid) - 1 and len(grid) < _EPS_PATH_MAX_VALUES:
-            nxt = _svc_eps_next(step, eps, stop)
+            nxt = step._eps_path_next(eps, stop)
             if nxt is not None:
                 grid.append(nxt)
         i += 1

@@ -77,7 +77,7 @@ BAD = [
     (["--unknown"], "unrecognized"),
     (["--dataset", "/nonexistent/file.svm"], "neither a shipped dataset"),
     (["--plot", "/nonexistent/dir/p.png"], "does not exist"),
-    (["--estimator", "metric", "--screening", "IT"], "on or off"),
+    (["--estimator", "metric", "--screening", "IT"], "screening"),
     (["--plot", "figure.xyz"], "unknown image format"),
 ]
 

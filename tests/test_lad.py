@@ -32,8 +32,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_safescreen._base import ScreeningRepairWarning
-from sklearn_safescreen._report import ScreeningReport
+from sklearn_safescreen import ScreeningRepairWarning
+from sklearn_safescreen.engine.report import ScreeningReport
 from sklearn_safescreen.lad import SafeLAD
 
 
@@ -507,7 +507,7 @@ def test_content_digest_detects_changes():
     """The warm-start fingerprint's digest of X: equal for equal content, different
     after a one-ulp change of one entry, a row swap, a column swap, a reshape or an
     in-place edit (then a warm start solves from scratch, as a cold fit)."""
-    from sklearn_safescreen._base import _content_digest
+    from sklearn_safescreen._utils.fingerprint import content_digest as _content_digest
 
     X, y = make_lad(n=200, d=4, seed=22)
     d = _content_digest(X)

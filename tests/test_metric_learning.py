@@ -18,9 +18,10 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_safescreen import _triplets
+from sklearn_safescreen._utils import memory
 from sklearn_safescreen.metric_learning import BOUNDS, SafeMetricLearner
-from sklearn_safescreen.solvers import psd_gradient as pg
+from sklearn_safescreen.problems import triplet_problem as tp
+from sklearn_safescreen.problems import triplets as _triplets
 
 
 def scaled(loader, every=1):
@@ -29,13 +30,19 @@ def scaled(loader, every=1):
     return X[::every], y[::every]
 
 
+def fitted_triplets(ml, X, y):
+    """The (i, j, l) triplets a fit with ``k=ml.k_`` used (built again: deterministic)."""
+    return _triplets.build_triplets(X, np.unique(y, return_inverse=True)[1],
+                                    ml.k_).indices()
+
+
 def objective(ml, X, y, gamma=0.05):
     """Full primal objective of the fitted metric, computed from explicit triplets."""
-    T = ml._triplets.indices()
+    T = fitted_triplets(ml, X, y)
     A, B = X[T[:, 0]] - X[T[:, 2]], X[T[:, 0]] - X[T[:, 1]]
     M = ml.metric_
     z = np.einsum("ij,jk,ik->i", A, M, A) - np.einsum("ij,jk,ik->i", B, M, B)
-    return pg.loss_values(z, gamma).sum() + ml.alpha / 2 * np.sum(M * M)
+    return tp.loss_values(z, gamma).sum() + ml.alpha / 2 * np.sum(M * M)
 
 
 def dgb_tol(ml):
@@ -56,7 +63,7 @@ def test_equals_cvxpy_on_a_small_problem():
     ml = SafeMetricLearner(k=3, tol=1e-10)
     lam = 0.05 * ml._critical_value(X, y)
     ml.set_params(alpha=lam).fit(X, y)
-    T = ml._triplets.indices()
+    T = fitted_triplets(ml, X, y)
     A, B = X[T[:, 0]] - X[T[:, 2]], X[T[:, 0]] - X[T[:, 1]]
     M = cp.Variable((4, 4), PSD=True)
     z = cp.sum(cp.multiply(A @ M, A), axis=1) - cp.sum(cp.multiply(B @ M, B), axis=1)
@@ -75,10 +82,10 @@ def test_closed_form_above_the_critical_value():
     ml = SafeMetricLearner(k=4)
     lam_L = ml._critical_value(X, y)
     ts = _triplets.build_triplets(X, np.unique(y, return_inverse=True)[1], 4)
-    G = pg.sum_h(ts, np.ones(ts.n_triplets), False)
-    G_pos = pg.project(G, False)
+    G = tp.sum_h(ts, np.ones(ts.n_triplets), False)
+    G_pos = tp.project(G, False)
     assert lam_L == pytest.approx(
-        (pg.triplet_values(ts, G_pos, False).max()) / 0.95, rel=1e-12)
+        (tp.triplet_values(ts, G_pos, False).max()) / 0.95, rel=1e-12)
     for lam in [lam_L, 3 * lam_L]:
         ml.set_params(alpha=lam).fit(X, y)
         assert np.allclose(ml.metric_, G_pos / lam, rtol=1e-12, atol=1e-15)
@@ -101,7 +108,7 @@ def test_closed_form_above_the_critical_value():
 def test_screened_path_equals_unscreened_path(metric):
     X, y = scaled(load_wine)
     kw = dict(k=3, metric=metric, tol=1e-9, warm_start=True, max_iter=100000)
-    safe, plain = SafeMetricLearner(**kw), SafeMetricLearner(screening=False, **kw)
+    safe, plain = SafeMetricLearner(**kw), SafeMetricLearner(screening=None, **kw)
     lam0 = safe._critical_value(X, y)
     rates = []
     for lam in lam0 * 0.5 ** np.arange(1, 14):
@@ -124,8 +131,8 @@ def test_screened_path_equals_unscreened_path(metric):
 @pytest.mark.parametrize("rule", ["sphere", "linear", "sdp"])
 def test_every_bound_and_rule_gives_the_same_metric(bound, rule):
     X, y = scaled(load_iris, every=3)
-    ref = SafeMetricLearner(k=3, screening=False, tol=1e-10).set_params(alpha=2.0).fit(X, y)
-    ml = SafeMetricLearner(k=3, bound=bound, rule=rule, tol=1e-10, warm_start=True)
+    ref = SafeMetricLearner(k=3, screening=None, tol=1e-10).set_params(alpha=2.0).fit(X, y)
+    ml = SafeMetricLearner(k=3, screening=bound, rule=rule, tol=1e-10, warm_start=True)
     for lam in [200.0, 20.0, 2.0]:
         ml.set_params(alpha=lam).fit(X, y)
     assert np.linalg.norm(ml.metric_ - ref.metric_) <= 1.01 * (dgb_tol(ml) + dgb_tol(ref))
@@ -140,7 +147,7 @@ def test_options_keep_the_optimum(options):
     # the hinge is solved in the dual by FISTA (sublinear): a looser tolerance
     tol = 1e-6 if options.get("loss") == "hinge" else 1e-8
     kw = dict(k=3, tol=tol, warm_start=True, max_iter=200000, **options)
-    safe, plain = SafeMetricLearner(**kw), SafeMetricLearner(screening=False, **kw)
+    safe, plain = SafeMetricLearner(**kw), SafeMetricLearner(screening=None, **kw)
     for lam in [300.0, 30.0, 3.0]:
         safe.set_params(alpha=lam).fit(X, y)
         plain.set_params(alpha=lam).fit(X, y)
@@ -188,7 +195,7 @@ def test_transform_and_metric_learn_interface():
 def test_user_triplets():
     X, y = scaled(load_iris, every=3)
     ml = SafeMetricLearner(k=2, alpha=5.0, tol=1e-10).fit(X, y)
-    T = ml._triplets.indices()
+    T = fitted_triplets(ml, X, y)
     mu = SafeMetricLearner(alpha=5.0, tol=1e-10).fit(X, y, triplets=T)
     assert np.linalg.norm(ml.metric_ - mu.metric_) <= 1.01 * (dgb_tol(ml) + dgb_tol(mu))
     with pytest.raises(ValueError, match="must lie in"):
@@ -205,7 +212,7 @@ def test_pipeline_gridsearch_clone_pickle():
     ml2 = pickle.loads(pickle.dumps(ml))
     assert np.array_equal(ml2.transform(X), ml.transform(X))
     # the warm-start state (O(|T|)) is not pickled; a warm refit then starts cold
-    assert not hasattr(ml2, "_triplets") and len(pickle.dumps(ml2)) < 10_000
+    assert not hasattr(ml2, "_path") and len(pickle.dumps(ml2)) < 10_000
     ml2.set_params(warm_start=True).fit(X, y)
     assert np.allclose(ml2.metric_, ml.metric_, rtol=1e-3, atol=1e-6 * np.abs(
         ml.metric_).max())
@@ -248,7 +255,7 @@ def test_bad_input():
     with pytest.raises(ValueError):
         SafeMetricLearner(alpha=-1.0).fit(X, y)
     with pytest.raises(ValueError):
-        SafeMetricLearner(bound="nope").fit(X, y)
+        SafeMetricLearner(screening="nope").fit(X, y)
     # an alpha so small that the metric (of order lambda_L / alpha) would overflow
     lam_L = SafeMetricLearner()._critical_value(X, y)
     with pytest.raises(ValueError, match=r"alpha=1e-300 is below 1e-50 x critical_alpha_"
@@ -285,7 +292,7 @@ def test_k_auto_is_the_protocol_value_capped_by_the_smallest_class():
 
 def test_memory_refusal(monkeypatch):
     X, y = scaled(load_iris)
-    monkeypatch.setattr(_triplets, "available_memory", lambda: 2**20)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**20)
     with pytest.raises(MemoryError, match="GiB"):
         SafeMetricLearner(k=None).fit(X, y)
 

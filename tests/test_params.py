@@ -27,7 +27,7 @@ def test_param_names_are_the_constructor_signature(cls):
 
 
 def test_only_changed_parameters_are_validated_and_errors_are_sklearns(monkeypatch):
-    import sklearn_safescreen._base as base
+    import sklearn_safescreen.base as base
 
     seen = []
     real = base.validate_parameter_constraints

@@ -19,13 +19,13 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_safescreen.path import (
     PathResult,
-    _hinge_sums,
     estimator_path,
     make_grid,
     resolve_path_param,
-    svm_eps_step,
     svm_path,
 )
+from sklearn_safescreen.problems.box_qp import hinge_sums as _hinge_sums
+from sklearn_safescreen.problems.box_qp import svm_eps_step
 from sklearn_safescreen.svm import SafeSVC
 
 
@@ -186,9 +186,11 @@ def test_eps_step_keeps_the_rescaled_solution_eps_good(seed, eps):
     the step is maximal up to the search resolution."""
     X, y = data(n=60, seed=seed % 50)
     C = 0.05
-    svc = SafeSVC(kernel="linear", C=C, tol=1e-10, max_iter=100000).fit(X, y)
-    ref, td = svc._references[0], svc._task_data[0]
-    Z = td.ysign[:, None] * td.X
+    svc = SafeSVC(kernel="linear", C=C, tol=1e-10, max_iter=100000,
+                  warm_start=True).fit(X, y)  # (warm start: the path state is kept)
+    path = svc._path.paths[0]
+    ref, td = path.reference, path.data
+    Z = td.sign[:, None] * td.X
     Q = Z @ Z.T
     rho = svm_eps_step(ref.alpha, ref.margins, td.weights, C, eps, 1e3)
     assert rho > 1.0
@@ -218,12 +220,12 @@ def test_eps_path_stops_when_no_sample_is_at_the_upper_bound():
     res = svm_path(X, y, "eps-path", kernel="linear", eps=1e-2, stop=1e6, tol=1e-10)
     assert res.values[-1] < 1e6
     last = res.estimator
-    assert not np.any(last._references[0].alpha >= last.C * (1 - 1e-12))
+    assert not np.any(last._path.paths[0].reference.alpha >= last.C * (1 - 1e-12))
 
 
 def test_eps_path_refuses_other_estimators():
-    class Other(SafeSVC):
-        _path_param = "tol"
+    class Other(SafeSVC):  # an estimator whose path protocol has no eps-path
+        _has_eps_path = False
 
     X, y = data()
     with pytest.raises(ValueError, match="eps-path"):
@@ -241,9 +243,9 @@ def test_path_multiclass_and_clone_of_result_estimator():
 
 # ------------------------------------------------------------ other families ---
 def test_lad_path_equals_cold_fits():
-    lad = pytest.importorskip("sklearn_safescreen.lad")
     from sklearn.datasets import make_regression
 
+    from sklearn_safescreen import lad
     from sklearn_safescreen.path import lad_path
 
     X, y = make_regression(n_samples=120, n_features=4, noise=5.0, random_state=1)
@@ -255,9 +257,9 @@ def test_lad_path_equals_cold_fits():
 
 
 def test_metric_learning_path_walks_down_from_the_critical_value():
-    ml = pytest.importorskip("sklearn_safescreen.metric_learning")
     from sklearn.datasets import load_iris
 
+    from sklearn_safescreen import metric_learning as ml
     from sklearn_safescreen.path import metric_learning_path
 
     X, y = load_iris(return_X_y=True)
@@ -273,7 +275,7 @@ def test_metric_learning_path_walks_down_from_the_critical_value():
 
 
 def test_solution_attributes_and_memory_refusal(monkeypatch):
-    import sklearn_safescreen.path as path_module
+    from sklearn_safescreen._utils import memory
 
     X, y = data(n=100)
     res = svm_path(X, y, kernel="linear", n_values=3, attributes=["coef_"])
@@ -284,7 +286,7 @@ def test_solution_attributes_and_memory_refusal(monkeypatch):
     assert {"coef_", "intercept_", "dual_coef_", "support_vectors_"} <= set(full)
     # a budget smaller than the stored solutions: refused with the figure, before the
     # rest of the path is walked
-    monkeypatch.setattr(path_module, "_memory_budget", lambda: 1000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2000)  # a budget of half
     with pytest.raises(MemoryError, match=r"would take about .* MiB .* attributes="):
         svm_path(X, y, kernel="linear", n_values=50)
     with pytest.raises(MemoryError, match="MiB"):

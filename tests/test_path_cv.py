@@ -32,7 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_safescreen._report import ScreeningReport
+from sklearn_safescreen.engine.report import ScreeningReport
 from sklearn_safescreen.model_selection import RegularizationPathCV
 from sklearn_safescreen.path import make_grid
 from sklearn_safescreen.svm import SafeSVC
@@ -266,8 +266,9 @@ def test_nan_input_is_refused():
 
 # ------------------------------------- the other families (SafeLAD, SafeMetricLearner) ---
 def test_same_as_grid_search_lad_regression():
-    lad = pytest.importorskip("sklearn_safescreen.lad")
     from sklearn.datasets import make_regression
+
+    from sklearn_safescreen import lad
 
     X, y = make_regression(n_samples=150, n_features=5, noise=10.0, random_state=0)
     y[::10] += 200.0  # outliers: where LAD differs from least squares
@@ -282,12 +283,13 @@ def test_same_as_grid_search_lad_regression():
 
 
 def test_same_as_grid_search_metric_learning_pipeline():
-    ml = pytest.importorskip("sklearn_safescreen.metric_learning")
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import Pipeline
 
+    from sklearn_safescreen import metric_learning as ml
+
     X, y = iris()
-    pipe = Pipeline([("metric", ml.SafeMetricLearner(tol=1e-10, random_state=0)),
+    pipe = Pipeline([("metric", ml.SafeMetricLearner(tol=1e-10)),
                      ("knn", KNeighborsClassifier(n_neighbors=3))])
     search = RegularizationPathCV(pipe, n_values=5, eps=1e-2,
                                   cv=StratifiedKFold(3, shuffle=True, random_state=0))
@@ -297,7 +299,7 @@ def test_same_as_grid_search_metric_learning_pipeline():
     assert np.all(np.diff(search.path_values_) < 0)
     assert search.path_values_[0] == pytest.approx(search.critical_value_)
     # transform delegates when the searched estimator is a transformer
-    alone = RegularizationPathCV(ml.SafeMetricLearner(tol=1e-8, random_state=0),
+    alone = RegularizationPathCV(ml.SafeMetricLearner(tol=1e-8),
                                  values=[search.critical_value_ * 0.1], cv=2,
                                  scoring=lambda est, X, y: 0.0).fit(X, y)
     np.testing.assert_allclose(alone.transform(X), alone.best_estimator_.transform(X))

@@ -8,15 +8,16 @@ import pytest
 from sklearn.datasets import load_iris, load_wine
 from sklearn.preprocessing import MinMaxScaler
 
-from sklearn_safescreen import _triplets
-from sklearn_safescreen._triplets import (
+from sklearn_safescreen._utils import memory
+from sklearn_safescreen.problems import triplets as _triplets
+from sklearn_safescreen.problems.triplet_problem import sum_h, triplet_values
+from sklearn_safescreen.problems.triplets import (
     build_triplets,
     count_knn_triplets,
     estimate_memory,
     resolve_k,
     triplets_from_indices,
 )
-from sklearn_safescreen.solvers.psd_gradient import sum_h, triplet_values
 
 
 def scaled(loader):
@@ -140,7 +141,7 @@ def test_bad_label_configurations():
 def test_memory_estimate_and_refusal(monkeypatch):
     assert estimate_memory(10**6, 10**4, 10) == 10**6 * _triplets.BYTES_PER_TRIPLET + \
         10**4 * 8 * 48
-    monkeypatch.setattr(_triplets, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**6)
     X, y = scaled(load_iris)
     with pytest.raises(MemoryError, match=r"735,000 triplets .* GiB"):
         build_triplets(X, y, None)
@@ -166,5 +167,5 @@ def test_memory_estimate_matches_a_measured_fit():
         ml.set_params(alpha=f * lam_L).fit(X, y)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    est = estimate_memory(ml.n_triplets_, ml._triplets.n_pairs, X.shape[1])
+    est = estimate_memory(ml.n_triplets_, ml._path.path.ts.n_pairs, X.shape[1])
     assert 0.5 * est <= peak - X.nbytes <= 1.1 * est, (peak, est)

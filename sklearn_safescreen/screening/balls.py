@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-#: Relative slack of the strict screening inequalities (spec svm E6).
-SCREEN_RTOL = 1e-9
+from ..problems.box_qp import BoxQPReference
+from ..problems.constants import SCREEN_RTOL
 
 
 @dataclass
@@ -62,6 +62,25 @@ def ball_bounds(center_proj, radius, znorm) -> tuple[np.ndarray, np.ndarray]:
     [z^\top m - r\|z\|,\ z^\top m + r\|z\|]`."""
     spread = radius * znorm
     return center_proj - spread, center_proj + spread
+
+
+def reference_ball(ref: BoxQPReference, C: float) -> tuple[np.ndarray, float, float]:
+    r"""The ball around :math:`w^*_{[C]}` that a reference at ``ref.C`` gives (Ogawa et
+    al. 2013, Theorem 6, both path directions; the ball of DVI, Wang et al. 2014),
+    inflated for an inexact reference.
+
+    Centre :math:`c\,\tilde w` with :math:`c=(C+C_{\rm ref})/(2C_{\rm ref})`, radius
+    :math:`\rho(\|\tilde w\|+\delta)+c\,\delta` with
+    :math:`\rho=|C-C_{\rm ref}|/(2C_{\rm ref})` and :math:`\delta=\sqrt{2\,\mathrm{gap}}`
+    (the exact reference optimum lies within :math:`\delta` of :math:`\tilde w`, the
+    primal being 1-strongly convex). Returns ``(centre projections, radius, c)``: the
+    projections :math:`z_i^\top(c\tilde w)` of the centre on every sample.
+    """
+    c = (C + ref.C) / (2.0 * ref.C)
+    rho = abs(C - ref.C) / (2.0 * ref.C)
+    delta = np.sqrt(2.0 * max(ref.gap, 0.0))
+    radius = rho * (np.sqrt(ref.sq_norm_w) + delta) + c * delta
+    return c * ref.margins, radius, c
 
 
 def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):

@@ -21,7 +21,7 @@ the bounds with :math:`y_i` (not with 1 as for the SVM): :math:`\ell_i>y_i` prov
 :math:`\mathcal R`, :math:`u_i<y_i` proves :math:`\mathcal L` (strict, with the slack of
 pitfall E6).
 
-References are :class:`~sklearn_safescreen.screening.svm.SVMReference` objects: the
+References are :class:`~sklearn_safescreen.screening.svm.BoxQPReference` objects: the
 dataclass holds what any box-QP dual solution needs (``C``, the full ``alpha``, its
 margins :math:`G\alpha` -- for LAD, the *predictions* of the reference -- and its full
 duality gap); nothing in it is specific to the hinge loss.
@@ -31,16 +31,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .balls import ScreeningResult, ball_bounds, decide
-from .svm import SVMReference, _ball_one
+from ..problems.box_qp import BoxQPReference
+from .balls import ScreeningResult, ball_bounds, decide, reference_ball
 
 LAD_RULES = ("DVI",)
 
-#: The reference of a LAD path step (same fields as the SVM's: C, alpha, G alpha, gap).
-LADReference = SVMReference
 
-
-def dvi_lad(ref: SVMReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
+def dvi_lad(ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
             weights: np.ndarray) -> ScreeningResult:
     r"""DVI\ :sub:`s` for LAD ([WWY] Corollary 15, spec B6), gap-inflated (spec F1(b)).
 
@@ -66,7 +63,7 @@ def dvi_lad(ref: SVMReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
 
     Parameters
     ----------
-    ref : SVMReference
+    ref : BoxQPReference
         Solution at ``ref.C``: full ``alpha`` (screened samples included, pitfall E3),
         ``margins`` = its predictions :math:`G\alpha` on every training sample, ``gap``
         = its full-problem duality gap.
@@ -85,53 +82,15 @@ def dvi_lad(ref: SVMReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
         ``info`` holds the radius of the (inflated) ball.
     """
     xnorm = np.sqrt(sqnorm)
-    centre, radius, _ = _ball_one(ref, C, xnorm)
+    centre, radius, _ = reference_ball(ref, C)
     lower, upper = ball_bounds(centre, radius, xnorm)
     at_lower, at_upper = decide(lower, upper, y, weights > 0)
     return ScreeningResult(at_lower, at_upper, lower, upper, {"radius": radius})
 
 
-def screen_lad(rule: str, ref: SVMReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
+def screen_lad(rule: str, ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
                weights: np.ndarray) -> ScreeningResult:
     """Dispatch to one of :data:`LAD_RULES`."""
     if rule == "DVI":
         return dvi_lad(ref, C, sqnorm, y, weights)
     raise ValueError(f"unknown LAD screening rule {rule!r}; expected one of {LAD_RULES}")
-
-
-def lad_critical_C(slope_predictions: np.ndarray, y: np.ndarray,
-                   weights: np.ndarray) -> float:
-    r"""Largest ``C`` below which the LAD optimum is linear in ``C`` (spec B6, R7).
-
-    For small ``C`` the optimum is :math:`\alpha^*_{[C]}=C\gamma` with
-    :math:`\gamma_i=c_i\,\mathrm{sign}(y_i)` wherever :math:`y_i\ne0` (each sample on the
-    side of its target: with :math:`w\to0` the residual has the sign of :math:`y_i`);
-    samples with :math:`y_i=0` take the solution :math:`\beta` of a C-free box QP (the
-    caller's). The predictions at ``C`` are then :math:`C(G\gamma)_i` and KKT needs
-    :math:`s_i\,C(G\gamma)_i\le|y_i|` for every sample with :math:`y_i\ne0`
-    (:math:`s=\mathrm{sign}(y)`), hence
-
-    .. math::
-
-        C^{\rm LAD}_{\min} = \min_{i:\ c_i>0,\ y_i\ne0,\ s_i(G\gamma)_i>0}
-            \frac{|y_i|}{s_i(G\gamma)_i}
-
-    (``inf`` when no index qualifies: then :math:`C\gamma` is optimal for every ``C``).
-    With no zero target this is spec B6's formula.
-
-    Parameters
-    ----------
-    slope_predictions : ndarray of shape (n_samples,)
-        :math:`G\gamma`.
-    y, weights : ndarray of shape (n_samples,)
-
-    Returns
-    -------
-    float
-    """
-    s = np.sign(y)
-    push = s * slope_predictions
-    ok = (weights > 0) & (s != 0) & (push > 0)
-    if not ok.any():
-        return np.inf
-    return float(np.min(np.abs(y[ok]) / push[ok]))

@@ -22,59 +22,26 @@ solver's accuracy. BT2 needs only a feasible point and is safe as it is.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from .balls import ScreeningResult, ball_bounds, decide, two_ball_bounds
+from ..problems.box_qp import BoxQPReference
+from .balls import ScreeningResult, ball_bounds, decide, reference_ball, two_ball_bounds
 
 SVM_RULES = ("IT", "BT1", "BT2", "DVI")
 
 
-@dataclass(frozen=True)
-class SVMReference:
-    r"""A solution at ``C``: full dual vector, its exact margins and its duality gap.
-
-    ``margins`` must be :math:`Q\alpha` for exactly this ``alpha`` over **all** samples
-    (screened ones included, pitfall E3), and ``gap`` the full-problem duality gap at
-    ``alpha`` (0 for a closed-form solution).
-    """
-
-    C: float
-    alpha: np.ndarray
-    margins: np.ndarray
-    gap: float
-
-    @property
-    def sq_norm_w(self) -> float:
-        return max(float(self.alpha @ self.margins), 0.0)
-
-
-def _ball_one(ref: SVMReference, C: float, znorm: np.ndarray):
-    r"""BT1 ball (spec A5.3, both directions) inflated for an inexact reference (F1b).
-
-    Centre :math:`c\,\tilde w` with :math:`c=(C+C_{\rm ref})/(2C_{\rm ref})`, radius
-    :math:`\rho(\|\tilde w\|+\delta)+c\,\delta` with :math:`\rho=|C-C_{\rm ref}|/(2C_{\rm ref})`.
-    Returns ``(centre projections, radius, c)``.
-    """
-    c = (C + ref.C) / (2.0 * ref.C)
-    rho = abs(C - ref.C) / (2.0 * ref.C)
-    delta = np.sqrt(2.0 * max(ref.gap, 0.0))
-    radius = rho * (np.sqrt(ref.sq_norm_w) + delta) + c * delta
-    return c * ref.margins, radius, c
-
-
-def ball_test_1(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
+def ball_test_1(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
                 ) -> ScreeningResult:
     """Ball Test 1 ([OG] Theorem 6, spec A5.1/A5.3/A7), gap-inflated (F1b)."""
     znorm = np.sqrt(sqnorm)
-    proj, radius, _ = _ball_one(ref, C, znorm)
+    proj, radius, _ = reference_ball(ref, C)
     lower, upper = ball_bounds(proj, radius, znorm)
     at_lower, at_upper = decide(lower, upper, 1.0, weights > 0)
     return ScreeningResult(at_lower, at_upper, lower, upper, {"r1": radius})
 
 
-def dvi(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
+def dvi(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
         ) -> ScreeningResult:
     r"""DVI\ :sub:`s` for the SVM ([WWY] Corollary 11, spec B5), in the θ-form.
 
@@ -95,7 +62,7 @@ def dvi(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
     return ScreeningResult(at_lower, at_upper, lower, upper, {})
 
 
-def _ball_two(ref: SVMReference, C: float, weights: np.ndarray, c: float,
+def _ball_two(ref: BoxQPReference, C: float, weights: np.ndarray, c: float,
               q_matvec: Callable[[np.ndarray], np.ndarray]):
     r"""BT2 ball ([OG] Theorem 7 with weights, spec A5.2/A5.4/A7).
 
@@ -117,7 +84,7 @@ def _ball_two(ref: SVMReference, C: float, weights: np.ndarray, c: float,
     return 0.5 * (q + C * qv), r2, B, S, int(s_hat.sum())
 
 
-def ball_test_2(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
+def ball_test_2(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
                 q_matvec: Callable[[np.ndarray], np.ndarray]) -> ScreeningResult:
     """Ball Test 2 ([OG] Theorem 7, spec A5.2). Needs only a feasible reference."""
     znorm = np.sqrt(sqnorm)
@@ -128,7 +95,7 @@ def ball_test_2(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.nda
     return ScreeningResult(at_lower, at_upper, lower, upper, {"r2": r2})
 
 
-def intersection_test(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
+def intersection_test(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
                       q_matvec: Callable[[np.ndarray], np.ndarray]) -> ScreeningResult:
     r"""Intersection Test ([OG] Theorem 8, spec A6) of the (inflated) BT1 and BT2 balls.
 
@@ -139,7 +106,7 @@ def intersection_test(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: 
     no optimal reference (spec A6.6).
     """
     znorm = np.sqrt(sqnorm)
-    proj1, r1, c = _ball_one(ref, C, znorm)
+    proj1, r1, c = reference_ball(ref, C)
     proj2, r2, B, S, n_s = _ball_two(ref, C, weights, c, q_matvec)
     h = c - 0.5
     phi_norm = np.sqrt(max(h * h * ref.sq_norm_w - h * C * B + 0.25 * C * C * S, 0.0))
@@ -153,7 +120,7 @@ def intersection_test(ref: SVMReference, C: float, sqnorm: np.ndarray, weights: 
     return ScreeningResult(at_lower, at_upper, lower, upper, info)
 
 
-def screen_svm(rule: str, ref: SVMReference, C: float, sqnorm: np.ndarray,
+def screen_svm(rule: str, ref: BoxQPReference, C: float, sqnorm: np.ndarray,
                weights: np.ndarray, q_matvec: Callable[[np.ndarray], np.ndarray]
                ) -> ScreeningResult:
     """Dispatch to one of :data:`SVM_RULES`."""
@@ -166,12 +133,3 @@ def screen_svm(rule: str, ref: SVMReference, C: float, sqnorm: np.ndarray,
     if rule == "IT":
         return intersection_test(ref, C, sqnorm, weights, q_matvec)
     raise ValueError(f"unknown SVM screening rule {rule!r}; expected one of {SVM_RULES}")
-
-
-def critical_C(q_of_weights: np.ndarray) -> float:
-    r""":math:`C_{\min} = 1/\max_i (Qc)_i` ([OG] Lemma 9 with weights): for every
-    :math:`C \le C_{\min}` the optimum is :math:`\alpha = Cc`. Returns ``inf`` in the
-    degenerate case :math:`\max_i(Qc)_i \le 0` (then :math:`\alpha = Cc` is optimal for
-    every ``C``, spec A8)."""
-    top = float(np.max(q_of_weights)) if q_of_weights.size else 0.0
-    return np.inf if top <= 0.0 else 1.0 / top

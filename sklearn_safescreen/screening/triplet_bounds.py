@@ -27,9 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from ..solvers.psd_gradient import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL, psd_split
+from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL
+from ..problems.triplet_problem import psd_split
+from .triplet_kernels import range_screen, rrpb_ranges_pass, scaled_sphere_screen  # noqa: F401
 
 
 @dataclass
@@ -143,7 +144,7 @@ def rrpb_ranges(z: np.ndarray, h: np.ndarray, m: float, eps: float, lam0: float,
     label = np.zeros(n, dtype=np.int8)
     lo = np.full(n, np.inf)
     hi = np.full(n, -np.inf)
-    _ranges_nb(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
+    rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
                lo, hi, np.zeros(n, dtype=np.int8))
     return label, lo, hi
 
@@ -152,76 +153,7 @@ def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi):
     """Spec 4.4 in place: triplets whose stored range still covers ``lam0`` keep it, the
     others get the range computed from the new reference (possibly empty)."""
     eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)
-    _ranges_nb(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
+    rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
                lo, hi, np.empty(0, dtype=np.int8))
 
 
-@njit(cache=True)
-def _ranges_nb(z, h, m, eps, lam0, gamma, label, lo, hi, keep):
-    """Theorem 10 and the derived L-range (spec 4.2), one pass, strict with slack.
-    Triplets with ``keep[t]`` (all those whose stored range covers ``lam0`` when
-    ``keep`` is empty) keep their range."""
-    merge = keep.shape[0] == 0
-    for t in range(z.shape[0]):
-        if keep[t] if not merge else (label[t] > 0 and lo[t] < lam0 < hi[t]):
-            continue
-        zt = z[t]
-        z_lo = zt - 1e-12 * abs(zt)
-        z_hi = zt + 1e-12 * abs(zt)
-        ht = h[t]
-        hm = ht * m
-        if z_lo - eps * ht > 1.0:
-            label[t] = 2
-            lo[t] = max(lam0 * (hm - z_lo + 2 * eps * ht) / (z_lo - 2.0 + hm), 0.0) * (
-                1 + 1e-9)
-            hi[t] = lam0 * (hm + z_lo) / (hm - z_lo + 2.0 + 2 * eps * ht) * (1 - 1e-9)
-        elif z_hi + eps * ht < 1.0 - gamma:
-            label[t] = 1
-            lo[t] = max(lam0 * (hm + z_hi + 2 * eps * ht)
-                        / (2 * (1 - gamma) + hm - z_hi), 0.0) * (1 + 1e-9)
-            den = z_hi + hm + 2 * eps * ht - 2 * (1 - gamma)
-            hi[t] = lam0 * (hm - z_hi) / den * (1 - 1e-9) if den > 0 else np.inf
-        else:
-            label[t] = 0
-            lo[t] = np.inf
-            hi[t] = -np.inf
-
-
-@njit(cache=True)
-def range_screen(label, lo, hi, lam, status):
-    """Spec 4.4 step (1), no rule evaluation: every triplet whose stored RRPB range
-    contains ``lam`` gets the range's label in ``status`` (2 = R, 1 = L). Returns
-    (n_R, n_L)."""
-    n_R = 0
-    n_L = 0
-    for t in range(label.shape[0]):  # branch-free (labels and ranges look random)
-        inside = (lo[t] < lam) & (lam < hi[t])
-        code = label[t] * inside
-        status[t] = max(status[t], code)
-        n_R += code == 2
-        n_L += code == 1
-    return n_R, n_L
-
-
-@njit(cache=True)
-def scaled_sphere_screen(z0, hn, scale, radius, gamma, status):
-    r"""The sphere rule (spec 3.1, eq. 4.1; strict with the P1 slack) with a ball of
-    centre ``scale`` times the reference (RRPB/RPB, :math:`\langle H_t,Q\rangle=`
-    ``scale`` :math:`z_t(M_0)`, O(1) per triplet) and the already inflated ``radius``,
-    over the triplets still active (``status == 0``). Returns (n_R, n_L)."""
-    n_R = 0
-    n_L = 0
-    for t in range(z0.shape[0]):
-        if status[t] != 0:
-            continue
-        hq = scale * z0[t]
-        lower = hq - radius * hn[t]
-        upper = hq + radius * hn[t]
-        slack = SCREEN_RTOL * (abs(lower) + abs(upper) + 1.0)
-        if lower > 1.0 + slack:
-            status[t] = 2
-            n_R += 1
-        elif upper < 1.0 - gamma - slack:
-            status[t] = 1
-            n_L += 1
-    return n_R, n_L

@@ -11,12 +11,9 @@ Solves
 whose primal is :math:`\min_w \tfrac12\|w\|^2 + \sum_i \max(lo_i t_i, hi_i t_i)` with
 :math:`t_i = p_i - s_i w^\top\Phi(x_i)` and :math:`w = \sum_i \alpha_i s_i \Phi(x_i)`.
 
-* SVM (spec svm A1.2): :math:`s = y`, :math:`p = 1`, box :math:`[0, C c_i]`.
-* LAD (spec svm B6): :math:`s = 1`, :math:`p = y`, box :math:`[-C c_i, C c_i]`.
-
-Some variables may be *fixed* (by screening) at a bound; they leave the optimisation but
-keep their contribution to :math:`w` (linear mode) or to the gradient (kernel mode), which
-is the linear-term correction of spec svm A1.4 / B2.
+(:mod:`sklearn_safescreen.problems.box_qp`: the SVM and LAD duals). Some variables may
+be *fixed* (by screening) at a bound; they leave the optimisation but keep their
+contribution to :math:`w` (linear mode) or to the gradient (kernel mode).
 
 Two modes share the stopping rule and the dynamic-screening hook:
 
@@ -33,20 +30,20 @@ dual objective is at most ``tol``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
-from scipy.linalg import LinAlgWarning, cho_factor, cho_solve
 
-from .._kernels import KernelMatrix, add_rows, check_kernel_memory
-from ..screening.balls import SCREEN_RTOL, gap_ball_screen
+from ..problems.box_qp import BoxQP
+from ..problems.constants import SCREEN_RTOL, TINY
+from ..problems.kernels import add_rows, check_kernel_memory
+from ..screening.balls import gap_ball_screen
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, ipm_low_rank_dense, snap_to_bounds
+from .cd_kernels import kernel_epochs, linear_epochs, signed_row_dots
+from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
 
-_TINY = 1e-300
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
 #: interior-point method (when its Newton systems are small enough).
 IPM_AFTER_EPOCHS = 10
@@ -79,77 +76,6 @@ NEWTON_AFTER_EPOCHS = 5
 #: At most this many Newton steps per solve: with clipping, the interior set could
 #: otherwise cycle.
 NEWTON_MAX_STEPS = 10
-#: Kernel mode: largest interior set a Newton step factorises (288 MB; measured on an
-#: RBF path over make_classification(10000 x 20), 10 values, both caches 2 GB: at 2,500,
-#: coordinate descent alone crawled through the 4,600-variable interiors and the path
-#: took 3.8x SVC's time, at 6,000 1.8x).
-NEWTON_MAX_SYSTEM = 6000
-#: Factors of at most this many variables (50 MB) are kept between the fits of a path
-#: (:meth:`NewtonCache.end_fit`); larger ones serve the rounds of one fit only.
-NEWTON_KEEP_SYSTEM = 2500
-#: A Newton system whose interior set differs from the last factorised one by at most
-#: this fraction of its size is solved with that factor, bordered (k+1 triangular solve
-#: pairs, 2 k m^2 flops, against m^3 / 3 for a new factorisation; measured on the
-#: n=5000 RBF path: 0.12 was slower than 0.05).
-NEWTON_UPDATE_FRACTION = 0.05
-
-
-@dataclass
-class BoxQP:
-    """One box-constrained dual problem over all ``n`` samples.
-
-    Exactly one of ``X`` (linear mode: the design matrix, bias column included) and
-    ``kernel`` (kernel mode) is set.
-    """
-
-    sign: np.ndarray
-    p: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    sqnorm: np.ndarray
-    X: np.ndarray | sp.csr_matrix | None = None
-    kernel: KernelMatrix | None = None
-    #: kernel mode: the factor cache of the Newton steps, kept by the caller across the
-    #: solves of one problem's Q (:class:`NewtonCache`); a fresh one per solve if None
-    newton: NewtonCache | None = None
-
-    @property
-    def n_samples(self) -> int:
-        return self.sign.shape[0]
-
-    @property
-    def linear(self) -> bool:
-        return self.X is not None
-
-    def primal_weights(self, alpha: np.ndarray) -> np.ndarray:
-        """``w = sum_i alpha_i s_i x_i`` (linear mode)."""
-        return np.asarray(self.X.T @ (self.sign * alpha)).ravel()
-
-    def margins(self, alpha: np.ndarray, rows=None) -> np.ndarray:
-        """``q_i = s_i w^T Phi(x_i) = (Q alpha)_i`` for ``rows`` (default: all)."""
-        if self.linear:
-            w = self.primal_weights(alpha)
-            if rows is None:  # no row gather: it would copy X
-                return self.sign * np.asarray(self.X @ w).ravel()
-            return self.sign[rows] * np.asarray(self.X[rows] @ w).ravel()
-        rows = np.arange(self.n_samples) if rows is None else np.asarray(rows)
-        nz = np.flatnonzero(alpha)
-        return self.sign[rows] * self.kernel.matvec(rows, nz, self.sign[nz] * alpha[nz])
-
-    def gap_terms(self, alpha: np.ndarray, q: np.ndarray, rows=None) -> np.ndarray:
-        """Per-sample duality gap at margins ``q`` (all rows, or ``rows``)."""
-        if rows is None:
-            rows = np.arange(self.n_samples)
-        return _gap_terms(np.ascontiguousarray(q, dtype=np.float64), self.p, self.lo,
-                          self.hi, alpha, np.asarray(rows, dtype=np.int64))
-
-    def dual_objective(self, alpha: np.ndarray, q: np.ndarray) -> float:
-        """``-1/2 a'Qa + p'a`` given the margins ``q = Q a`` of every sample."""
-        return float(-0.5 * alpha @ q + self.p @ alpha)
-
-    def primal_objective(self, alpha: np.ndarray, q: np.ndarray) -> float:
-        t = self.p - q
-        return float(0.5 * alpha @ q + np.maximum(self.lo * t, self.hi * t).sum())
 
 
 @dataclass
@@ -165,166 +91,6 @@ class SolveResult:
     dynamic: list = field(default_factory=list)  # (n_lower, n_upper, n_free_left)
     stopped_slow: bool = False  # returned early on request (``stop_when_slow``)
     margins: np.ndarray | None = None  # Q alpha over all samples, when already known
-
-
-# --------------------------------------------------------------------------- numba ---
-#: Lets LLVM reorder the sums of row products (SIMD) and fuse multiply-adds; no
-#: assumptions about NaN or infinities. The certificate does not depend on the rounding.
-_VECTOR_MATH = {"reassoc", "contract"}
-
-
-@njit(cache=True, nogil=True, fastmath=_VECTOR_MATH)
-def _row_dot(dense, data, indices, indptr, is_sparse, i, w):
-    acc = 0.0
-    if is_sparse:
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += data[k] * w[indices[k]]
-    else:
-        for j in range(dense.shape[1]):
-            acc += dense[i, j] * w[j]
-    return acc
-
-
-@njit(cache=True, nogil=True)
-def _gap_terms(q, p, lo, hi, alpha, rows):
-    """Per-sample duality gap ``max(-lo g, -hi g) + alpha g``, ``g = q - p``, of
-    ``rows`` (``q`` holds their margins), without gathering the other arrays."""
-    out = np.empty(rows.size)
-    for k in range(rows.size):
-        i = rows[k]
-        g = q[k] - p[i]
-        out[k] = max(-lo[i] * g, -hi[i] * g) + alpha[i] * g
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _signed_row_dots(dense, data, indices, indptr, is_sparse, sign, rows, w):
-    """``sign_i x_i' w`` for ``rows``, without gathering the rows into a copy."""
-    out = np.empty(rows.size)
-    for k in range(rows.size):
-        i = rows[k]
-        out[k] = sign[i] * _row_dot(dense, data, indices, indptr, is_sparse, i, w)
-    return out
-
-
-@njit(cache=True, nogil=True, fastmath=_VECTOR_MATH)
-def _row_axpy(dense, data, indices, indptr, is_sparse, i, step, w):
-    if is_sparse:
-        for k in range(indptr[i], indptr[i + 1]):
-            w[indices[k]] += step * data[k]
-    else:
-        for j in range(dense.shape[1]):
-            w[j] += step * dense[i, j]
-
-
-@njit(cache=True, nogil=True)
-def _linear_epochs(dense, data, indices, indptr, is_sparse, sign, p, lo, hi, sqnorm,
-                   alpha, w, active, max_epochs, eps_pg, seed):
-    """Coordinate descent epochs over ``active`` with LIBLINEAR shrinking.
-
-    Returns (epochs run, True if the projected-gradient range fell below ``eps_pg`` on
-    the whole active set).
-    """
-    np.random.seed(seed)
-    n = active.shape[0]
-    idx = active.copy()
-    size = n
-    pg_max_old = np.inf
-    pg_min_old = -np.inf
-    for epoch in range(max_epochs):
-        for k in range(size - 1, 0, -1):
-            j = np.random.randint(0, k + 1)
-            idx[k], idx[j] = idx[j], idx[k]
-        pg_max = -np.inf
-        pg_min = np.inf
-        s = 0
-        while s < size:
-            i = idx[s]
-            G = sign[i] * _row_dot(dense, data, indices, indptr, is_sparse, i, w) - p[i]
-            PG = 0.0
-            if alpha[i] <= lo[i]:
-                if G > pg_max_old:
-                    size -= 1
-                    idx[s], idx[size] = idx[size], idx[s]
-                    continue
-                if G < 0.0:
-                    PG = G
-            elif alpha[i] >= hi[i]:
-                if G < pg_min_old:
-                    size -= 1
-                    idx[s], idx[size] = idx[size], idx[s]
-                    continue
-                if G > 0.0:
-                    PG = G
-            else:
-                PG = G
-            if PG > pg_max:
-                pg_max = PG
-            if PG < pg_min:
-                pg_min = PG
-            if abs(PG) > 1e-14:
-                old = alpha[i]
-                if sqnorm[i] > 0.0:
-                    new = min(max(old - G / sqnorm[i], lo[i]), hi[i])
-                else:  # z_i = 0: the objective is linear in alpha_i
-                    new = hi[i] if G < 0.0 else lo[i]
-                if new != old:
-                    alpha[i] = new
-                    _row_axpy(dense, data, indices, indptr, is_sparse, i,
-                              (new - old) * sign[i], w)
-            s += 1
-        if pg_max - pg_min <= eps_pg:
-            if size == n:
-                return epoch + 1, True
-            size = n
-            pg_max_old = np.inf
-            pg_min_old = -np.inf
-            continue
-        pg_max_old = pg_max if pg_max > 0.0 else np.inf
-        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
-    return max_epochs, False
-
-
-@njit(cache=True, nogil=True)
-def _kernel_epochs(Q, lo, hi, alpha, g, active, max_epochs, eps_pg, seed):
-    """Coordinate descent epochs on a dense local ``Q`` keeping ``g = Q alpha - p``."""
-    np.random.seed(seed)
-    idx = active.copy()
-    n = idx.shape[0]
-    m = Q.shape[0]
-    for epoch in range(max_epochs):
-        for k in range(n - 1, 0, -1):
-            j = np.random.randint(0, k + 1)
-            idx[k], idx[j] = idx[j], idx[k]
-        pg_max = -np.inf
-        pg_min = np.inf
-        for s in range(n):
-            i = idx[s]
-            G = g[i]
-            if alpha[i] <= lo[i]:
-                PG = min(G, 0.0)
-            elif alpha[i] >= hi[i]:
-                PG = max(G, 0.0)
-            else:
-                PG = G
-            if PG > pg_max:
-                pg_max = PG
-            if PG < pg_min:
-                pg_min = PG
-            if abs(PG) > 1e-14:
-                old = alpha[i]
-                if Q[i, i] > 0.0:
-                    new = min(max(old - G / Q[i, i], lo[i]), hi[i])
-                else:
-                    new = hi[i] if G < 0.0 else lo[i]
-                delta = new - old
-                if delta != 0.0:
-                    alpha[i] = new
-                    for j in range(m):
-                        g[j] += delta * Q[i, j]
-        if pg_max - pg_min <= eps_pg:
-            return epoch + 1, True
-    return max_epochs, False
 
 
 # ------------------------------------------------------------------------- driver ---
@@ -405,7 +171,7 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     converged, gap_history = False, []
     while True:
         if active.size:
-            epochs, pg_ok = _linear_epochs(
+            epochs, pg_ok = linear_epochs(
                 dense, data, indices, indptr, is_sparse, problem.sign, problem.p,
                 problem.lo, problem.hi, problem.sqnorm, alpha, w, active,
                 min(_check_schedule(n_iter), max(max_iter - n_iter, 1)), eps_pg,
@@ -416,11 +182,11 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         if 2 * active.size > problem.n_samples:  # BLAS on all rows beats a gather
             q_act = problem.sign[active] * np.asarray(X @ w).ravel()[active]
         else:
-            q_act = _signed_row_dots(dense, data, indices, indptr, is_sparse,
+            q_act = signed_row_dots(dense, data, indices, indptr, is_sparse,
                                      problem.sign, active, w)
         gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
         dual = float(-0.5 * w @ w + problem.p @ alpha)
-        rel_gap = gap / max(abs(dual), _TINY)
+        rel_gap = gap / max(abs(dual), TINY)
         ipm_fits = X.shape[1] <= IPM_MAX_SYSTEM and active.size > 1
         small = active.size * X.shape[1] ** 2 <= IPM_SMALL_FLOPS
         polish = ipm_fits and small and not ipm_done and rel_gap > IPM_TOL
@@ -533,7 +299,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     newton = problem.newton if problem.newton is not None else NewtonCache()
     while True:
         if local_active.size:
-            epochs, pg_ok = _kernel_epochs(
+            epochs, pg_ok = kernel_epochs(
                 Q, lo, hi, a, g, local_active,
                 min(_check_schedule(n_iter), max(max_iter - n_iter, 1)), eps_pg,
                 rng.randint(2**31 - 1))
@@ -546,7 +312,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # a'Qa = a_F'(q_F - d) + 2 a_F'd + const  with q_F - d = Q_FF a_F
         quad = a @ (q_f - d) + 2.0 * a @ d + const_fixed_quad
         dual = -0.5 * quad + p_f @ a + p_held
-        rel_gap = gap / max(abs(dual), _TINY)
+        rel_gap = gap / max(abs(dual), TINY)
         ipm_fits = 1 < la.size <= IPM_MAX_SYSTEM
         small = la.size**3 / 3 <= IPM_SMALL_FLOPS
         # Once CD has found which variables sit at a bound, one linear solve on the
@@ -560,7 +326,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
                 or small and rel_gap > IPM_TOL):
             newton_tried, n_newton = interior, n_newton + 1
-            if _newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
+            if newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
                                    newton):
                 if pg_ok:
                     eps_pg *= 0.1
@@ -606,133 +372,6 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     dyn_fixed[local_active] = False
     fixed[free[dyn_fixed]] = True
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
-
-
-class NewtonCache:
-    """The Cholesky factor of the last interior block :math:`Q_{FF}` (global sample
-    indices F) that a kernel-mode Newton step factorised, kept by the task's data across
-    the working-set rounds of a solve and the fits of a warm-started path (Q depends on
-    the kernel and the signs only, not on C).
-
-    The next Newton systems' interior sets usually differ from F by a few variables
-    (measured on the n=5000 RBF benchmark: 2,249 then 2,248 of the same variables within
-    a round, about 2% between path steps), so they cost a few triangular solves with
-    this factor, bordered (:func:`_bordered_solve`), instead of a new O(m^3)
-    factorisation. A factor holds at most ``NEWTON_MAX_SYSTEM`` squared doubles (288 MB)
-    within a fit and ``NEWTON_KEEP_SYSTEM`` squared (50 MB) between fits; not pickled.
-    """
-
-    def __init__(self):
-        self.clear()
-
-    def clear(self) -> None:
-        self.idx = None
-        self.factor = None
-
-    def end_fit(self, keep: bool) -> None:
-        """After a fit: keep the factor for the next fit of a path only if ``keep`` and
-        it is small (``NEWTON_KEEP_SYSTEM``)."""
-        if not keep or (self.idx is not None and self.idx.size > NEWTON_KEEP_SYSTEM):
-            self.clear()
-
-    def __getstate__(self):
-        return {}
-
-    def __setstate__(self, state):
-        self.clear()
-
-    def solve(self, problem: BoxQP, Q: np.ndarray, free: np.ndarray, interior: np.ndarray,
-              rhs: np.ndarray) -> np.ndarray:
-        """``Q_II^{-1} rhs`` for the local indices ``interior`` of the block ``Q`` of the
-        samples ``free`` (both sorted); may raise ``LinAlgError`` / ``ValueError``."""
-        idx = free[interior]
-        if self.idx is not None:
-            in_new = np.isin(self.idx, idx, assume_unique=True)
-            added = idx[~np.isin(idx, self.idx, assume_unique=True)]
-            if (~in_new).sum() + added.size <= NEWTON_UPDATE_FRACTION * self.idx.size:
-                step = _bordered_solve(problem, self.idx, self.factor, ~in_new, added,
-                                       idx, rhs)
-                if step is not None:
-                    return step
-        self.clear()
-        self.factor = cho_factor(Q[np.ix_(interior, interior)], lower=True,
-                                 overwrite_a=True, check_finite=False)
-        self.idx = idx
-        return cho_solve(self.factor, rhs, check_finite=False)
-
-
-def signed_block(problem: BoxQP, rows, cols) -> np.ndarray:
-    r""":math:`Q_{RC}=s_Rs_C^\top\circ K_{RC}` from the kernel (a fresh array)."""
-    block = problem.kernel.block(rows, cols)
-    block *= problem.sign[rows][:, None]
-    block *= problem.sign[cols][None, :]
-    return block
-
-
-def _bordered_solve(problem, F, factor, removed, A, idx, rhs):
-    r"""Solve :math:`Q_{I'I'}x=b` for :math:`I'=(F\setminus R)\cup A` (sorted global
-    indices ``idx``) with the factor of :math:`Q_{FF}`: the variables R (mask
-    ``removed`` over F) are held at zero by multipliers :math:`\mu`, the added ones A
-    border the system,
-
-    .. math::
-
-        \begin{pmatrix}Q_{FF}&Q_{FA}&E_R\\Q_{AF}&Q_{AA}&0\\E_R^\top&0&0\end{pmatrix}
-        \begin{pmatrix}x_F\\x_A\\\mu\end{pmatrix}=
-        \begin{pmatrix}\tilde b_F\\b_A\\0\end{pmatrix},
-
-    eliminated through :math:`W=Q_{FF}^{-1}B`, :math:`B=(Q_{FA}\ E_R)`: the k x k
-    system :math:`(\mathrm{diag}(Q_{AA},0)-B^\top W)z=(b_A-Q_{AF}y_0,\ -y_{0,R})`,
-    :math:`y_0=Q_{FF}^{-1}\tilde b_F`, then :math:`x_F=y_0-Wz`. Cost: k+1 pairs of
-    triangular solves and k (|F| + k) kernel values. Returns ``x`` in the order of
-    ``idx``, or None if the small system is singular."""
-    pos_R = np.flatnonzero(removed)
-    n_A, k = A.size, A.size + pos_R.size
-    kept = ~removed
-    at = np.searchsorted(idx, F[kept])  # rows of the answer of F's kept variables
-    b_F = np.zeros(F.size)
-    b_F[kept] = rhs[at]
-    y0 = cho_solve(factor, b_F, check_finite=False)
-    if k == 0:  # the factorised set itself
-        return y0
-    B = np.zeros((F.size, k))
-    if n_A:
-        B[:, :n_A] = signed_block(problem, F, A)
-    B[pos_R, n_A + np.arange(pos_R.size)] = 1.0
-    W = cho_solve(factor, B, check_finite=False)
-    S = -(B.T @ W)
-    at_A = np.searchsorted(idx, A)
-    r = np.concatenate([rhs[at_A] - B[:, :n_A].T @ y0, -y0[pos_R]])
-    if n_A:
-        S[:n_A, :n_A] += signed_block(problem, A, A)
-    try:
-        z = np.linalg.solve(S, r)
-    except np.linalg.LinAlgError:
-        return None
-    x = np.empty(idx.size)
-    x[at] = (y0 - W @ z)[kept]
-    x[at_A] = z[:n_A]
-    return x if np.all(np.isfinite(x)) else None
-
-
-def _newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
-                        cache: NewtonCache) -> bool:
-    """Newton step on the interior variables with the others held: solve
-    ``Q_II step = g_I`` (gradient zero on I), clip to the box, update ``g`` in place.
-    Returns False when the system is numerically singular (nothing changed)."""
-    try:
-        with warnings.catch_warnings():
-            # an ill-conditioned step is harmless: the gap check judges its result
-            warnings.simplefilter("ignore", LinAlgWarning)
-            step = cache.solve(problem, Q, free, interior, g[interior])
-    except (np.linalg.LinAlgError, ValueError):
-        return False
-    if not np.all(np.isfinite(step)):
-        return False
-    new = np.clip(a[interior] - step, lo[interior], hi[interior])
-    add_rows(g, Q, interior, new - a[interior])
-    a[interior] = new
-    return True
 
 
 def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,

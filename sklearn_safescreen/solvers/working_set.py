@@ -1,4 +1,4 @@
-r"""Working sets driven by gap-safe screening of the full problem (spec svm F1(c)).
+r"""Working sets driven by gap-safe screening of the full problem.
 
 After a reference rule, most samples of a large problem are usually still undecided,
 although at the optimum only a few sit on the margin. Solving the whole undecided set
@@ -28,17 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dual_cd import (
-    BoxQP,
-    DynamicScreen,
-    SolveResult,
-    _solve_kernel,
-    _solve_linear,
-    signed_block,
-    solve_box_qp,
-)
+from ..problems.box_qp import BoxQP
+from ..problems.constants import TINY
+from .dual_cd import DynamicScreen, SolveResult, _solve_kernel, _solve_linear, solve_box_qp
+from .newton import signed_block
 
-_TINY = 1e-300
 #: Undecided samples below which the plain solver is used directly.
 WS_MIN_PROBLEM = 400
 #: Smallest working set.
@@ -69,7 +63,7 @@ def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, t
         active = np.flatnonzero(~fixed)
         terms = problem.gap_terms(alpha, q[active], active)
         gap = float(terms.sum())
-        rel_gap = gap / max(abs(problem.dual_objective(alpha, q)), _TINY)
+        rel_gap = gap / max(abs(problem.dual_objective(alpha, q)), TINY)
         lo_m, hi_m = dynamic_screen(q[active], p[active], problem.sqnorm[active], gap)
         if rel_gap <= tol:
             # record what the final gap ball proves (variables already at that bound:

@@ -268,8 +268,8 @@ def test_compiled_gap_ball_and_gap_terms_equal_the_numpy_formulas(seed):
     """``gap_ball_screen`` (compiled, fused) decides exactly as ``decide(ball_bounds)``,
     including margins sitting on the target, and ``BoxQP.gap_terms`` equals
     ``max(-lo g, -hi g) + alpha g`` on all rows and on a subset."""
+    from sklearn_safescreen.problems.box_qp import BoxQP
     from sklearn_safescreen.screening.balls import ball_bounds, decide, gap_ball_screen
-    from sklearn_safescreen.solvers.dual_cd import BoxQP
 
     rng = np.random.RandomState(seed)
     n = 500

@@ -30,13 +30,8 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from sklearn_safescreen.screening.lad import (
-    LAD_RULES,
-    LADReference,
-    dvi_lad,
-    lad_critical_C,
-    screen_lad,
-)
+from sklearn_safescreen.problems.box_qp import BoxQPReference, lad_critical_C
+from sklearn_safescreen.screening.lad import LAD_RULES, dvi_lad, screen_lad
 
 MARGIN_TOL = 1e-7
 MAX_KKT = 1e-10
@@ -155,8 +150,8 @@ def assert_safe(res, truth, y, context=""):
     assert bad.size == 0, f"bounds miss the optimal prediction ({context}) at {bad}"
 
 
-def exact_reference(truth: Truth, gap: float = 0.0) -> LADReference:
-    return LADReference(truth.C, truth.alpha, truth.pred, gap)
+def exact_reference(truth: Truth, gap: float = 0.0) -> BoxQPReference:
+    return BoxQPReference(truth.C, truth.alpha, truth.pred, gap)
 
 
 def full_gap(G, y, h, a) -> float:
@@ -222,7 +217,7 @@ def _pair(kernel, bias, pair, seed=0, n=150, d=4):
     C_ref, C = pair
     if C_ref == "cmin":
         gamma, cmin = slope_and_cmin(G, y, np.ones(n))
-        ref = LADReference(cmin, cmin * gamma, cmin * (G @ gamma), 0.0)
+        ref = BoxQPReference(cmin, cmin * gamma, cmin * (G @ gamma), 0.0)
         C = C * cmin
         return ref, C, solve_lad_dual(G, y, C * np.ones(n))
     return exact_reference(_exact(kernel, bias, C_ref, seed, n, d)), C, \
@@ -325,7 +320,7 @@ def _perturbed(truth, G, y, h_ref, rng, kind):
     """An inexact reference: exact (gap 0), a perturbed dual point, or few epochs of an
     own coordinate descent from 0; the gap is computed here, independently."""
     if kind == "exact":
-        return LADReference(truth.C, truth.alpha, truth.pred, 0.0)
+        return BoxQPReference(truth.C, truth.alpha, truth.pred, 0.0)
     if kind == "perturbed":
         a = np.clip(truth.alpha + 0.05 * h_ref * rng.randn(y.size), -h_ref, h_ref)
     else:  # "early": three epochs of dual coordinate descent
@@ -338,7 +333,7 @@ def _perturbed(truth, G, y, h_ref, rng, kind):
                 new = min(max(a[i] - g[i] / G[i, i], -h_ref[i]), h_ref[i])
                 g += (new - a[i]) * G[i]
                 a[i] = new
-    return LADReference(truth.C, a, G @ a, max(full_gap(G, y, h_ref, a), 0.0))
+    return BoxQPReference(truth.C, a, G @ a, max(full_gap(G, y, h_ref, a), 0.0))
 
 
 _C = st.floats(0.01, 20.0, allow_nan=False, allow_infinity=False)
@@ -383,7 +378,7 @@ def test_dvi_safety_from_closed_form(seed, ratio, kernel):
     X, y = laplace_data(seed, 100, 3)
     G = gram(X, kernel, 1.0)
     gamma, cmin = slope_and_cmin(G, y, np.ones(100))
-    ref = LADReference(cmin, cmin * gamma, cmin * (G @ gamma), 0.0)
+    ref = BoxQPReference(cmin, cmin * gamma, cmin * (G @ gamma), 0.0)
     try:
         truth = solve_lad_dual(G, y, ratio * cmin * np.ones(100))
     except GroundTruthInaccurate:

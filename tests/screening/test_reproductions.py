@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from _svm_truth import solve_svm_dual, violations
 
-from sklearn_safescreen.screening import SVMReference, ball_test_1, dvi, intersection_test
+from sklearn_safescreen.problems.box_qp import BoxQPReference
+from sklearn_safescreen.screening import ball_test_1, dvi, intersection_test
 
 
 def _ref(sol):
-    return SVMReference(sol.C, sol.alpha, sol.margins, 0.0)
+    return BoxQPReference(sol.C, sol.alpha, sol.margins, 0.0)
 
 
 # ------------------------------------------------------------------ R9 [OG] ---

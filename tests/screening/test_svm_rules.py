@@ -31,16 +31,15 @@ from _svm_truth import (
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
+from sklearn_safescreen.problems.box_qp import BoxQPReference, critical_C
 from sklearn_safescreen.screening import (
     SVM_RULES,
-    SVMReference,
     ball_test_1,
     ball_test_2,
     dvi,
     intersection_test,
     screen_svm,
 )
-from sklearn_safescreen.screening.svm import critical_C
 
 #: (C_ref, C) pairs of spec G R1; "cmin" means (C_min, 5 C_min)
 PAIRS = ((1.0, 2.0), (2.0, 1.0), (0.5, 0.55), (10.0, 12.0), (12.0, 10.0), ("cmin", 5.0))
@@ -71,7 +70,7 @@ def _closed_form_ref(Q, weights=None):
     c = np.ones(Q.shape[0]) if weights is None else weights
     cmin = _cmin(Q, c)
     alpha = cmin * c
-    return SVMReference(cmin, alpha, Q @ alpha, 0.0)
+    return BoxQPReference(cmin, alpha, Q @ alpha, 0.0)
 
 
 def _weights(seed, n):
@@ -83,7 +82,7 @@ def _weights(seed, n):
 
 
 def _ref(sol, gap=0.0):
-    return SVMReference(sol.C, sol.alpha, sol.margins, gap)
+    return BoxQPReference(sol.C, sol.alpha, sol.margins, gap)
 
 
 def _all_rules(ref, C, Q, weights=None):

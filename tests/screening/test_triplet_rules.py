@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sklearn_safescreen._triplets import build_triplets
+from sklearn_safescreen.problems import triplet_problem as tp
+from sklearn_safescreen.problems.triplets import build_triplets
 from sklearn_safescreen.screening import triplet_bounds as tb
 from sklearn_safescreen.screening.triplet import (
     linear_bounds,
@@ -34,13 +35,13 @@ def make_data(seed, n=24, d=3, k=2, diagonal=False):
 
 def nondegenerate(ts, gamma, diagonal):
     """lambda_L and G_+; data where G_+ = 0 (M* = 0 for every lambda) are skipped."""
-    lam_L, G_pos = pg.closed_form(ts, gamma, diagonal)
+    lam_L, G_pos = tp.closed_form(ts, gamma, diagonal)
     assume(np.linalg.norm(G_pos) > 0)
     return lam_L, G_pos
 
 
 def exact(ts, gamma, diagonal, lam, start):
-    res = pg.solve(pg.TripletProblem(ts, gamma, diagonal), start, lam, tol=1e-13,
+    res = pg.solve(tp.TripletProblem(ts, gamma, diagonal), start, lam, tol=1e-13,
                    max_iter=300000)
     return res.M, res.evaluation.gap
 
@@ -55,7 +56,7 @@ def reference_at(ts, gamma, diagonal, lam0, quality, rng, M_exact):
         L = rng.randn(*M_exact.shape)
         return L @ L.T / np.linalg.norm(L @ L.T) * np.linalg.norm(M_exact)
     tol = {"gap1e-2": 1e-2, "gap1e-6": 1e-6}[quality]
-    res = pg.solve(pg.TripletProblem(ts, gamma, diagonal), M_exact * 3.0 + 0.1 * (
+    res = pg.solve(tp.TripletProblem(ts, gamma, diagonal), M_exact * 3.0 + 0.1 * (
         np.ones_like(M_exact) if diagonal else np.eye(M_exact.shape[0])), lam0, tol=tol,
         max_iter=100000, compiled=False)
     return res.M
@@ -63,10 +64,10 @@ def reference_at(ts, gamma, diagonal, lam0, quality, rng, M_exact):
 
 def all_balls(ts, gamma, diagonal, M_ref, lam0, lam):
     """Every bound of spec 2 for the target lam from a reference at lam0."""
-    ev = pg.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam)
-    ev0 = pg.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam0)
+    ev = tp.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam)
+    ev0 = tp.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam0)
     eps = tb.rrpb_eps(ev0.gap, lam0)
-    p_img = pg.TripletProblem(ts, gamma, diagonal).evaluate(ev.S_pos / lam, lam).primal
+    p_img = tp.TripletProblem(ts, gamma, diagonal).evaluate(ev.S_pos / lam, lam).primal
     return [tb.gb(M_ref, ev.grad, lam), tb.pgb(M_ref, ev.grad, lam, diagonal),
             tb.gb_linear(M_ref, ev.grad, lam, diagonal), tb.dgb(M_ref, ev.gap, lam),
             tb.cdgb(ev.S_pos, p_img, ev.dual, lam), tb.rrpb(M_ref, lam0, lam, eps)], ev
@@ -107,12 +108,12 @@ def test_theorem_relations_with_an_exact_reference():
     """Thm 7 (PGB = RPB), Thm 8 (DGB = 2 RPB, internally tangent), RRPB special cases."""
     X, y, ts = make_data(7, n=30, d=3, k=3)
     gamma = 0.05
-    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
     lam0 = 0.05 * lam_L
     M0, gap0 = exact(ts, gamma, False, lam0, G_pos / lam_L)
     lam1 = 0.9 * lam0
     # PGB with the optimal dual variables as subgradient (smoothed hinge: unique)
-    ev = pg.TripletProblem(ts, gamma, False).evaluate(M0, lam1)
+    ev = tp.TripletProblem(ts, gamma, False).evaluate(M0, lam1)
     pgb = tb.pgb(M0, ev.grad, lam1, False)
     rpb = tb.rpb(M0, lam0, lam1)
     scale = np.linalg.norm(rpb.center)
@@ -166,7 +167,7 @@ def test_sphere_and_linear_rule_values_equal_cvxpy(seed):
         lo, up = sphere_bounds(np.array([hq]), np.array([hn]), r)
         assert lo[0] == pytest.approx(cvx_min(H, Q, r, None), abs=1e-6)
         assert up[0] == pytest.approx(-cvx_min(-H, Q, r, None), abs=1e-6)
-        P = -pg.psd_split(Q, False)[1]  # half-space containing the PSD cone
+        P = -tp.psd_split(Q, False)[1]  # half-space containing the PSD cone
         if np.sum(P * P) == 0:
             continue
         llo, lup = linear_bounds(np.array([hq]), np.array([hn]), r,
@@ -187,7 +188,7 @@ def test_bounds_hold_for_sampled_points(seed):
     rng = np.random.RandomState(seed)
     d = 3
     H, Q, r = random_instance(rng, d)
-    P = -pg.psd_split(Q, False)[1]
+    P = -tp.psd_split(Q, False)[1]
     hn, hq = np.linalg.norm(H), np.sum(H * Q)
     lo, up = sphere_bounds(np.array([hq]), np.array([hn]), r)
     llo, lup = linear_bounds(np.array([hq]), np.array([hn]), r, np.array([np.sum(P * H)]),
@@ -211,7 +212,7 @@ def test_sdp_rule_decisions_agree_with_cvxpy(seed):
     rng = np.random.RandomState(seed)
     L = rng.randn(3, 3)
     Q = L @ L.T
-    Q *= 1.5 / np.median(np.abs(pg.triplet_values(ts, Q, False)))
+    Q *= 1.5 / np.median(np.abs(tp.triplet_values(ts, Q, False)))
     r = 0.4 * np.linalg.norm(Q)
     ball = tb.Ball("test", Q, r, psd_center=True)
     idx = np.arange(ts.n_triplets, dtype=np.int32)
@@ -280,12 +281,12 @@ def test_no_screened_triplet_is_outside_its_set(seed, diagonal, hinge, quality, 
     M_ref = reference_at(ts, 0.05, diagonal, lam0, quality, rng, M0_star)
     lam = 0.8 * lam0
     balls, ev = all_balls(ts, gamma, diagonal, M_ref, lam0, lam)
-    z_ref = pg.triplet_values(ts, M_ref, diagonal)
+    z_ref = tp.triplet_values(ts, M_ref, diagonal)
     if hinge:  # the truth for the hinge: a tight solve of the smoothed problem is not it
         M_star, gap = exact_hinge(X, ts, lam, diagonal)
     else:
         M_star, gap = exact(ts, gamma, diagonal, lam, M0_star)
-    z = pg.triplet_values(ts, M_star, diagonal)
+    z = tp.triplet_values(ts, M_star, diagonal)
     band = np.sqrt(2 * max(gap, 0) / lam) * ts.hnorm + 1e-7 * (1 + np.abs(z))
     idx = np.arange(ts.n_triplets, dtype=np.int32)
     for ball in balls:
@@ -318,16 +319,16 @@ def test_screened_sets_never_cross_on_a_path_and_gb_linear_beats_pgb():
     superset of the PGB sphere rule (spec 2.2, 8.5)."""
     X, y, ts = make_data(11, n=45, d=3, k=4)
     gamma = 0.05
-    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
     lam0, M0 = lam_L, G_pos / lam_L
     idx = np.arange(ts.n_triplets, dtype=np.int32)
     for _ in range(12):
         lam = 0.6 * lam0
         M1, gap1 = exact(ts, gamma, False, lam, M0)
-        z = pg.triplet_values(ts, M1, False)
+        z = tp.triplet_values(ts, M1, False)
         band = np.sqrt(2 * gap1 / lam) * ts.hnorm + 1e-9
         balls, ev = all_balls(ts, gamma, False, M0, lam0, lam)
-        z0 = pg.triplet_values(ts, M0, False)
+        z0 = tp.triplet_values(ts, M0, False)
         for ball in balls:
             res = screen_triplets(ts, ball, "sphere", gamma, False, idx, ref_values=z0)
             assert np.all(z[res.to_R] > 1 - band[res.to_R])
@@ -344,16 +345,16 @@ def test_rrpb_ranges_are_safe_on_a_grid(perturb):
     """Spec 8.9: for every solved lam inside a triplet's range, membership holds."""
     X, y, ts = make_data(5, n=36, d=3, k=3)
     gamma = 0.05
-    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
     lam0 = 0.1 * lam_L
     M0, gap0 = exact(ts, gamma, False, lam0, G_pos / lam_L)
     rng = np.random.RandomState(0)
     if perturb:
         E = rng.randn(3, 3)
-        M0 = pg.project(M0 + perturb * np.linalg.norm(M0) * (E + E.T) / 2, False)
-    gap = pg.TripletProblem(ts, gamma, False).evaluate(M0, lam0).gap
+        M0 = tp.project(M0 + perturb * np.linalg.norm(M0) * (E + E.T) / 2, False)
+    gap = tp.TripletProblem(ts, gamma, False).evaluate(M0, lam0).gap
     eps = tb.rrpb_eps(gap, lam0)
-    z0 = pg.triplet_values(ts, M0, False)
+    z0 = tp.triplet_values(ts, M0, False)
     label, lo, hi = tb.rrpb_ranges(z0, ts.hnorm, float(np.linalg.norm(M0)), eps, lam0, gamma)
     assert (label > 0).sum() > 0
     assert np.all((lo[label > 0] < lam0) & (lam0 < hi[label > 0]))
@@ -361,7 +362,7 @@ def test_rrpb_ranges_are_safe_on_a_grid(perturb):
     n_checked = 0
     for lam in lam0 * np.r_[np.geomspace(1.5, 1.01, 4), np.geomspace(0.99, 0.05, 10)]:
         M, g = exact(ts, gamma, False, lam, M)
-        z = pg.triplet_values(ts, M, False)
+        z = tp.triplet_values(ts, M, False)
         band = np.sqrt(2 * g / lam) * ts.hnorm + 1e-9
         inside = (label > 0) & (lo < lam) & (lam < hi)
         R, L = inside & (label == 2), inside & (label == 1)
@@ -377,17 +378,19 @@ def test_rrpb_ranges_are_safe_on_a_grid(perturb):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_dynamic_sphere_equals_the_generic_rule(seed):
-    from sklearn_safescreen.screening.triplet import dynamic_sphere_full
+    from sklearn_safescreen.screening.triplet_kernels import (
+        iterate_ball_codes as dynamic_sphere_full,
+    )
 
     X, y, ts = make_data(seed + 100, n=40, d=4, k=3)
     gamma = 0.05
-    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
     assert np.linalg.norm(G_pos) > 0
     lam = 0.1 * lam_L
     n_screened = 0
-    res = pg.solve(pg.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-4,
+    res = pg.solve(tp.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-4,
                    max_iter=1000)
-    prob = pg.TripletProblem(ts, gamma, False)
+    prob = tp.TripletProblem(ts, gamma, False)
     ev = prob.evaluate(res.M, lam)
     idx = prob.work
     for flags in [(True, False, False), (False, True, False), (False, False, True),
@@ -443,20 +446,20 @@ def test_iris_screening_rate_reference():
         lam = lam_L * 0.9**t
         ml.set_params(alpha=lam).fit(X, y)
         if ts is None:
-            ts = ml._triplets
+            ts = ml._path.path.ts
             assert ts.n_triplets == 735_000
             idx = np.arange(ts.n_triplets, dtype=np.int32)
-            G_pos = pg.closed_form(ts, gamma, False)[1]
+            G_pos = tp.closed_form(ts, gamma, False)[1]
             assert np.linalg.norm(G_pos) == pytest.approx(1.9114e6, rel=1e-4)
             M_prev = G_pos / lam_L
-        z = pg.triplet_values(ts, ml.metric_, False)
+        z = tp.triplet_values(ts, ml.metric_, False)
         band = np.sqrt(2 * ml.dual_gap_ / lam) * ts.hnorm
         n_R, n_L = int((z > 1).sum()), int((z < 1 - gamma).sum())
         if t in IRIS_TABLE:  # (vi)
             assert n_R == pytest.approx(IRIS_TABLE[t][0], rel=5e-3, abs=2)
             assert n_L == pytest.approx(IRIS_TABLE[t][1], rel=5e-3)
-        ev = pg.TripletProblem(ts, gamma, False).evaluate(M_prev, lam)
-        z0 = pg.triplet_values(ts, M_prev, False)
+        ev = tp.TripletProblem(ts, gamma, False).evaluate(M_prev, lam)
+        z0 = tp.triplet_values(ts, M_prev, False)
         balls = {"GB": tb.gb(M_prev, ev.grad, lam), "PGB": tb.pgb(M_prev, ev.grad, lam, False),
                  "DGB": tb.dgb(M_prev, ev.gap, lam),
                  "RRPB": tb.rrpb(M_prev, lam_prev, lam, tb.rrpb_eps(gap_prev, lam_prev))}

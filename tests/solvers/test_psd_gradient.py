@@ -8,9 +8,10 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from sklearn_safescreen._triplets import build_triplets
+from sklearn_safescreen.problems import triplet_kernels as kn
+from sklearn_safescreen.problems import triplet_problem as tp
+from sklearn_safescreen.problems.triplets import build_triplets
 from sklearn_safescreen.solvers import psd_gradient as pg
-from sklearn_safescreen.solvers import psd_kernels as kn
 
 
 def small_problem(seed=0, n=18, d=3, k=2, diagonal=False):
@@ -42,32 +43,32 @@ def cvx_solve(X, ts, lam, gamma, diagonal):
 
 
 def explicit_dual(ts, alpha, lam, gamma, diagonal):
-    S = pg.sum_h(ts, alpha, diagonal)
-    Sp = pg.project(S, diagonal)
+    S = tp.sum_h(ts, alpha, diagonal)
+    Sp = tp.project(S, diagonal)
     return -gamma / 2 * alpha @ alpha + alpha.sum() - np.sum(Sp * Sp) / (2 * lam)
 
 
 def primal(ts, M, lam, gamma, diagonal):
-    z = pg.triplet_values(ts, M, diagonal)
-    return pg.loss_values(z, gamma).sum() + lam / 2 * np.sum(M * M)
+    z = tp.triplet_values(ts, M, diagonal)
+    return tp.loss_values(z, gamma).sum() + lam / 2 * np.sum(M * M)
 
 
 @pytest.mark.parametrize("gamma", [0.0, 0.05, 0.5])
 def test_loss_conjugate_and_fenchel_young(gamma):
     z = np.linspace(-2, 2.5, 91)
-    loss = pg.loss_values(z, gamma)
-    alpha = pg.dual_alpha(z, gamma)
+    loss = tp.loss_values(z, gamma)
+    alpha = tp.dual_alpha(z, gamma)
     # Fenchel-Young equality at alpha = -l'(z): l(z) + l*(-alpha) + alpha z = 0
     conj = gamma / 2 * alpha**2 - alpha
     assert np.allclose(loss + conj + alpha * z, 0.0, atol=1e-14)
     # l*(-a) = sup_x (-a x - l(x)) checked on a grid
     xs = np.linspace(-5, 5, 20001)
     for a in [0.0, 0.3, 1.0]:
-        sup = np.max(-a * xs - pg.loss_values(xs, gamma))
+        sup = np.max(-a * xs - tp.loss_values(xs, gamma))
         assert sup == pytest.approx(gamma / 2 * a * a - a, abs=1e-6)
     if gamma > 0:  # derivative by finite differences
         h = 1e-7
-        num = (pg.loss_values(z + h, gamma) - pg.loss_values(z - h, gamma)) / (2 * h)
+        num = (tp.loss_values(z + h, gamma) - tp.loss_values(z - h, gamma)) / (2 * h)
         assert np.allclose(-num, alpha, atol=1e-5)
 
 
@@ -76,7 +77,7 @@ def test_weak_duality_and_stable_gap(diagonal):
     X, y, ts = small_problem(1, diagonal=diagonal)
     rng = np.random.RandomState(0)
     lam, gamma = 3.0, 0.05
-    prob = pg.TripletProblem(ts, gamma, diagonal)
+    prob = tp.TripletProblem(ts, gamma, diagonal)
     for _ in range(5):
         if diagonal:
             M = np.abs(rng.randn(3))
@@ -89,7 +90,7 @@ def test_weak_duality_and_stable_gap(diagonal):
         assert P >= explicit_dual(ts, alpha, lam, gamma, diagonal) - 1e-9
         ev = prob.evaluate(M, lam)
         assert ev.primal == pytest.approx(P, rel=1e-12)
-        a = pg.dual_alpha(pg.triplet_values(ts, M, diagonal), gamma)
+        a = tp.dual_alpha(tp.triplet_values(ts, M, diagonal), gamma)
         D = explicit_dual(ts, a, lam, gamma, diagonal)
         assert ev.dual == pytest.approx(D, rel=1e-12, abs=1e-12)
         assert ev.gap == pytest.approx(P - D, rel=1e-9, abs=1e-10)
@@ -100,10 +101,10 @@ def test_weak_duality_and_stable_gap(diagonal):
 @pytest.mark.parametrize("gamma", [0.05, 0.5, 0.0])
 def test_optimum_equals_cvxpy(diagonal, gamma):
     X, y, ts = small_problem(2, diagonal=diagonal)
-    lam_L, G_pos = pg.closed_form(ts, gamma, diagonal)
+    lam_L, G_pos = tp.closed_form(ts, gamma, diagonal)
     lam = 0.02 * lam_L
     tol = 1e-12 if gamma else 1e-9  # the hinge: dual FISTA, sublinear
-    res = pg.solve(pg.TripletProblem(ts, gamma, diagonal), G_pos / lam_L, lam, tol=tol,
+    res = pg.solve(tp.TripletProblem(ts, gamma, diagonal), G_pos / lam_L, lam, tol=tol,
                    max_iter=200000)
     assert res.converged
     M_cvx, val = cvx_solve(X, ts, lam, gamma, diagonal)
@@ -123,33 +124,33 @@ def test_optimum_equals_cvxpy(diagonal, gamma):
 def test_closed_form_above_lambda_L(diagonal):
     X, y, ts = small_problem(3, diagonal=diagonal)
     gamma = 0.05
-    lam_L, G_pos = pg.closed_form(ts, gamma, diagonal)
+    lam_L, G_pos = tp.closed_form(ts, gamma, diagonal)
     for lam in [lam_L, 1.01 * lam_L, 10 * lam_L]:
         start = np.eye(3) if not diagonal else np.ones(3)
-        res = pg.solve(pg.TripletProblem(ts, gamma, diagonal), start, lam, tol=1e-13,
+        res = pg.solve(tp.TripletProblem(ts, gamma, diagonal), start, lam, tol=1e-13,
                        max_iter=100000)
         assert np.linalg.norm(res.M - G_pos / lam) <= 1e-6 * np.linalg.norm(G_pos / lam)
         # the closed form is exactly optimal: zero gap
-        ev = pg.TripletProblem(ts, gamma, diagonal).evaluate(G_pos / lam, lam)
+        ev = tp.TripletProblem(ts, gamma, diagonal).evaluate(G_pos / lam, lam)
         assert ev.gap <= 1e-12 * max(abs(ev.primal), 1.0)
     # just below lambda_L the closed form is no longer optimal
-    ev = pg.TripletProblem(ts, gamma, diagonal).evaluate(G_pos / (0.5 * lam_L), 0.5 * lam_L)
+    ev = tp.TripletProblem(ts, gamma, diagonal).evaluate(G_pos / (0.5 * lam_L), 0.5 * lam_L)
     assert ev.rel_gap > 1e-8
 
 
 def test_compiled_and_numpy_loops_agree_and_active_set_is_exact():
     X, y, ts = small_problem(4, n=30, d=4, k=3)
     gamma = 0.05
-    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
     lam = 0.01 * lam_L
     out = []
     for compiled, active_set in [(True, False), (False, False), (True, True)]:
-        res = pg.solve(pg.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-11,
+        res = pg.solve(tp.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-11,
                        max_iter=100000, compiled=compiled, active_set=active_set)
         assert res.converged
         out.append(res.M)
         # the returned gap is the gap over all active triplets, not the working set
-        full = pg.TripletProblem(ts, gamma, False).evaluate(res.M, lam)
+        full = tp.TripletProblem(ts, gamma, False).evaluate(res.M, lam)
         assert full.rel_gap <= 1e-11 * (1 + 1e-6)
     for M in out[1:]:
         assert np.linalg.norm(M - out[0]) <= 1e-5 * np.linalg.norm(out[0])
@@ -160,17 +161,17 @@ def test_reduced_problem_lemma_1():
     optimum unchanged, and the full objective equals the reduced one there."""
     X, y, ts = small_problem(5, n=30, d=3, k=3)
     gamma = 0.05
-    lam_L, G_pos = pg.closed_form(ts, gamma, False)
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
     lam = 0.05 * lam_L
-    full = pg.solve(pg.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-13,
+    full = pg.solve(tp.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-13,
                     max_iter=200000)
-    z = pg.triplet_values(ts, full.M, False)
+    z = tp.triplet_values(ts, full.M, False)
     r = np.sqrt(2 * full.evaluation.gap / lam) * ts.hnorm
     status = np.zeros(ts.n_triplets, dtype=np.int8)
-    status[z - r > 1] = pg.STATUS_R
-    status[z + r < 1 - gamma] = pg.STATUS_L
+    status[z - r > 1] = tp.STATUS_R
+    status[z + r < 1 - gamma] = tp.STATUS_L
     assert (status > 0).sum() > 0.5 * ts.n_triplets
-    red = pg.TripletProblem(ts, gamma, False, status)
+    red = tp.TripletProblem(ts, gamma, False, status)
     res = pg.solve(red, G_pos / lam_L, lam, tol=1e-13, max_iter=200000)
     assert np.linalg.norm(res.M - full.M) <= 1e-6 * np.linalg.norm(full.M)
     ev_red = red.evaluate(res.M, lam)
@@ -187,9 +188,9 @@ def test_converges_far_below_lambda_L(compiled):
                       n_features=2, cluster_std=0.1)
     X = (X - X.mean(0)) / X.std(0)
     ts = build_triplets(X - X.min(), y, 3)
-    lam_L, G_pos = pg.closed_form(ts, 0.05, False)
+    lam_L, G_pos = tp.closed_form(ts, 0.05, False)
     lam = 1.0
-    res = pg.solve(pg.TripletProblem(ts, 0.05, False), (lam_L + lam) / (2 * lam) * G_pos /
+    res = pg.solve(tp.TripletProblem(ts, 0.05, False), (lam_L + lam) / (2 * lam) * G_pos /
                    lam_L, lam, tol=1e-6, max_iter=5000, compiled=compiled)
     assert res.converged and res.evaluation.rel_gap <= 1e-6
 
@@ -239,7 +240,7 @@ def test_psd_parts_are_psd_and_add_up():
         np.testing.assert_allclose(P + N, B, atol=1e-13)
         assert np.linalg.eigvalsh(P).min() >= -1e-13 and np.linalg.eigvalsh(N).max() <= 1e-13
         assert sq_neg == pytest.approx(np.sum(N * N)) and sq_pos == pytest.approx(np.sum(P * P))
-        np.testing.assert_allclose(P, pg.psd_split(B, False)[0], atol=1e-13)
+        np.testing.assert_allclose(P, tp.psd_split(B, False)[0], atol=1e-13)
 
 
 def test_projection_gap_is_a_valid_gap_and_exact_at_the_optimum():
@@ -248,7 +249,7 @@ def test_projection_gap_is_a_valid_gap_and_exact_at_the_optimum():
     upper bound on P - P*; equal to it at the optimum; psd_parts = both sym_parts."""
     X, y, ts = small_problem(3, d=3)
     lam, gamma = 2.0, 0.05
-    prob = pg.TripletProblem(ts, gamma, False)
+    prob = tp.TripletProblem(ts, gamma, False)
     Mstar = pg.solve(prob, np.eye(3), lam, tol=1e-13, max_iter=20000).M
     Pstar = primal(ts, Mstar, lam, gamma, False)
     rng = np.random.RandomState(0)
@@ -292,19 +293,19 @@ def test_reduced_problem_construction_and_certificate_pass():
     X, y, ts = small_problem(6, n=30, d=3, k=3)
     rng = np.random.RandomState(0)
     status = rng.choice([0, 1, 2], ts.n_triplets).astype(np.int8)
-    prob = pg.TripletProblem(ts, 0.05, False, status)
+    prob = tp.TripletProblem(ts, 0.05, False, status)
     active = np.flatnonzero(status == 0)
     assert np.array_equal(prob.work, active) and prob.n_active == active.size
     L = np.flatnonzero(status == 1)
-    np.testing.assert_allclose(prob.HL, pg.sum_h(ts, np.ones(L.size), False, L), atol=1e-12)
+    np.testing.assert_allclose(prob.HL, tp.sum_h(ts, np.ones(L.size), False, L), atol=1e-12)
     assert prob.nL == L.size
     # compact pairs: the same values as through all pairs
     M = np.eye(3) + 0.1
-    np.testing.assert_allclose(prob.values(M), pg.triplet_values(ts, M, False, active))
+    np.testing.assert_allclose(prob.values(M), tp.triplet_values(ts, M, False, active))
     D = kn.full_pair_forms(ts.diff, M)
     z, loss, on_side = kn.certificate_pass(D, ts.pos, ts.neg, status, 0.05)
-    np.testing.assert_allclose(z, pg.triplet_values(ts, M, False))
-    assert loss == pytest.approx(pg.loss_values(z, 0.05).sum(), rel=1e-12)
+    np.testing.assert_allclose(z, tp.triplet_values(ts, M, False))
+    assert loss == pytest.approx(tp.loss_values(z, 0.05).sum(), rel=1e-12)
     assert loss == pytest.approx(kn.loss_sum(z, 0.05), rel=1e-12)
     assert on_side == bool(np.all(z[status == 2] >= 1) and np.all(z[status == 1] <= 0.95))
     # a status consistent with M: every screened triplet on its side
@@ -317,16 +318,16 @@ def test_working_arrays_follow_the_status_after_the_compiled_loop():
     rebuilt on use: every consumer then sees exactly the active triplets."""
     X, y, ts = small_problem(0, n=30, d=3, k=3)
     gamma = 0.05
-    lam = 0.02 * pg.closed_form(ts, gamma, False)[0]
-    prob = pg.TripletProblem(ts, gamma, False)
+    lam = 0.02 * tp.closed_form(ts, gamma, False)[0]
+    prob = tp.TripletProblem(ts, gamma, False)
     res = pg.solve(prob, np.eye(3), lam, tol=1e-8, max_iter=5000,
                    callback=_InnerScreening())
     assert prob.n_active < ts.n_triplets  # something was screened inside the loop
     active = np.flatnonzero(prob.status == 0)
     assert np.array_equal(prob.work, active)
-    np.testing.assert_allclose(prob.values(res.M), pg.triplet_values(ts, res.M, False, active))
+    np.testing.assert_allclose(prob.values(res.M), tp.triplet_values(ts, res.M, False, active))
     ev = prob.evaluate(res.M, lam)
-    fresh = pg.TripletProblem(ts, gamma, False, prob.status).evaluate(res.M, lam)
+    fresh = tp.TripletProblem(ts, gamma, False, prob.status).evaluate(res.M, lam)
     assert ev.primal == pytest.approx(fresh.primal, rel=1e-12)
     assert ev.gap == pytest.approx(fresh.gap, rel=1e-9, abs=1e-12)
     # solving the same problem again (a certificate retry) starts from the rebuilt arrays
@@ -334,13 +335,10 @@ def test_working_arrays_follow_the_status_after_the_compiled_loop():
     assert again.evaluation.z.size == prob.n_active
 
 
-class _InnerScreening:
-    """A callback offering the compiled DGB + PGB sphere rule (as SafeMetricLearner's)."""
+class _InnerScreening(pg.ScreeningHook):
+    """A hook offering the compiled DGB + PGB sphere rule (as SafeMetricLearner's)."""
 
-    inner = (False, True, True)
+    compiled = (False, True, True)
 
     def __call__(self, problem, ev):  # pragma: no cover - the compiled loop is used
         raise AssertionError("the compiled loop should have run the rule")
-
-    def report_inner(self, problem, R_idx, L_idx, checks):
-        pass

@@ -14,11 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_safescreen import SafeSVC
-from sklearn_safescreen._kernels import KernelMatrix
+from sklearn_safescreen.problems.box_qp import BoxQP
+from sklearn_safescreen.problems.kernels import KernelMatrix
 from sklearn_safescreen.screening.balls import SCREEN_RTOL, gap_ball_screen
 from sklearn_safescreen.solvers import dual_cd, working_set
 from sklearn_safescreen.solvers.box_ipm import LowRankTerm, box_qp_ipm, ipm_low_rank_dense
-from sklearn_safescreen.solvers.dual_cd import BoxQP, solve_box_qp
+from sklearn_safescreen.solvers.dual_cd import solve_box_qp
+from sklearn_safescreen.solvers.newton import NewtonCache
 from sklearn_safescreen.solvers.working_set import (
     WS_MIN_PROBLEM,
     solve_plain_then_working_set,
@@ -207,10 +209,10 @@ def test_newton_factor_reuse_solves_the_changed_systems_exactly():
     X = rng.randn(n, 5)
     sign = np.where(rng.rand(n) < 0.5, -1.0, 1.0)
     kernel = KernelMatrix(X, "rbf", {"gamma": 0.2}, 1.0)
-    problem = dual_cd.BoxQP(sign=sign, p=np.ones(n), lo=np.zeros(n), hi=np.ones(n),
+    problem = BoxQP(sign=sign, p=np.ones(n), lo=np.zeros(n), hi=np.ones(n),
                             sqnorm=kernel.diag(), kernel=kernel)
     Q_all = kernel.block(np.arange(n), np.arange(n)) * np.outer(sign, sign)
-    cache = dual_cd.NewtonCache()
+    cache = NewtonCache()
 
     def check(free, interior):
         Q = Q_all[np.ix_(free, free)]
@@ -263,10 +265,12 @@ def test_kernel_matvec_and_block_from_the_cache_equal_direct_evaluation():
 def test_kernel_memory_refusal_counts_the_newton_factor(monkeypatch):
     """A kernel block and the Newton factor beside it that would not fit in half the
     memory are refused with the figure, before anything is allocated."""
-    import sklearn_safescreen._kernels as kernels
+    from sklearn_safescreen._utils import memory
+    from sklearn_safescreen.problems import kernels
 
-    monkeypatch.setattr(kernels, "physical_memory_bytes", lambda: 2 * 8 * 1000 * 1000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2 * 8 * 1000 * 1000)
     kernels.check_kernel_memory(700, 700)  # 7.8 MB of 8 MB: fits
-    with pytest.raises(MemoryError, match=r"1000 x 1000 float64 kernel block and a Newton "
-                                          r"factor of up to 500 variables \(0\.0 GiB\)"):
+    with pytest.raises(MemoryError, match=r"1000 x 1000 float64 kernel block and Newton "
+                                          r"factor of up to 500 variables would need about "
+                                          r"0\.01 GiB, more than 50% of the 0\.01 GiB"):
         kernels.check_kernel_memory(1000, 500)

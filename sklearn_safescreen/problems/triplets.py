@@ -24,11 +24,12 @@ figure, when it would not fit.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from .._utils import memory
 
 #: Bytes per triplet at the peak of a fit: two int32 pair indices, the norm, z (reference
 #: and current), the working index list, status, range ends and label, construction
@@ -81,21 +82,6 @@ class TripletSet:
 
 
 # ------------------------------------------------------------------- memory ---
-def available_memory() -> int:
-    """Bytes of memory available to this process (``MemAvailable`` on Linux)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    try:  # pragma: no cover - not Linux
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return 1 << 62
-
-
 def estimate_memory(n_triplets: int, n_pairs: int, n_features: int) -> int:
     """Bytes a fit needs for a triplet set of this size (see module docstring)."""
     # per pair: its difference vector, the compact copy of the solver and two n_pairs x d
@@ -103,16 +89,13 @@ def estimate_memory(n_triplets: int, n_pairs: int, n_features: int) -> int:
     return int(n_triplets) * BYTES_PER_TRIPLET + int(n_pairs) * 8 * (4 * n_features + 8)
 
 
-def check_memory(n_triplets: int, n_pairs: int, n_features: int) -> None:
+def check_triplet_memory(n_triplets: int, n_pairs: int, n_features: int) -> None:
     """Refuse, with the figures, a triplet set that would not fit in memory."""
-    need = estimate_memory(n_triplets, n_pairs, n_features)
-    avail = available_memory()
-    if need > MEMORY_FRACTION * avail:
-        raise MemoryError(
-            f"{n_triplets:,} triplets ({n_pairs:,} pairs, {n_features} features) would need "
-            f"about {need / 2**30:.2f} GiB, more than {MEMORY_FRACTION:.0%} of the "
-            f"{avail / 2**30:.2f} GiB available; use a smaller k (k=None means all "
-            "triplets) or fewer samples.")
+    memory.check_memory(
+        estimate_memory(n_triplets, n_pairs, n_features),
+        f"{n_triplets:,} triplets ({n_pairs:,} pairs, {n_features} features)",
+        "use a smaller k (k=None means all triplets) or fewer samples.",
+        fraction=MEMORY_FRACTION)
 
 
 def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
@@ -221,7 +204,7 @@ def build_triplets(X: np.ndarray, y: np.ndarray, k: int | str | None,
     k = resolve_k(y_ind, k)
     n_trip = count_knn_triplets(y_ind, k)
     n_pairs_est = int(sum(c * (min(k or n, c - 1) + min(k or n, n - c)) for c in counts))
-    check_memory(n_trip, n_pairs_est, X.shape[1])
+    check_triplet_memory(n_trip, n_pairs_est, X.shape[1])
 
     pairs_parts, pos_parts, neg_parts = [], [], []
     offset = 0
@@ -271,7 +254,7 @@ def triplets_from_indices(X: np.ndarray, triplets, diagonal: bool = False) -> Tr
     if T.min() < 0 or T.max() >= n:
         raise ValueError(f"triplet indices must lie in [0, {n - 1}] (n_samples={n}); got "
                          f"values in [{T.min()}, {T.max()}]")
-    check_memory(T.shape[0], 2 * T.shape[0], X.shape[1])
+    check_triplet_memory(T.shape[0], 2 * T.shape[0], X.shape[1])
     T = T.astype(np.int64)
     keys = np.concatenate([T[:, 0] * n + T[:, 2], T[:, 0] * n + T[:, 1]])
     uniq, inv = np.unique(keys, return_inverse=True)

@@ -1,7 +1,7 @@
 """Kernel evaluation for the dual problems: blocks on demand, never the whole matrix.
 
 The bias is a regularised extra feature of constant value ``s`` (``intercept_scaling``),
-so every kernel value carries ``+ s**2`` (spec svm A1.1).  All blocks are float64.
+so every kernel value carries ``+ s**2``. All blocks are float64.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 from sklearn.metrics.pairwise import pairwise_kernels
+
+from .._utils import memory
 
 #: Rows per chunk when a kernel block is reduced on the fly (bounded memory).
 _CHUNK_ROWS = 2048
@@ -39,7 +41,7 @@ class KernelMatrix:
         self.kernel_params = kernel_params
         self.bias_sq = float(bias) ** 2
         self.n_samples = 0 if X is None else X.shape[0]
-        self.n_evaluations = 0  # kernel values computed so far (cost accounting, R17)
+        self.n_evaluations = 0  # kernel values computed so far (cost accounting)
         # Row cache (as LIBSVM's): whole rows K[i, :] + bias**2 of the built-in kernels,
         # which are symmetric, so a cached row also serves as a column. A precomputed
         # kernel is already in memory and a callable one may be asymmetric: no cache.
@@ -211,29 +213,16 @@ def add_rows(g, A, rows, coef):
                 g[j] += c * row[j]
 
 
-def physical_memory_bytes() -> int:
-    """Total physical memory of this machine (fallback: 8 GiB)."""
-    try:
-        import os
-
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 8 * 2**30
-
-
-def check_kernel_memory(n_free: int, n_factor: int = 0, fraction: float = 0.5) -> None:
+def check_kernel_memory(n_free: int, n_factor: int = 0) -> None:
     """Refuse a dense ``n_free x n_free`` kernel block, with a Cholesky factor of up to
-    ``n_factor`` variables beside it, that would not fit in memory."""
-    need = 8.0 * (n_free * n_free + n_factor * n_factor)
-    have = physical_memory_bytes() * fraction
-    if need > have:
-        raise MemoryError(
-            f"the kernel solver needs a dense {n_free} x {n_free} float64 kernel block "
-            + (f"and a Newton factor of up to {n_factor} variables " if n_factor else "")
-            + f"({need / 2**30:.1f} GiB) but only {have / 2**30:.1f} GiB may be used on "
-            "this machine; use kernel='linear', fewer samples, or a path whose screening "
-            "leaves fewer free samples."
-        )
+    ``n_factor`` variables beside it, that would not fit in half the available
+    memory."""
+    what = (f"the kernel solver's dense {n_free} x {n_free} float64 kernel block"
+            + (f" and Newton factor of up to {n_factor} variables" if n_factor else ""))
+    memory.check_memory(
+        8.0 * (n_free * n_free + n_factor * n_factor), what,
+        "use kernel='linear', fewer samples, or a path whose screening leaves fewer free "
+        "samples", fraction=0.5)
 
 
 def resolve_kernel_params(kernel, gamma, degree, coef0, X, sample_weight) -> dict:

@@ -1,0 +1,1 @@
+"""Helpers with no knowledge of any problem: fingerprints, memory, warnings."""

@@ -1,0 +1,93 @@
+r"""Cheap, exact identities of training data, for warm starts.
+
+A warm-started fit reuses the previous solution only if the problem is the same; the
+:func:`data_fingerprint` of the data and of every parameter the problem depends on
+decides it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+#: Dense matrices larger than this are fingerprinted through :func:`content_digest`.
+_DIGEST_MIN_SIZE = 4096
+
+
+def data_fingerprint(*parts) -> str:
+    """A hash of arrays (dense or sparse) and plain parameters.
+
+    Large dense float64 arrays go through :func:`content_digest` first (several times
+    cheaper than hashing every byte, and still certain to notice any single change).
+    """
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if sp.issparse(part):
+            part = part.tocsr()
+            for arr in (part.data, part.indices, part.indptr):
+                h.update(np.ascontiguousarray(arr).tobytes())
+            h.update(repr(part.shape).encode())
+        elif isinstance(part, np.ndarray):
+            if part.dtype == np.float64 and part.ndim <= 2 and part.size > _DIGEST_MIN_SIZE:
+                part = content_digest(part.reshape(part.shape[0], -1))
+            h.update(np.ascontiguousarray(part).tobytes())
+            h.update(repr((part.shape, part.dtype.str)).encode())
+        else:
+            h.update(repr(part).encode())
+    return h.hexdigest()
+
+
+def content_digest(X: np.ndarray) -> np.ndarray:
+    r"""A cheap identity of a dense float64 matrix's exact content.
+
+    Hashing the whole of ``X`` with blake2b costs ~2 ms for a 20000 x 8 matrix, a fifth
+    of a screened path step. This digest: split every float64 into its two 32-bit
+    halves :math:`V` (an ``n x 2d`` integer matrix) and take two independent multilinear
+    hashes :math:`h = a^\top (V b) \bmod 2^{64}` with fixed pseudo-random odd 64-bit
+    :math:`a, b`. Every half has an odd coefficient :math:`a_ib_j` and differs by less
+    than :math:`2^{32}`, so a change of any single entry (down to one bit, including a
+    sign) always changes ``h``, and several changes cancel only if a sum of terms
+    :math:`a_ib_j\Delta_{ij}` vanishes modulo :math:`2^{64}` in both hashes (for random
+    coefficients, probability about :math:`2^{-32}` each); row and column permutations
+    change ``h``. A collision would only make ``warm_start`` screen from another
+    problem's reference, which the full-problem certificate still catches.
+    """
+    V = np.ascontiguousarray(X).view(np.uint32)  # no copy
+    n, m = V.shape
+    return np.concatenate([
+        np.array(X.shape, dtype=np.uint64),
+        _multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
+                            _odd_coefficients(n, 2), _odd_coefficients(m, -2))])
+
+
+@njit(cache=True)
+def _multilinear_hashes(V, a1, b1, a2, b2):
+    """``(a1' V b1, a2' V b2) mod 2^64`` in one pass (uint64 arithmetic wraps)."""
+    h1 = np.uint64(0)
+    h2 = np.uint64(0)
+    for i in range(V.shape[0]):
+        r1 = np.uint64(0)
+        r2 = np.uint64(0)
+        for j in range(V.shape[1]):
+            v = np.uint64(V[i, j])
+            r1 += v * b1[j]
+            r2 += v * b2[j]
+        h1 += a1[i] * r1
+        h2 += a2[i] * r2
+    out = np.empty(2, dtype=np.uint64)
+    out[0] = h1
+    out[1] = h2
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _odd_coefficients(size: int, seed: int) -> np.ndarray:
+    """Fixed pseudo-random odd 64-bit integers (cached: a path reuses them)."""
+    rng = np.random.RandomState(abs(seed) * 2 + (seed < 0))
+    coef = rng.randint(0, 2**63, size=size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    coef.flags.writeable = False
+    return coef

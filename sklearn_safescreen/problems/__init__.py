@@ -1,0 +1,1 @@
+"""What is solved: problem definitions, their data, objectives and duality gaps."""

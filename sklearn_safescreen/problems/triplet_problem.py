@@ -1,0 +1,309 @@
+r"""The triplet metric-learning problem (Yoshida et al. 2019) and its reduced form.
+
+Primal over the PSD cone (a non-negative diagonal for ``diagonal=True``), with the
+screened sets :math:`\hat{\mathcal L}` (folded into :math:`H_{\hat L}`) and
+:math:`\hat{\mathcal R}` (dropped):
+
+.. math::
+
+    \tilde P_\lambda(M)=\sum_{t\in\tilde{\mathcal T}}\ell(\langle M,H_t\rangle)
+    +\frac\lambda2\|M\|_F^2+\Big(1-\frac\gamma2\Big)|\hat{\mathcal L}|-\langle M,H_{\hat L}\rangle,
+    \qquad M\succeq O,
+
+with the smoothed hinge :math:`\ell` (threshold 1, smoothing :math:`\gamma`; the hinge is
+:math:`\gamma=0`). With :math:`\alpha_t=-\ell'(z_t)` and
+:math:`S=\sum_{\tilde{\mathcal T}}\alpha_tH_t+H_{\hat L}`, the gradient is
+:math:`\lambda M-S` and the duality gap has the cancellation-free form
+:math:`\mathrm{gap}=\|\lambda M-S_+\|_F^2/(2\lambda)+\langle M,-S_-\rangle\ge0`
+(``doc/theory/metric_learning.rst``). When every screened triplet is on its side at
+:math:`M`, the reduced objective, dual point and gap equal the full problem's.
+
+Everything goes through the pairs of the triplet set
+(:class:`~sklearn_safescreen.problems.triplets.TripletSet`): the pair quadratic forms
+:math:`D_M(u,v)`, the triplet values :math:`z_t=D_M(i,l)-D_M(i,j)` and the pair
+weights of :math:`S=\Delta^\top\mathrm{diag}(w)\Delta` (the Laplacian form), in one pass
+over the active triplets (:mod:`.triplet_kernels`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import triplet_kernels as kn
+from .triplets import TripletSet
+
+STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
+
+
+def psd_split(A: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`(A_+, A_-)` from one decomposition (pitfall P3): the projection on the PSD
+    cone (non-negative orthant for a diagonal metric) and the remainder."""
+    if diagonal:
+        return np.maximum(A, 0.0), np.minimum(A, 0.0)
+    A = 0.5 * (A + A.T)
+    w, V = np.linalg.eigh(A)
+    pos = (V * np.maximum(w, 0.0)) @ V.T
+    neg = (V * np.minimum(w, 0.0)) @ V.T
+    return 0.5 * (pos + pos.T), 0.5 * (neg + neg.T)
+
+
+def project(A: np.ndarray, diagonal: bool) -> np.ndarray:
+    """The projection on the PSD cone (the non-negative orthant for a diagonal metric)."""
+    if diagonal:
+        return np.maximum(A, 0.0)
+    return kn.sym_part(np.ascontiguousarray(A, dtype=np.float64), 1.0)[0]
+
+
+def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool,
+                diff2: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` for every pair (any symmetric Q)."""
+    if diagonal:
+        return (diff * diff if diff2 is None else diff2) @ Q
+    return np.einsum("ij,ij->i", diff @ Q, diff)
+
+
+def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool,
+              diff2: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`\sum_p w_p (x_u-x_v)(x_u-x_v)^\top` (its diagonal for a diagonal metric)."""
+    if diagonal:
+        return (diff * diff if diff2 is None else diff2).T @ w
+    S = diff.T @ (diff * w[:, None])
+    return 0.5 * (S + S.T)
+
+
+def triplet_values(ts: TripletSet, Q: np.ndarray, diagonal: bool,
+                   idx: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`\langle Q,H_t\rangle` for the triplets ``idx`` (all by default), O(1) per
+    triplet after O(n_pairs d^2) (spec 3.6)."""
+    D = pair_values(ts.diff, Q, diagonal)
+    if idx is None:
+        return kn.gather(D, ts.pos, ts.neg)
+    return kn.gather_idx(D, ts.pos, ts.neg, idx)
+
+
+def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
+          idx: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`\sum_t w_tH_t` through the pair weights (Laplacian form, spec 3.6); with
+    ``idx`` only the pairs of those triplets are touched."""
+    weights = np.broadcast_to(np.asarray(weights, dtype=np.float64),
+                              (ts.n_triplets if idx is None else len(idx),))
+    if idx is None:
+        w = (np.bincount(ts.pos, weights, minlength=ts.n_pairs)
+             - np.bincount(ts.neg, weights, minlength=ts.n_pairs))
+        return aggregate(ts.diff, w, diagonal)
+    m = len(idx)
+    if 8 * m > ts.n_pairs:  # many triplets: a bincount over all pairs beats sorting
+        w = (np.bincount(ts.pos[idx], weights, minlength=ts.n_pairs)
+             - np.bincount(ts.neg[idx], weights, minlength=ts.n_pairs))
+        used = np.flatnonzero(w)
+        return aggregate(ts.diff[used], w[used], diagonal)
+    pairs, inv = np.unique(np.concatenate([ts.pos[idx], ts.neg[idx]]), return_inverse=True)
+    w = (np.bincount(inv[:m], weights, minlength=pairs.size)
+         - np.bincount(inv[m:], weights, minlength=pairs.size))
+    return aggregate(ts.diff[pairs], w, diagonal)
+
+
+def loss_values(z: np.ndarray, gamma: float) -> np.ndarray:
+    """Smoothed hinge (hinge for gamma=0), spec 1.4."""
+    if gamma == 0.0:
+        return np.maximum(0.0, 1.0 - z)
+    return np.where(z > 1.0, 0.0, np.where(z >= 1.0 - gamma, (1.0 - z) ** 2 / (2 * gamma),
+                                           1.0 - z - gamma / 2))
+
+
+def dual_alpha(z: np.ndarray, gamma: float) -> np.ndarray:
+    r""":math:`\alpha_t=-\ell'(z_t)` (spec 1.8); for the hinge :math:`1[z<1]` (0 at z=1)."""
+    if gamma == 0.0:
+        return (z < 1.0).astype(np.float64)
+    return np.clip((1.0 - z) / gamma, 0.0, 1.0)
+
+
+@dataclass
+class Evaluation:
+    """Everything known at one PSD point M of the reduced problem."""
+
+    M: np.ndarray
+    z: np.ndarray  # compact: values of the working triplets
+    S: np.ndarray  # sum alpha_t H_t + H_L
+    S_pos: np.ndarray
+    primal: float
+    dual: float
+    gap: float  # stable form (P2), >= 0
+    grad: np.ndarray
+
+    @property
+    def rel_gap(self) -> float:
+        return self.gap / max(abs(self.primal), 1e-300)
+
+
+class TripletProblem:
+    """The reduced problem of spec 1.9: a triplet set, its loss, and the screening state.
+
+    ``status`` holds, per triplet, active / in :math:`\\hat{\\mathcal L}` / in
+    :math:`\\hat{\\mathcal R}`. ``work`` is the index list the solver iterates over: the
+    active triplets, or a subset of them under the active-set heuristic (which never
+    changes ``status``, pitfall P4(f)).
+    """
+
+    def __init__(self, ts: TripletSet, gamma: float, diagonal: bool,
+                 status: np.ndarray | None = None):
+        self.ts, self.gamma, self.diagonal = ts, float(gamma), diagonal
+        d = ts.X.shape[1]
+        self.status = (np.zeros(ts.n_triplets, dtype=np.int8) if status is None
+                       else status.copy())
+        self.n_rejected = 0  # rejected (backtracked) steps, for diagnostics
+        self.dual_alpha = None  # dual iterate (hinge solver), per triplet
+        # one pass over the status: active list, their pairs, and H_L's pair weights
+        work, cpos, cneg, cdiff, wL, nL = kn.status_split(self.status, ts.pos, ts.neg,
+                                                          ts.diff)
+        self.nL = int(nL)
+        self.n_active = int(work.size)
+        if not nL:
+            self.HL = np.zeros(d) if diagonal else np.zeros((d, d))
+        elif diagonal:
+            self.HL = aggregate(ts.diff, wL, True)
+        else:
+            self.HL = kn.weighted_gram(ts.diff, wL)
+        self._set_compact(work, cpos, cneg, cdiff)
+
+    # -- state
+    @property
+    def active(self) -> np.ndarray:
+        return np.flatnonzero(self.status == STATUS_ACTIVE).astype(np.int32)
+
+    def set_work(self, work: np.ndarray) -> None:
+        """Iterate over ``work`` (triplet indices): compact its pairs for the BLAS parts."""
+        ts = self.ts
+        work = np.ascontiguousarray(work, dtype=np.int32)
+        self._set_compact(work, *kn.compact_work(ts.pos, ts.neg, ts.diff, work))
+
+    def _set_compact(self, work, cpos, cneg, cdiff) -> None:
+        self._stale = False
+        self._compact = (work, cpos, cneg, cdiff)
+        self._cdiff2 = cdiff * cdiff if self.diagonal else None
+        self._z = np.empty(work.size)
+        self._w = np.empty(cdiff.shape[0])
+
+    def _fresh(self) -> tuple:
+        """``(work, cpos, cneg, cdiff)``, rebuilt first if :meth:`apply_screened` left
+        them behind the status."""
+        if self._stale:
+            self.set_work(self.active)
+        return self._compact
+
+    # the working arrays: triplet indices, their compact pair indices, the pairs
+    work = property(lambda self: self._fresh()[0])
+    cpos = property(lambda self: self._fresh()[1])
+    cneg = property(lambda self: self._fresh()[2])
+    cdiff = property(lambda self: self._fresh()[3])
+    cdiff2 = property(lambda self: (self._fresh(), self._cdiff2)[1])
+
+    def screen(self, to_R: np.ndarray, to_L: np.ndarray) -> None:
+        """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
+        :math:`H_{\\hat L}` (whatever their current value, spec 1.9)."""
+        if to_L.size:
+            if to_L.size * 8 <= self.ts.n_pairs and not self.diagonal:
+                # few triplets: add a a' - b b' directly (O(d^2) each)
+                self.HL = kn.add_h(self.HL.copy(), self.ts.diff, self.ts.pos, self.ts.neg,
+                                 to_L.astype(np.int64))
+            else:
+                self.HL = self.HL + sum_h(self.ts, np.ones(to_L.size), self.diagonal,
+                                          to_L)
+            self.nL += int(to_L.size)
+            self.status[to_L] = STATUS_L
+        if to_R.size:
+            self.status[to_R] = STATUS_R
+        self.n_active -= int(to_L.size + to_R.size)
+        if to_L.size or to_R.size:
+            keep = self.status[self.work] == STATUS_ACTIVE
+            self.set_work(self.work[keep])
+            return keep
+        return None
+
+    def apply_screened(self, to_R: np.ndarray, to_L: np.ndarray, HL: np.ndarray,
+                       nL: int) -> None:
+        """Record decisions taken inside the compiled loop, which already folded the
+        L-screened triplets into ``HL`` (so :meth:`screen` must not add them again).
+
+        The working arrays are rebuilt only if used again (:meth:`_fresh`): the loop
+        ends the solve, and most fits never solve this problem again."""
+        if not (to_R.size or to_L.size):
+            return
+        self.status[to_L] = STATUS_L
+        self.status[to_R] = STATUS_R
+        self.HL, self.nL = HL, nL
+        self.n_active -= int(to_L.size + to_R.size)
+        self._stale = True
+
+    def values(self, Q: np.ndarray) -> np.ndarray:
+        r""":math:`\langle Q,H_t\rangle` over the working triplets (compact pairs)."""
+        D = pair_values(self.cdiff, Q, self.diagonal, self.cdiff2)
+        return kn.gather(D, self.cpos, self.cneg)
+
+    # -- evaluation
+    def evaluate(self, M: np.ndarray, lam: float) -> Evaluation:
+        """Objective, gradient and gap at the PSD point M over the working triplets.
+
+        For the hinge the primal-derived dual point :math:`\alpha=1[z<1]` does not close
+        the gap (triplets at the kink need fractional :math:`\alpha`), so the gap is
+        also computed against the dual iterate of :func:`_run_dual` and the smaller of
+        the two valid gaps is kept."""
+        ev = self._evaluate_primal(M, lam)
+        if self.dual_alpha is not None:
+            a = self.dual_alpha[self.work]
+            S = self._s_of(a)
+            Sp = psd_split(S, self.diagonal)[0]
+            D = (-0.5 * self.gamma * (a @ a + self.nL) + a.sum() + self.nL
+                 - float(np.sum(Sp * Sp)) / (2.0 * lam))
+            gap = ev.primal - D + 8 * np.finfo(float).eps * (abs(ev.primal) + abs(D))
+            if gap < ev.gap:
+                ev.gap, ev.dual = max(gap, 0.0), D
+        return ev
+
+    def _s_of(self, a: np.ndarray) -> np.ndarray:
+        r""":math:`\sum_{work}a_tH_t+H_{\hat L}` through the compact pairs."""
+        npairs = self.cdiff.shape[0]
+        w = (np.bincount(self.cpos, a, minlength=npairs)
+             - np.bincount(self.cneg, a, minlength=npairs))
+        return aggregate(self.cdiff, w, self.diagonal, self.cdiff2) + self.HL
+
+    def _evaluate_primal(self, M: np.ndarray, lam: float) -> Evaluation:
+        if not self.diagonal:
+            M = np.ascontiguousarray(M, dtype=np.float64)
+            primal, dual, gap, S, S_pos = kn.evaluate_full(
+                self.cdiff, self.cpos, self.cneg, self.HL, float(self.nL), self.gamma,
+                lam, M, self._z, self._w)
+            return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, gap,
+                              lam * M - S)
+        D = pair_values(self.cdiff, M, self.diagonal, self.cdiff2)
+        loss, sa, sa2 = kn.triplet_pass(D, self.cpos, self.cneg, self.gamma, self._z,
+                                      self._w)
+        S = aggregate(self.cdiff, self._w, self.diagonal, self.cdiff2) + self.HL
+        S_pos, S_neg = psd_split(S, self.diagonal)
+        nL = self.nL
+        sqM = float(np.sum(M * M))
+        primal = (loss + (1.0 - self.gamma / 2) * nL - float(np.sum(M * self.HL))
+                  + 0.5 * lam * sqM)
+        sqSp = float(np.sum(S_pos * S_pos))
+        dual = -0.5 * self.gamma * (sa2 + nL) + sa + nL - sqSp / (2.0 * lam)
+        R = lam * M - S_pos
+        gap = float(np.sum(R * R)) / (2.0 * lam) + max(float(-np.sum(M * S_neg)), 0.0)
+        return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, max(gap, 0.0),
+                          lam * M - S)
+
+
+def closed_form(ts: TripletSet, gamma: float, diagonal: bool) -> tuple[float, np.ndarray]:
+    r""":math:`\lambda_L` and :math:`G_+` of spec 1.10: for :math:`\lambda\ge\lambda_L`,
+    :math:`M^\star=G_+/\lambda` with :math:`G=\sum_tH_t` and
+    :math:`\lambda_L=\max_t\langle H_t,G_+\rangle/(1-\gamma)` (every triplet in
+    :math:`\mathcal L^\star\cup\mathcal C^\star`)."""
+    G = sum_h(ts, np.ones(ts.n_triplets), diagonal)
+    G_pos = project(G, diagonal)
+    vmax = float(triplet_values(ts, G_pos, diagonal).max())
+    lam_L = vmax / (1.0 - gamma)
+    if not lam_L > 0:  # degenerate data: M* = G_+/lambda for every lambda > 0
+        lam_L = np.finfo(float).tiny
+    return lam_L, G_pos
+
