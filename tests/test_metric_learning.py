@@ -315,3 +315,25 @@ def test_degenerate_data_has_the_zero_metric():
         ml.set_params(alpha=alpha).fit(X, y)
         assert np.all(ml.metric_ == 0) and ml.dual_gap_ == 0.0
     assert lam_L > 0
+
+
+def test_deprecated_spellings_of_screening_still_work():
+    X, y = scaled(load_iris, every=3)
+    kw = dict(k=3, alpha=5.0, tol=1e-10)
+    new = SafeMetricLearner(screening="rrpb", **kw).fit(X, y)
+    with pytest.warns(FutureWarning, match=r"bound=\.\.\.\) is deprecated"):
+        old = SafeMetricLearner(bound="rrpb", **kw).fit(X, y)
+    np.testing.assert_array_equal(old.metric_, new.metric_)
+    assert [e.rule for e in old.screening_report_.events] == \
+        [e.rule for e in new.screening_report_.events]
+    off = SafeMetricLearner(screening=None, **kw).fit(X, y)
+    with pytest.warns(FutureWarning, match="screening=False"):
+        old_off = SafeMetricLearner(screening=False, **kw).fit(X, y)
+    np.testing.assert_array_equal(old_off.metric_, off.metric_)
+    assert old_off.screening_report_.n_screened == 0
+    with pytest.warns(FutureWarning, match="screening=True"):
+        on = SafeMetricLearner(screening=True, **kw).fit(X, y)
+    assert on.screening_report_.n_screened == \
+        SafeMetricLearner(**kw).fit(X, y).screening_report_.n_screened
+    with pytest.warns(FutureWarning, match=r"random_state=\.\.\.\) is deprecated"):
+        SafeMetricLearner(random_state=0, **kw).fit(X, y)

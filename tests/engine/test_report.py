@@ -133,3 +133,32 @@ def test_empty_report():
     d = rep.to_dict()
     assert d["n_variables"] == 0 and d["events"] == []
     assert repr(rep).startswith("ScreeningReport(")
+
+
+def test_report_counts_several_kinds_of_variables():
+    rep = ScreeningReport(variables={"features": 50, "samples": 200})
+    rep.add(ScreeningEvent("gap", "dynamic", 0.5, 30, 0, 50, kind="features"))
+    rep.add(ScreeningEvent("gap", "dynamic", 0.5, 100, 40, 200, kind="samples"))
+    rep.set_final(30, 0, kind="features")
+    rep.set_final(100, 40, kind="samples")
+    assert rep.kind == "features" and rep.n_variables == 50 and rep.n_screened == 30
+    assert rep.screening_rates == {"features": 0.6, "samples": 0.7}
+    d = rep.to_dict()
+    assert d["variables"]["samples"] == {"n_variables": 200, "n_lower": 100,
+                                         "n_upper": 40, "n_screened": 140,
+                                         "screening_rate": 0.7}
+    assert "30/50 features, 140/200 samples screened (60.0%, 70.0%)" in repr(rep)
+    other = ScreeningReport(variables={"features": 50, "samples": 100})
+    other.set_final(10, 0, kind="features")
+    rep.merge(other)
+    assert rep.counts["features"].n_variables == 100
+    assert rep.counts["features"].n_screened == 40
+    assert rep.counts["samples"].n_variables == 300
+
+
+def test_closed_form_is_not_called_screening():
+    X, y = _binary()
+    model = SafeSVC(kernel="linear", C=1e-6, screening=None).fit(X, y)
+    rep = model.screening_report_
+    assert rep.closed_form and "decided in closed form" in repr(rep)
+    assert "screened" not in repr(rep).splitlines()[0]

@@ -1,0 +1,54 @@
+"""The kernel matrix of the box QP (problems/kernels.py): cached rows equal direct
+evaluation; memory that would not fit is refused with the figure."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sklearn_safescreen.problems.kernels import KernelMatrix
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screening"))
+
+
+
+def test_kernel_matvec_and_block_from_the_cache_equal_direct_evaluation():
+    """The row cache's fast paths (every row cached; all rows added in place) give the
+    kernel products and blocks of direct evaluation; with a cache too small the
+    computed path is taken."""
+    rng = np.random.RandomState(1)
+    X = rng.randn(300, 4)
+    K = np.exp(-0.3 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)) + 1.0
+    for cache_size in (50, 0.01):  # everything fits / 4 rows fit: computed
+        km = KernelMatrix(X, "rbf", {"gamma": 0.3}, 1.0, cache_size=cache_size)
+        every = np.arange(300)
+        for _ in range(2):  # the second time every needed row is already cached
+            cols = np.sort(rng.choice(300, 40, replace=False))
+            v = rng.randn(40)
+            v[::5] = 0.0
+            np.testing.assert_allclose(km.matvec(every, cols, v), K[:, cols] @ v,
+                                       rtol=1e-12, atol=1e-12)
+            rows = np.sort(rng.choice(300, 25, replace=False))
+            np.testing.assert_allclose(km.matvec(rows, cols, v), K[np.ix_(rows, cols)] @ v,
+                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(km.block(cols, rows), K[np.ix_(cols, rows)],
+                                       rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_memory_refusal_counts_the_newton_factor(monkeypatch):
+    """A kernel block and the Newton factor beside it that would not fit in half the
+    memory are refused with the figure, before anything is allocated."""
+    from sklearn_safescreen._utils import memory
+    from sklearn_safescreen.problems import kernels
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 2 * 8 * 1000 * 1000)
+    kernels.check_kernel_memory(700, 700)  # 7.8 MB of 8 MB: fits
+    with pytest.raises(MemoryError, match=r"1000 x 1000 float64 kernel block and Newton "
+                                          r"factor of up to 500 variables would need about "
+                                          r"0\.01 GiB, more than 50% of the 0\.01 GiB"):
+        kernels.check_kernel_memory(1000, 500)
+
+

@@ -1,0 +1,174 @@
+"""The compiled kernels of the triplet problem (problems/triplet_kernels.py): the
+small eigensolver, PSD parts, the projection gap, pair forms and Laplacian sums, the
+reduced problem's construction and the certificate pass."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from sklearn_safescreen.problems import triplet_kernels as kn
+from sklearn_safescreen.problems import triplet_problem as tp
+from sklearn_safescreen.problems.triplets import build_triplets
+from sklearn_safescreen.solvers import psd_gradient as pg
+
+
+def small_problem(seed=0, n=18, d=3, k=2, diagonal=False):
+    rng = np.random.RandomState(seed)
+    y = np.arange(n) % 3
+    X = rng.randn(n, d) + 0.8 * y[:, None] * rng.randn(1, d)
+    return X, y, build_triplets(X, y, k, diagonal)
+
+
+def cvx_solve(X, ts, lam, gamma, diagonal):
+    """Independent solve of the primal (spec 1.5) with CLARABEL."""
+    T = ts.indices()
+    A = X[T[:, 0]] - X[T[:, 2]]
+    B = X[T[:, 0]] - X[T[:, 1]]
+    d = X.shape[1]
+    if diagonal:
+        m = cp.Variable(d, nonneg=True)
+        z = (A**2 - B**2) @ m
+        reg = cp.sum_squares(m)
+    else:
+        m = cp.Variable((d, d), PSD=True)
+        z = cp.sum(cp.multiply(A @ m, A), axis=1) - cp.sum(cp.multiply(B @ m, B), axis=1)
+        reg = cp.sum_squares(m)
+    u = cp.pos(1 - z)
+    loss = cp.sum(u) if gamma == 0 else cp.sum(cp.huber(u, gamma)) / (2 * gamma)
+    prob = cp.Problem(cp.Minimize(loss + lam / 2 * reg))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return m.value, prob.value
+
+
+def explicit_dual(ts, alpha, lam, gamma, diagonal):
+    S = tp.sum_h(ts, alpha, diagonal)
+    Sp = tp.project(S, diagonal)
+    return -gamma / 2 * alpha @ alpha + alpha.sum() - np.sum(Sp * Sp) / (2 * lam)
+
+
+def primal(ts, M, lam, gamma, diagonal):
+    z = tp.triplet_values(ts, M, diagonal)
+    return tp.loss_values(z, gamma).sum() + lam / 2 * np.sum(M * M)
+
+
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 13, 24, 30])
+def test_small_eigensolver_against_numpy(d):
+    """The compiled QL eigensolver (d <= 24; LAPACK above) on random, rank-deficient,
+    repeated-eigenvalue and zero matrices: orthonormal rows, exact reconstruction, the
+    same spectrum as numpy."""
+    rng = np.random.RandomState(d)
+    L = rng.randn(d, max(d // 2, 1))
+    cases = [rng.randn(d, d), L @ L.T, np.eye(d) * 2.0, np.zeros((d, d)),
+             np.diag(np.r_[np.ones(d // 2), -np.ones(d - d // 2)]) * 1e-12]
+    for A in cases:
+        A = A + A.T
+        w, W = kn.eigh_rows(np.ascontiguousarray(A))
+        scale = max(np.abs(A).max(), 1e-300)
+        np.testing.assert_allclose(W @ W.T, np.eye(d), atol=1e-13)
+        np.testing.assert_allclose(W.T @ np.diag(w) @ W, A, atol=1e-13 * scale)
+        np.testing.assert_allclose(np.sort(w), np.linalg.eigvalsh(A), atol=1e-13 * scale)
+
+
+@pytest.mark.parametrize("magnitude", [1e-300, 1e-200, 1e200, 1e300])
+def test_small_eigensolver_at_extreme_magnitudes(magnitude):
+    """Entries whose squares under- or overflow (e.g. the closed form G_+/alpha at a huge
+    alpha): the exact power-of-two scaling keeps the decomposition as accurate as at 1."""
+    rng = np.random.RandomState(0)
+    A = rng.randn(13, 13)
+    A = (A + A.T) * magnitude
+    w, W = kn.eigh_rows(A)
+    np.testing.assert_allclose(W @ W.T, np.eye(13), atol=1e-13)
+    np.testing.assert_allclose(np.sort(w) / magnitude, np.linalg.eigvalsh(A / magnitude),
+                               atol=1e-12)
+    # subnormal entries: the spectrum of a diagonal matrix is exact
+    w, W = kn.eigh_rows(np.diag([3e-310, 0.0, 5e-324, 1e-310]))
+    np.testing.assert_array_equal(np.sort(w), [0.0, 5e-324, 1e-310, 3e-310])
+
+
+def test_psd_parts_are_psd_and_add_up():
+    rng = np.random.RandomState(0)
+    for _ in range(20):
+        A = rng.randn(13, 13)
+        P, sq_neg = kn.sym_part(A, 1.0)
+        N, sq_pos = kn.sym_part(A, -1.0)
+        B = 0.5 * (A + A.T)
+        np.testing.assert_allclose(P + N, B, atol=1e-13)
+        assert np.linalg.eigvalsh(P).min() >= -1e-13 and np.linalg.eigvalsh(N).max() <= 1e-13
+        assert sq_neg == pytest.approx(np.sum(N * N)) and sq_pos == pytest.approx(np.sum(P * P))
+        np.testing.assert_allclose(P, tp.psd_split(B, False)[0], atol=1e-13)
+
+
+def test_projection_gap_is_a_valid_gap_and_exact_at_the_optimum():
+    """The gap against the dual point -B_-/eta of the projection's argument: at least
+    P - D(alpha(M), -S_-) (the best dual point) at any PSD M and any step, hence an
+    upper bound on P - P*; equal to it at the optimum; psd_parts = both sym_parts."""
+    X, y, ts = small_problem(3, d=3)
+    lam, gamma = 2.0, 0.05
+    prob = tp.TripletProblem(ts, gamma, False)
+    Mstar = pg.solve(prob, np.eye(3), lam, tol=1e-13, max_iter=20000).M
+    Pstar = primal(ts, Mstar, lam, gamma, False)
+    rng = np.random.RandomState(0)
+    for M in [Mstar] + [(lambda L: L @ L.T)(rng.randn(3, 2)) for _ in range(6)]:
+        ev = prob.evaluate(M, lam)
+        for eta in [0.01 / lam, 0.5 / lam, 1.0 / lam, 5.0 / lam]:
+            B = M - eta * ev.grad
+            P_plus, B_neg = kn.psd_parts(B)
+            np.testing.assert_allclose(P_plus, kn.sym_part(B, 1.0)[0], atol=1e-14)
+            np.testing.assert_allclose(B_neg, kn.sym_part(B, -1.0)[0], atol=1e-14)
+            gap = kn.projection_gap(M, ev.S, B_neg, eta, lam)
+            assert gap >= ev.gap * (1 - 1e-9) - 1e-12
+            assert gap >= ev.primal - Pstar - 1e-9
+            if M is Mstar:
+                assert gap == pytest.approx(ev.gap, rel=1e-6, abs=1e-10)
+
+
+def test_pair_forms_and_laplacian_sum_in_both_layouts():
+    rng = np.random.RandomState(1)
+    diff = rng.randn(300, 7)
+    Q = rng.randn(7, 7)
+    Q = Q + Q.T
+    w = rng.randn(300) * (rng.rand(300) < 0.5)  # zero weights are skipped
+    Phi = kn.build_phi(diff)
+    T, T2, D1, D2 = np.empty((300, 7)), np.empty((300, 7)), np.empty(300), np.empty(300)
+    s = np.empty(28)
+    kn.pair_forms(diff, Phi, True, Q, T, D1)
+    kn.pair_forms(diff, Phi, False, Q, T, D2)
+    want = np.einsum("ij,jk,ik->i", diff, Q, diff)
+    np.testing.assert_allclose(D1, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(D2, want, rtol=1e-12, atol=1e-12)
+    S_want = (diff * w[:, None]).T @ diff
+    for usev in (True, False):
+        S = kn.laplacian_sum(diff, Phi, usev, w, T, T2, s)
+        np.testing.assert_allclose(S, S_want, rtol=1e-12, atol=1e-12)
+        assert np.array_equal(S, S.T)
+    assert kn.use_vech(100, 13) and not kn.use_vech(10**5, 13)
+
+
+def test_reduced_problem_construction_and_certificate_pass():
+    X, y, ts = small_problem(6, n=30, d=3, k=3)
+    rng = np.random.RandomState(0)
+    status = rng.choice([0, 1, 2], ts.n_triplets).astype(np.int8)
+    prob = tp.TripletProblem(ts, 0.05, False, status)
+    active = np.flatnonzero(status == 0)
+    assert np.array_equal(prob.work, active) and prob.n_active == active.size
+    L = np.flatnonzero(status == 1)
+    np.testing.assert_allclose(prob.HL, tp.sum_h(ts, np.ones(L.size), False, L), atol=1e-12)
+    assert prob.nL == L.size
+    # compact pairs: the same values as through all pairs
+    M = np.eye(3) + 0.1
+    np.testing.assert_allclose(prob.values(M), tp.triplet_values(ts, M, False, active))
+    D = kn.full_pair_forms(ts.diff, M)
+    z, loss, on_side = kn.certificate_pass(D, ts.pos, ts.neg, status, 0.05)
+    np.testing.assert_allclose(z, tp.triplet_values(ts, M, False))
+    assert loss == pytest.approx(tp.loss_values(z, 0.05).sum(), rel=1e-12)
+    assert loss == pytest.approx(kn.loss_sum(z, 0.05), rel=1e-12)
+    assert on_side == bool(np.all(z[status == 2] >= 1) and np.all(z[status == 1] <= 0.95))
+    # a status consistent with M: every screened triplet on its side
+    consistent = np.where(z > 1, 2, np.where(z < 0.95, 1, 0)).astype(np.int8)
+    assert kn.certificate_pass(D, ts.pos, ts.neg, consistent, 0.05)[2]
+
+

@@ -1,0 +1,139 @@
+"""The triplet problem (problems/triplet_problem.py): loss and conjugate, weak duality
+and the stable gap, the closed form above the critical value, the reduced problem."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from sklearn_safescreen.problems import triplet_problem as tp
+from sklearn_safescreen.problems.triplets import build_triplets
+from sklearn_safescreen.solvers import psd_gradient as pg
+
+
+def small_problem(seed=0, n=18, d=3, k=2, diagonal=False):
+    rng = np.random.RandomState(seed)
+    y = np.arange(n) % 3
+    X = rng.randn(n, d) + 0.8 * y[:, None] * rng.randn(1, d)
+    return X, y, build_triplets(X, y, k, diagonal)
+
+
+def cvx_solve(X, ts, lam, gamma, diagonal):
+    """Independent solve of the primal (spec 1.5) with CLARABEL."""
+    T = ts.indices()
+    A = X[T[:, 0]] - X[T[:, 2]]
+    B = X[T[:, 0]] - X[T[:, 1]]
+    d = X.shape[1]
+    if diagonal:
+        m = cp.Variable(d, nonneg=True)
+        z = (A**2 - B**2) @ m
+        reg = cp.sum_squares(m)
+    else:
+        m = cp.Variable((d, d), PSD=True)
+        z = cp.sum(cp.multiply(A @ m, A), axis=1) - cp.sum(cp.multiply(B @ m, B), axis=1)
+        reg = cp.sum_squares(m)
+    u = cp.pos(1 - z)
+    loss = cp.sum(u) if gamma == 0 else cp.sum(cp.huber(u, gamma)) / (2 * gamma)
+    prob = cp.Problem(cp.Minimize(loss + lam / 2 * reg))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return m.value, prob.value
+
+
+def explicit_dual(ts, alpha, lam, gamma, diagonal):
+    S = tp.sum_h(ts, alpha, diagonal)
+    Sp = tp.project(S, diagonal)
+    return -gamma / 2 * alpha @ alpha + alpha.sum() - np.sum(Sp * Sp) / (2 * lam)
+
+
+def primal(ts, M, lam, gamma, diagonal):
+    z = tp.triplet_values(ts, M, diagonal)
+    return tp.loss_values(z, gamma).sum() + lam / 2 * np.sum(M * M)
+
+
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.05, 0.5])
+def test_loss_conjugate_and_fenchel_young(gamma):
+    z = np.linspace(-2, 2.5, 91)
+    loss = tp.loss_values(z, gamma)
+    alpha = tp.dual_alpha(z, gamma)
+    # Fenchel-Young equality at alpha = -l'(z): l(z) + l*(-alpha) + alpha z = 0
+    conj = gamma / 2 * alpha**2 - alpha
+    assert np.allclose(loss + conj + alpha * z, 0.0, atol=1e-14)
+    # l*(-a) = sup_x (-a x - l(x)) checked on a grid
+    xs = np.linspace(-5, 5, 20001)
+    for a in [0.0, 0.3, 1.0]:
+        sup = np.max(-a * xs - tp.loss_values(xs, gamma))
+        assert sup == pytest.approx(gamma / 2 * a * a - a, abs=1e-6)
+    if gamma > 0:  # derivative by finite differences
+        h = 1e-7
+        num = (tp.loss_values(z + h, gamma) - tp.loss_values(z - h, gamma)) / (2 * h)
+        assert np.allclose(-num, alpha, atol=1e-5)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_weak_duality_and_stable_gap(diagonal):
+    X, y, ts = small_problem(1, diagonal=diagonal)
+    rng = np.random.RandomState(0)
+    lam, gamma = 3.0, 0.05
+    prob = tp.TripletProblem(ts, gamma, diagonal)
+    for _ in range(5):
+        if diagonal:
+            M = np.abs(rng.randn(3))
+        else:
+            L = rng.randn(3, 3)
+            M = L @ L.T
+        M *= rng.choice([0.01, 0.1, 1.0])
+        P = primal(ts, M, lam, gamma, diagonal)
+        alpha = rng.rand(ts.n_triplets)
+        assert P >= explicit_dual(ts, alpha, lam, gamma, diagonal) - 1e-9
+        ev = prob.evaluate(M, lam)
+        assert ev.primal == pytest.approx(P, rel=1e-12)
+        a = tp.dual_alpha(tp.triplet_values(ts, M, diagonal), gamma)
+        D = explicit_dual(ts, a, lam, gamma, diagonal)
+        assert ev.dual == pytest.approx(D, rel=1e-12, abs=1e-12)
+        assert ev.gap == pytest.approx(P - D, rel=1e-9, abs=1e-10)
+        assert ev.gap >= 0
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_closed_form_above_lambda_L(diagonal):
+    X, y, ts = small_problem(3, diagonal=diagonal)
+    gamma = 0.05
+    lam_L, G_pos = tp.closed_form(ts, gamma, diagonal)
+    for lam in [lam_L, 1.01 * lam_L, 10 * lam_L]:
+        start = np.eye(3) if not diagonal else np.ones(3)
+        res = pg.solve(tp.TripletProblem(ts, gamma, diagonal), start, lam, tol=1e-13,
+                       max_iter=100000)
+        assert np.linalg.norm(res.M - G_pos / lam) <= 1e-6 * np.linalg.norm(G_pos / lam)
+        # the closed form is exactly optimal: zero gap
+        ev = tp.TripletProblem(ts, gamma, diagonal).evaluate(G_pos / lam, lam)
+        assert ev.gap <= 1e-12 * max(abs(ev.primal), 1.0)
+    # just below lambda_L the closed form is no longer optimal
+    ev = tp.TripletProblem(ts, gamma, diagonal).evaluate(G_pos / (0.5 * lam_L), 0.5 * lam_L)
+    assert ev.rel_gap > 1e-8
+
+
+def test_reduced_problem_lemma_1():
+    """Screening the triplets that are in R* / L* (from an exact solve) leaves the
+    optimum unchanged, and the full objective equals the reduced one there."""
+    X, y, ts = small_problem(5, n=30, d=3, k=3)
+    gamma = 0.05
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
+    lam = 0.05 * lam_L
+    full = pg.solve(tp.TripletProblem(ts, gamma, False), G_pos / lam_L, lam, tol=1e-13,
+                    max_iter=200000)
+    z = tp.triplet_values(ts, full.M, False)
+    r = np.sqrt(2 * full.evaluation.gap / lam) * ts.hnorm
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    status[z - r > 1] = tp.STATUS_R
+    status[z + r < 1 - gamma] = tp.STATUS_L
+    assert (status > 0).sum() > 0.5 * ts.n_triplets
+    red = tp.TripletProblem(ts, gamma, False, status)
+    res = pg.solve(red, G_pos / lam_L, lam, tol=1e-13, max_iter=200000)
+    assert np.linalg.norm(res.M - full.M) <= 1e-6 * np.linalg.norm(full.M)
+    ev_red = red.evaluate(res.M, lam)
+    assert ev_red.primal == pytest.approx(primal(ts, res.M, lam, gamma, False), rel=1e-12)
+
+

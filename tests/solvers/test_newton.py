@@ -1,0 +1,118 @@
+"""Newton steps on the interior variables of a kernel box QP and the kept factor
+(solvers/newton.py): exact at large C, and bordered solves equal fresh ones."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_safescreen.problems.box_qp import BoxQP
+from sklearn_safescreen.problems.kernels import KernelMatrix
+from sklearn_safescreen.solvers.dual_cd import solve_box_qp
+from sklearn_safescreen.solvers.newton import NewtonCache
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screening"))
+from _svm_truth import (  # noqa: E402
+    augment,
+    noisy_data,
+)
+
+
+def _linear_problem(X, y, C, sparse=False):
+    Xa = augment(X, 1.0)
+    Xa = sp.csr_matrix(Xa) if sparse else np.ascontiguousarray(Xa)
+    n = y.size
+    sq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel() if sparse else (Xa**2).sum(1)
+    return BoxQP(sign=y, p=np.ones(n), lo=np.zeros(n), hi=np.full(n, C), sqnorm=sq, X=Xa)
+
+
+def _kernel_problem(X, y, C, gamma):
+    km = KernelMatrix(X, "rbf", {"gamma": gamma}, 1.0, cache_size=50)
+    n = y.size
+    return BoxQP(sign=y, p=np.ones(n), lo=np.zeros(n), hi=np.full(n, C), sqnorm=km.diag(),
+                 kernel=km)
+
+
+def _check_against_truth(problem, res, truth, tol):
+    q = problem.margins(res.alpha)
+    # same optimum: margins (i.e. w) agree with the exact solution
+    np.testing.assert_allclose(q, truth.margins, atol=1e-4 * max(1.0, np.abs(q).max()))
+    # safety: every fixed variable sits at the bound the exact optimum demands
+    fixed_lo = res.fixed & (res.alpha <= problem.lo)
+    fixed_hi = res.fixed & (res.alpha >= problem.hi)
+    assert not np.any(fixed_lo & truth.true_L()), "fixed at 0 but inside the margin"
+    assert not np.any(fixed_hi & truth.true_R()), "fixed at C but outside the margin"
+    assert res.converged and res.rel_gap <= tol
+
+
+
+
+@pytest.mark.parametrize("C", [100.0, 1e4])
+def test_kernel_newton_step_at_large_C(C):
+    """Near the hard margin CD crawls and the Newton step on the interior set finishes
+    the solve; the margins equal an independent conic solve (cvxpy + Clarabel)."""
+    cp = pytest.importorskip("cvxpy")
+    X, y = noisy_data(seed=2, n=150, d=3, flip=0.02)
+    gamma = 1.0
+    problem = _kernel_problem(X, y, C, gamma)
+    Q = y[:, None] * (np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1)) + 1.0) * y
+    Q = 0.5 * (Q + Q.T)
+    n = y.size
+    res = solve_box_qp(problem, np.zeros(n), np.zeros(n, bool), tol=1e-10,
+                       max_iter=100000, random_state=np.random.RandomState(0))
+    assert res.converged and res.rel_gap <= 1e-10
+    a = cp.Variable(n)
+    cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q)) - cp.sum(a)),
+               [a >= 0, a <= C]).solve(solver=cp.CLARABEL)
+    q = problem.margins(res.alpha)
+    # Clarabel is accurate to ~1e-8 relative in the objective, ~1e-4 in the margins here
+    np.testing.assert_allclose(q, Q @ a.value, atol=1e-3)
+    ours = problem.dual_objective(res.alpha, q)
+    theirs = -0.5 * a.value @ Q @ a.value + a.value.sum()
+    assert ours >= theirs - 1e-7 * abs(theirs)
+
+
+def test_newton_factor_reuse_solves_the_changed_systems_exactly():
+    """Newton systems on interior sets near the factorised one (variables removed,
+    added, both, none; in global indices, from a block of other free samples) are solved
+    with the old factor, bordered: the same answers as a fresh solve; a set too
+    different is factorised afresh."""
+    rng = np.random.RandomState(0)
+    n = 80
+    X = rng.randn(n, 5)
+    sign = np.where(rng.rand(n) < 0.5, -1.0, 1.0)
+    kernel = KernelMatrix(X, "rbf", {"gamma": 0.2}, 1.0)
+    problem = BoxQP(sign=sign, p=np.ones(n), lo=np.zeros(n), hi=np.ones(n),
+                            sqnorm=kernel.diag(), kernel=kernel)
+    Q_all = kernel.block(np.arange(n), np.arange(n)) * np.outer(sign, sign)
+    cache = NewtonCache()
+
+    def check(free, interior):
+        Q = Q_all[np.ix_(free, free)]
+        rhs = rng.randn(interior.size)
+        x = cache.solve(problem, Q.copy(), free, interior, rhs)
+        exact = np.linalg.solve(Q[np.ix_(interior, interior)], rhs)
+        np.testing.assert_allclose(x, exact, rtol=1e-8, atol=1e-10 * np.abs(exact).max())
+
+    free = np.sort(rng.choice(n, 70, replace=False))
+    F_local = np.sort(rng.choice(70, 60, replace=False))
+    check(free, F_local)
+    F = cache.idx
+    np.testing.assert_array_equal(F, free[F_local])
+    others = np.setdiff1d(np.arange(70), F_local)
+    wider = np.arange(n)  # a later round: every sample free, local = global indices
+    cases = [(free, F_local), (free, np.delete(F_local, [3])),
+             (free, np.sort(np.r_[F_local, others[:2]])),
+             (wider, np.sort(np.r_[np.delete(F, [0, 59]), np.setdiff1d(wider, F)[5]]))]
+    for free_, interior in cases:  # at most 5% of 60 changed
+        check(free_, interior)
+        assert cache.idx is F  # solved with F's factor, bordered
+    far = np.sort(np.r_[F[:40], np.setdiff1d(wider, F)])
+    check(wider, far)
+    np.testing.assert_array_equal(cache.idx, far)  # factorised afresh
+
+

@@ -1,0 +1,420 @@
+"""SafeSVC's scikit-learn behaviour: Pipeline, GridSearchCV, clone, pickle, fitted
+attributes, bad input (clear errors), verbose output and edge cases."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from _svm_models import (
+    assert_matches_cvx,
+    gram,
+    make_binary,
+    make_multiclass,
+    scores_2d,
+)
+from sklearn.base import clone
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_safescreen import SafeSVC, ScreeningReport
+from sklearn_safescreen.lad import SafeLAD
+
+
+# ------------------------------------------------------------------------ API ---
+def test_pipeline_and_grid_search():
+    X, y = make_binary(n=80, d=4, seed=25)
+    X = X * np.array([1.0, 100.0, 0.01, 5.0]) + 10.0
+    pipe = make_pipeline(StandardScaler(), SafeSVC(kernel="rbf"))
+    pipe.fit(X, y)
+    assert pipe.score(X, y) > 0.8
+    grid = GridSearchCV(make_pipeline(StandardScaler(), SafeSVC(kernel="linear")),
+                        {"safesvc__C": [0.01, 0.1, 1.0, 10.0]}, cv=3)
+    grid.fit(X, y)
+    assert grid.best_params_["safesvc__C"] in (0.01, 0.1, 1.0, 10.0)
+    assert grid.score(X, y) > 0.8
+    grid2 = GridSearchCV(SafeSVC(), {"C": [0.1, 1.0], "screening": ["IT", None]}, cv=3)
+    grid2.fit(X, y)
+    assert hasattr(grid2, "best_estimator_")
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+def test_clone_and_pickle(kernel):
+    X, y = make_multiclass(n=60, d=3, k=3, seed=10)
+    model = SafeSVC(kernel=kernel, C=0.7, class_weight="balanced", random_state=0)
+    c = clone(model)
+    assert c.get_params() == model.get_params()
+    assert not hasattr(c, "classes_")
+    model.fit(X, y)
+    c2 = clone(model)
+    assert not hasattr(c2, "classes_")
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+    np.testing.assert_array_equal(restored.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(restored.dual_coef_, model.dual_coef_)
+    assert repr(restored.screening_report_) == repr(model.screening_report_)
+
+
+def test_pickle_precomputed_and_sparse():
+    X, y = make_binary(n=50, d=4, seed=26)
+    K = rbf_kernel(X, X, gamma=0.5)
+    m = SafeSVC(kernel="precomputed").fit(K, y)
+    r = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(r.decision_function(K), m.decision_function(K))
+    Xs = sp.csr_matrix(X * (X > 0))
+    m = SafeSVC(kernel="rbf").fit(Xs, y)
+    r = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(r.decision_function(Xs), m.decision_function(Xs))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "precomputed"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_fitted_attributes(kernel, n_classes):
+    X, y = make_multiclass(n=60, d=3, k=n_classes, seed=11)
+    g = 0.5
+    fit_in = rbf_kernel(X, X, gamma=g) if kernel == "precomputed" else X
+    kw = {"gamma": g} if kernel == "rbf" else {}
+    s = 1.5
+    model = SafeSVC(kernel=kernel, C=1.0, intercept_scaling=s, **kw).fit(fit_in, y)
+    n_tasks = 1 if n_classes == 2 else n_classes
+    np.testing.assert_array_equal(model.classes_, np.arange(n_classes))
+    assert model.n_features_in_ == fit_in.shape[1]
+    assert model.dual_coef_.shape == (n_tasks, model.support_.size)
+    assert model.support_.ndim == 1 and model.support_.size > 0
+    assert np.all(np.diff(model.support_) > 0)
+    assert np.all((model.support_ >= 0) & (model.support_ < len(y)))
+    # every support vector has a nonzero coefficient in some task
+    assert np.all(np.any(model.dual_coef_ != 0, axis=0))
+    assert model.n_iter_.shape == (n_tasks,)
+    assert np.issubdtype(model.n_iter_.dtype, np.integer)
+    assert model.dual_gap_.shape == (n_tasks,)
+    assert np.all(model.dual_gap_ >= 0)
+    assert isinstance(model.screening_report_, ScreeningReport)
+    if kernel == "precomputed":
+        assert model.support_vectors_.shape[0] == 0
+    else:
+        np.testing.assert_array_equal(model.support_vectors_, X[model.support_])
+    if kernel == "linear":
+        assert model.coef_.shape == (n_tasks, X.shape[1])
+        assert model.intercept_.shape == (n_tasks,)
+        # w = sum_i alpha_i y_i x_i and intercept = s * w_bias = s^2 sum_i alpha_i y_i
+        np.testing.assert_allclose(model.coef_, model.dual_coef_ @ model.support_vectors_,
+                                   atol=1e-10)
+        np.testing.assert_allclose(model.intercept_, s**2 * model.dual_coef_.sum(axis=1),
+                                   atol=1e-10)
+    # the decision function is the kernel expansion over the support vectors
+    K = rbf_kernel(X, X[model.support_], gamma=g) if kernel != "linear" else \
+        X @ X[model.support_].T
+    expected = (K + s**2) @ model.dual_coef_.T
+    np.testing.assert_allclose(scores_2d(model, fit_in), expected, atol=1e-9)
+
+
+def test_not_fitted_error():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        SafeSVC().predict(np.zeros((2, 2)))
+
+
+# ------------------------------------------------------------------ bad input ---
+def _data():
+    return make_binary(n=30, d=3, seed=29)
+
+
+@pytest.mark.parametrize("bad, match", [(np.nan, "NaN"), (np.inf, "infinity|inf")])
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_non_finite_X(bad, match, kernel):
+    X, y = _data()
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match=match):
+        SafeSVC(kernel=kernel).fit(X, y)
+    model = SafeSVC(kernel=kernel).fit(*_data())
+    with pytest.raises(ValueError, match=match):
+        model.predict(X)
+
+
+def test_one_class():
+    X, _ = _data()
+    with pytest.raises(ValueError, match="class"):
+        SafeSVC().fit(X, np.ones(len(X)))
+
+
+@pytest.mark.parametrize("C", [0.0, -1.0])
+def test_non_positive_C(C):
+    with pytest.raises(ValueError, match="C"):
+        SafeSVC(C=C).fit(*_data())
+
+
+def test_unknown_kernel():
+    with pytest.raises(ValueError, match="kernel"):
+        SafeSVC(kernel="sigmoidal").fit(*_data())
+
+
+def test_unknown_screening():
+    with pytest.raises(ValueError, match="screening"):
+        SafeSVC(screening="DOME").fit(*_data())
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_precomputed_not_psd(fit_intercept):
+    n = 20
+    v = np.zeros(n)
+    v[0], v[1] = 1 / np.sqrt(2), -1 / np.sqrt(2)  # orthogonal to 1: the bias can't help
+    K = np.eye(n) - 3.0 * np.outer(v, v)  # symmetric, eigenvalue -2
+    assert np.linalg.eigvalsh(K)[0] < -1
+    y = np.arange(n) % 2
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        SafeSVC(kernel="precomputed", fit_intercept=fit_intercept).fit(K, y)
+
+
+@pytest.mark.parametrize("Estimator", [SafeSVC, SafeLAD])
+def test_warm_start_turning_screening_on_checks_the_kernel(Estimator):
+    """A non-PSD precomputed kernel fitted without screening, then with screening on
+    the same arrays (a warm start): the PSD check must run then."""
+    n = 20
+    v = np.zeros(n)
+    v[0], v[1] = 1 / np.sqrt(2), -1 / np.sqrt(2)
+    K = np.eye(n) - 3.0 * np.outer(v, v)
+    y = (np.arange(n) % 2).astype(float)
+    model = Estimator(kernel="precomputed", screening=None, warm_start=True).fit(K, y)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        model.set_params(screening=Estimator().screening).fit(K, y)
+
+
+def test_callable_kernel_not_psd():
+    X, y = _data()
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        SafeSVC(kernel=lambda A, B: -(A @ B.T)).fit(X, y)
+
+
+def test_precomputed_not_square():
+    X, y = _data()
+    with pytest.raises(ValueError, match="square"):
+        SafeSVC(kernel="precomputed").fit(X @ X[:10].T, y)
+
+
+def test_precomputed_wrong_test_shape():
+    X, y = _data()
+    model = SafeSVC(kernel="precomputed").fit(X @ X.T, y)
+    with pytest.raises(ValueError):
+        model.predict(X[:5] @ X[:10].T)
+
+
+def test_sample_weight_wrong_length():
+    X, y = _data()
+    with pytest.raises(ValueError, match="sample_weight|shape"):
+        SafeSVC().fit(X, y, sample_weight=np.ones(len(y) - 1))
+
+
+def test_negative_sample_weight():
+    X, y = _data()
+    sw = np.ones(len(y))
+    sw[4] = -1.0
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        SafeSVC().fit(X, y, sample_weight=sw)
+
+
+def test_all_zero_sample_weight():
+    X, y = _data()
+    with pytest.raises(ValueError):
+        SafeSVC().fit(X, y, sample_weight=np.zeros(len(y)))
+
+
+def test_wrong_number_of_features_at_predict():
+    X, y = _data()
+    model = SafeSVC(kernel="linear").fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :2])
+
+
+# -------------------------------------------------------------------- verbose ---
+def _lines(capsys):
+    out = capsys.readouterr().out
+    return [ln for ln in out.splitlines() if ln.strip()]
+
+
+def test_verbose_one_line_per_path_step(capsys):
+    X, y = make_binary(n=60, d=3, seed=30)
+    model = SafeSVC(kernel="rbf", gamma=0.5, verbose=1, warm_start=True)
+    for C in [0.1, 1.0, 10.0, 3.0]:
+        model.set_params(C=C).fit(X, y)
+        lines = _lines(capsys)
+        assert len(lines) == 1, lines
+        assert "SafeSVC" in lines[0]
+        assert f"C={C:g}" in lines[0].replace(" ", "")
+
+
+def test_verbose_multiclass_one_line_per_task(capsys):
+    X, y = make_multiclass(n=60, d=3, k=3, seed=13)
+    SafeSVC(kernel="rbf", verbose=1).fit(X, y)
+    lines = _lines(capsys)
+    assert len(lines) == 3, lines
+
+
+def test_verbose_linear_internal_path(capsys):
+    """A cold linear fit walks an internal path: one line per solved value, the last
+    one at C; the values are those of the screening report."""
+    X, y = make_binary(n=60, d=3, seed=31)
+    C = 100.0
+    model = SafeSVC(kernel="linear", C=C, verbose=1).fit(X, y)
+    lines = _lines(capsys)
+    values = []
+    for e in model.screening_report_.events:
+        if e.moment in ("dynamic", "solve") and (not values or values[-1] != e.value):
+            values.append(e.value)
+    assert len(lines) == len(values) >= 2, (lines, values)
+    assert "C=100" in lines[-1].replace(" ", "")
+
+
+def test_verbose_prints_for_every_fit(capsys):
+    """Even a fit solved in closed form (C <= C_min, spec A8) is a path step."""
+    X, y = make_binary(n=60, d=3, seed=31)
+    SafeSVC(kernel="linear", C=1e-5, verbose=1).fit(X, y)
+    lines = _lines(capsys)
+    assert len(lines) == 1, lines
+
+
+def test_verbose_zero_is_silent(capsys):
+    X, y = make_binary(n=60, d=3, seed=32)
+    SafeSVC(kernel="linear", C=10.0).fit(X, y)
+    SafeSVC(kernel="rbf", C=10.0).fit(X, y)
+    assert capsys.readouterr().out == ""
+
+
+def test_sample_weight_two_equals_duplicate_default_gamma():
+    """Same as above with the default gamma="scale": the resolved gamma must not
+    depend on whether a sample is weighted 2 or repeated (it is part of the problem)."""
+    X, y = make_binary(n=50, d=3, seed=20, noise=1.0)
+    Xt, _ = make_binary(n=20, d=3, seed=21)
+    dup = np.arange(0, 50, 3)
+    sw = np.ones(len(y))
+    sw[dup] = 2.0
+    a = SafeSVC(C=3.0, tol=1e-10).fit(X, y, sample_weight=sw)
+    b = SafeSVC(C=3.0, tol=1e-10).fit(np.vstack([X, X[dup]]), np.r_[y, y[dup]])
+    np.testing.assert_allclose(a.decision_function(Xt), b.decision_function(Xt),
+                               atol=1e-5)
+
+
+# ------------------------------------------------------------------ edge cases ---
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_n_jobs_gives_same_model(kernel):
+    X, y = make_multiclass(n=60, d=3, k=4, seed=14)
+    a = SafeSVC(kernel=kernel, C=2.0, tol=1e-9, random_state=0).fit(X, y)
+    b = SafeSVC(kernel=kernel, C=2.0, tol=1e-9, random_state=0, n_jobs=2).fit(X, y)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_duplicates_zero_rows_and_float32(kernel):
+    """Spec R16: duplicate samples, a zero-norm sample (no intercept), float32 input."""
+    X, y = make_binary(n=50, d=3, seed=33, noise=1.0)
+    X = np.vstack([X, X[:10], np.zeros((2, 3))])
+    y = np.r_[y, y[:10], 0, 1]
+    Xt, _ = make_binary(n=20, d=3, seed=34)
+    kw = {"gamma": 0.5} if kernel == "rbf" else {}
+    for fit_intercept in [True, False]:
+        g = 0.5
+        K = gram(X, X, kernel, g)
+        Kt = gram(Xt, X, kernel, g)
+        dte = np.ones(len(Xt)) if kernel == "rbf" else np.einsum("ij,ij->i", Xt, Xt)
+        bias = 1.0 if fit_intercept else 0.0
+        for rule in ["IT", None]:
+            m = SafeSVC(kernel=kernel, C=5.0, tol=1e-10, fit_intercept=fit_intercept,
+                        screening=rule, **kw).fit(X, y)
+            assert_matches_cvx(m, Xt, K, Kt, dte, y, np.ones(len(y)), 5.0, bias)
+        m32 = SafeSVC(kernel=kernel, C=5.0, tol=1e-10, fit_intercept=fit_intercept,
+                      **kw).fit(X.astype(np.float32), y)
+        np.testing.assert_allclose(m32.decision_function(Xt), m.decision_function(Xt),
+                                   atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_separable_data_large_C(kernel):
+    rng = np.random.RandomState(35)
+    X = np.vstack([rng.randn(30, 2) + 4, rng.randn(30, 2) - 4])
+    y = np.r_[np.ones(30, int), np.zeros(30, int)]
+    Xt = rng.randn(10, 2) * 3
+    kw = {"gamma": 0.1} if kernel == "rbf" else {}
+    for C in [1e3, 1e5]:
+        m = SafeSVC(kernel=kernel, C=C, tol=1e-10, **kw).fit(X, y)
+        assert m.score(X, y) == 1.0
+        K, Kt = gram(X, X, kernel, 0.1), gram(Xt, X, kernel, 0.1)
+        dte = np.ones(len(Xt)) if kernel == "rbf" else np.einsum("ij,ij->i", Xt, Xt)
+        assert_matches_cvx(m, Xt, K, Kt, dte, y, np.ones(len(y)), C, 1.0)
+
+
+def test_two_samples():
+    X = np.array([[1.0, 0.0], [-1.0, 0.5]])
+    y = np.array([0, 1])
+    for kernel in ["linear", "rbf"]:
+        m = SafeSVC(kernel=kernel, C=10.0, tol=1e-10).fit(X, y)
+        np.testing.assert_array_equal(m.predict(X), y)
+
+
+def test_warm_start_switching_rules_along_path():
+    X, y = make_binary(n=80, d=3, seed=36, noise=1.0)
+    m = SafeSVC(kernel="rbf", gamma=0.5, tol=1e-9, warm_start=True)
+    for C, rule in [(0.1, "IT"), (1.0, "BT2"), (10.0, None), (3.0, "DVI"), (30.0, "BT1")]:
+        m.set_params(C=C, screening=rule).fit(X, y)
+        cold = SafeSVC(kernel="rbf", gamma=0.5, tol=1e-9, C=C, screening=None).fit(X, y)
+        np.testing.assert_allclose(m.decision_function(X), cold.decision_function(X),
+                                   atol=1e-5)
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              print_blob=True)
+    @given(seed=st.integers(0, 10_000), log_c_ref=st.floats(-3.0, 2.0),
+           ratio=st.sampled_from([0.1, 0.5, 0.9, 1.0, 1.1, 2.0, 10.0]),
+           rule=st.sampled_from(["IT", "BT1", "BT2", "DVI"]),
+           kernel=st.sampled_from(["linear", "rbf"]),
+           weighted=st.booleans())
+    def test_random_reference_target_pairs(seed, log_c_ref, ratio, rule, kernel,
+                                           weighted):
+        """Spec R1/R2 through the estimator: screening from a solution at C_ref, then
+        solving at C = ratio * C_ref, gives the unscreened optimum at C."""
+        c_ref = 10.0**log_c_ref
+        X, y = make_binary(n=50, d=3, seed=seed, noise=1.5)
+        if len(np.unique(y)) < 2:
+            return
+        sw = np.random.RandomState(seed).uniform(0.0, 3.0, len(y)) if weighted else None
+        kw = {"gamma": 0.7} if kernel == "rbf" else {}
+        m = SafeSVC(kernel=kernel, C=c_ref, screening=rule, tol=1e-9, warm_start=True,
+                    **kw).fit(X, y, sample_weight=sw)
+        m.set_params(C=c_ref * ratio).fit(X, y, sample_weight=sw)
+        cold = SafeSVC(kernel=kernel, C=c_ref * ratio, screening=None, tol=1e-9,
+                       **kw).fit(X, y, sample_weight=sw)
+        scale = max(1.0, np.abs(cold.decision_function(X)).max())
+        np.testing.assert_allclose(m.decision_function(X), cold.decision_function(X),
+                                   atol=1e-5 * scale)
+
+
+def test_callable_kernel_results_are_not_modified():
+    """The solver signs and shifts kernel blocks in place: a callable kernel that keeps
+    (memoises) the arrays it returns must find them unchanged."""
+    X, y = make_binary(n=50, d=3, seed=16)
+    returned = []
+
+    def memo_rbf(A, B):
+        K = np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+        returned.append((K, K.copy()))
+        return K
+
+    model = SafeSVC(kernel=memo_rbf, C=2.0, tol=1e-9, fit_intercept=False).fit(X, y)
+    assert returned
+    for K, original in returned:
+        np.testing.assert_array_equal(K, original)
+    reference = SafeSVC(kernel="rbf", gamma=0.5, C=2.0, tol=1e-9,
+                        fit_intercept=False).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                               atol=1e-6)
