@@ -261,6 +261,17 @@ class BoxQPPath:
     def _task_words(self) -> str:
         return f" (class {self.name})" if self.name else ""
 
+    def _closed_form_answer(self, C: float, n_lower: int, n_upper: int,
+                            report: ScreeningReport, verbose: int, detail: str) -> list:
+        """Record that the reference (the closed form at ``C``) is the answer."""
+        report.add(ScreeningEvent("Cmin", "closed_form", C, n_lower, n_upper,
+                                  self.data.n_samples, task=self.name))
+        report.set_final(n_lower, n_upper, closed_form=True)
+        if verbose:
+            print(f"[{self.label}]{' ' + self.name if self.name else ''} C={C:<10.4g} "
+                  f"closed form, {detail}")
+        return []
+
     def end_fit(self, keep: bool) -> None:
         """After a fit: keep the Newton factor (kernel mode) for the next fit of a path
         only if ``keep``."""
@@ -297,13 +308,9 @@ class SVMPath(BoxQPPath):
         held = int((data.weights > 0).sum())
         if C <= c_min:
             self.reference = data.closed_form(C, qc)
-            report.add(ScreeningEvent("Cmin", "closed_form", C, 0, held, n,
-                                      task=self.name))
-            report.set_final(0, held, closed_form=True)
-            if verbose:
-                print(f"[SafeSVC]{' ' + self.name if self.name else ''} C={C:<10.4g} "
-                      f"closed form (C <= C_min={c_min:.4g}): every sample at alpha=C")
-            return []
+            return self._closed_form_answer(
+                C, 0, held, report, verbose,
+                f"C <= C_min={c_min:.4g}: every sample at alpha=C")
         self.reference = data.closed_form(c_min, qc)
         report.add(ScreeningEvent("Cmin", "closed_form", c_min, 0, held, n, task=self.name))
         return _internal_grid(c_min, C)
@@ -354,7 +361,6 @@ class LADPath(BoxQPPath):
         data = self.data
         if data.kernel is not None:
             return [C]
-        n = data.n_samples
         c_min, slope, pred = lad_critical_value(data, max_iter, rng)
         if C <= c_min:
             self.reference, rel_gap = data.closed_form(C, slope, pred)
@@ -363,11 +369,9 @@ class LADPath(BoxQPPath):
             held = data.weights > 0
             n_lo = int((held & (self.reference.alpha <= -C * data.weights)).sum())
             n_hi = int((held & (self.reference.alpha >= C * data.weights)).sum())
-            report.add(ScreeningEvent("Cmin", "closed_form", C, n_lo, n_hi, n))
-            report.set_final(n_lo, n_hi, closed_form=True)
-            if verbose:
-                print(f"[SafeLAD] C={C:<10.4g} closed form (C <= C_min={c_min:.4g}): "
-                      f"R={n_lo} L={n_hi} at alpha=-/+C, gap={rel_gap:.2e}")
-            return []
+            return self._closed_form_answer(
+                C, n_lo, n_hi, report, verbose,
+                f"C <= C_min={c_min:.4g}: R={n_lo} L={n_hi} at alpha=-/+C, "
+                f"gap={rel_gap:.2e}")
         self.reference, _ = data.closed_form(c_min, slope, pred)
         return _internal_grid(c_min, C)

@@ -3,16 +3,10 @@ evaluation; memory that would not fit is refused with the figure."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from sklearn_safescreen.problems.kernels import KernelMatrix
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screening"))
-
 
 
 def test_kernel_matvec_and_block_from_the_cache_equal_direct_evaluation():

@@ -4,17 +4,12 @@ convergence against the independent exact solver of tests/screening/_svm_truth.p
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _svm_truth import augment, noisy_data, signed_gram, solve_svm_dual
 
 from sklearn_safescreen.solvers import cd_kernels as cd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screening"))
-from _svm_truth import augment, noisy_data, signed_gram, solve_svm_dual  # noqa: E402
 
 
 def _dense_args(Z):

@@ -4,18 +4,19 @@ against the plain solver."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-import scipy.sparse as sp
+from _box_models import check_against_truth, kernel_problem, linear_problem
+from _svm_truth import (
+    HYPOTHESIS_SETTINGS,
+    augment,
+    noisy_data,
+    solve_svm_dual,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_safescreen import SafeSVC
-from sklearn_safescreen.problems.box_qp import BoxQP
-from sklearn_safescreen.problems.kernels import KernelMatrix
 from sklearn_safescreen.screening.balls import gap_ball_screen
 from sklearn_safescreen.solvers import dual_cd, working_set
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
@@ -25,53 +26,18 @@ from sklearn_safescreen.solvers.working_set import (
     solve_working_set,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screening"))
-from _svm_truth import (  # noqa: E402
-    HYPOTHESIS_SETTINGS,
-    augment,
-    noisy_data,
-    solve_svm_dual,
-)
-
-
-def _linear_problem(X, y, C, sparse=False):
-    Xa = augment(X, 1.0)
-    Xa = sp.csr_matrix(Xa) if sparse else np.ascontiguousarray(Xa)
-    n = y.size
-    sq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel() if sparse else (Xa**2).sum(1)
-    return BoxQP(sign=y, p=np.ones(n), lo=np.zeros(n), hi=np.full(n, C), sqnorm=sq, X=Xa)
-
-
-def _kernel_problem(X, y, C, gamma):
-    km = KernelMatrix(X, "rbf", {"gamma": gamma}, 1.0, cache_size=50)
-    n = y.size
-    return BoxQP(sign=y, p=np.ones(n), lo=np.zeros(n), hi=np.full(n, C), sqnorm=km.diag(),
-                 kernel=km)
-
-
-def _check_against_truth(problem, res, truth, tol):
-    q = problem.margins(res.alpha)
-    # same optimum: margins (i.e. w) agree with the exact solution
-    np.testing.assert_allclose(q, truth.margins, atol=1e-4 * max(1.0, np.abs(q).max()))
-    # safety: every fixed variable sits at the bound the exact optimum demands
-    fixed_lo = res.fixed & (res.alpha <= problem.lo)
-    fixed_hi = res.fixed & (res.alpha >= problem.hi)
-    assert not np.any(fixed_lo & truth.true_L()), "fixed at 0 but inside the margin"
-    assert not np.any(fixed_hi & truth.true_R()), "fixed at C but outside the margin"
-    assert res.converged and res.rel_gap <= tol
-
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("C", [0.01, 1.0, 30.0])
 def test_linear_working_set_equals_exact_solution(C, sparse):
     X, y = noisy_data(seed=3, n=1500, d=8)
-    problem = _linear_problem(X, y, C, sparse)
+    problem = linear_problem(X, y, C, sparse)
     truth = solve_svm_dual(C, Z=augment(X, 1.0) * y[:, None])
     n = y.size
     res = solve_working_set(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
                             max_iter=100000, random_state=np.random.RandomState(0),
                             dynamic_screen=gap_ball_screen)
-    _check_against_truth(problem, res, truth, 1e-9)
+    check_against_truth(problem, res, truth, 1e-9)
     # the final gap ball proves most samples' bounds
     assert res.fixed.sum() > 0.5 * n
 
@@ -80,18 +46,18 @@ def test_linear_working_set_equals_exact_solution(C, sparse):
 def test_kernel_working_set_and_newton_equal_exact_solution(C):
     X, y = noisy_data(seed=5, n=600, d=4)
     gamma = 0.5
-    problem = _kernel_problem(X, y, C, gamma)
+    problem = kernel_problem(X, y, C, gamma)
     Q = y[:, None] * (np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1)) + 1.0) * y
     truth = solve_svm_dual(C, Q=0.5 * (Q + Q.T))
     n = y.size
     res = solve_working_set(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
                             max_iter=100000, random_state=np.random.RandomState(0),
                             dynamic_screen=gap_ball_screen)
-    _check_against_truth(problem, res, truth, 1e-9)
+    check_against_truth(problem, res, truth, 1e-9)
     # the plain solver (with its Newton step on the interior set) agrees too
     plain = solve_box_qp(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
                          max_iter=100000, random_state=np.random.RandomState(1))
-    _check_against_truth(problem, plain, truth, 1e-9)
+    check_against_truth(problem, plain, truth, 1e-9)
 
 
 def test_working_set_respects_prefixed_variables_and_warm_start():
@@ -99,7 +65,7 @@ def test_working_set_respects_prefixed_variables_and_warm_start():
     the same point as a cold start."""
     X, y = noisy_data(seed=8, n=1200, d=6)
     C = 2.0
-    problem = _linear_problem(X, y, C)
+    problem = linear_problem(X, y, C)
     truth = solve_svm_dual(C, Z=augment(X, 1.0) * y[:, None])
     fixed = truth.true_R(1e-3)  # safely decided at 0
     alpha0 = np.where(fixed, 0.0, C / 2)
@@ -107,7 +73,7 @@ def test_working_set_respects_prefixed_variables_and_warm_start():
                             random_state=np.random.RandomState(0),
                             dynamic_screen=gap_ball_screen)
     assert np.all(res.fixed[fixed]) and np.all(res.alpha[fixed] == 0.0)
-    _check_against_truth(problem, res, truth, 1e-9)
+    check_against_truth(problem, res, truth, 1e-9)
 
 
 @settings(max_examples=12, **HYPOTHESIS_SETTINGS)
@@ -135,7 +101,7 @@ def test_plain_then_working_set_equals_exact_solution(C, monkeypatch):
     monkeypatch.setattr(dual_cd, "STOP_WHEN_SLOW_MIN", 10)
     monkeypatch.setattr(dual_cd, "IPM_SMALL_FLOPS", 0)  # no immediate polish
     X, y = noisy_data(seed=6, n=1500, d=8)
-    problem = _linear_problem(X, y, C)
+    problem = linear_problem(X, y, C)
     truth = solve_svm_dual(C, Z=augment(X, 1.0) * y[:, None])
     n = y.size
     calls = []
@@ -146,7 +112,7 @@ def test_plain_then_working_set_equals_exact_solution(C, monkeypatch):
                                        max_iter=100000,
                                        random_state=np.random.RandomState(0),
                                        dynamic_screen=gap_ball_screen)
-    _check_against_truth(problem, res, truth, 1e-9)
+    check_against_truth(problem, res, truth, 1e-9)
     if C >= 1.0:  # coordinate descent crawls there: the hand-over must have happened
         assert calls
 
