@@ -12,7 +12,8 @@ import hashlib
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+
+from ._fingerprint_fast import multilinear_hashes
 
 #: Dense matrices larger than this are fingerprinted through :func:`content_digest`.
 _DIGEST_MIN_SIZE = 4096
@@ -58,30 +59,9 @@ def content_digest(X: np.ndarray) -> np.ndarray:
     """
     V = np.ascontiguousarray(X).view(np.uint32)  # no copy
     n, m = V.shape
-    return np.concatenate([
-        np.array(X.shape, dtype=np.uint64),
-        _multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
-                            _odd_coefficients(n, 2), _odd_coefficients(m, -2))])
-
-
-@njit(cache=True)
-def _multilinear_hashes(V, a1, b1, a2, b2):
-    """``(a1' V b1, a2' V b2) mod 2^64`` in one pass (uint64 arithmetic wraps)."""
-    h1 = np.uint64(0)
-    h2 = np.uint64(0)
-    for i in range(V.shape[0]):
-        r1 = np.uint64(0)
-        r2 = np.uint64(0)
-        for j in range(V.shape[1]):
-            v = np.uint64(V[i, j])
-            r1 += v * b1[j]
-            r2 += v * b2[j]
-        h1 += a1[i] * r1
-        h2 += a2[i] * r2
-    out = np.empty(2, dtype=np.uint64)
-    out[0] = h1
-    out[1] = h2
-    return out
+    hashes = multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
+                                _odd_coefficients(n, 2), _odd_coefficients(m, -2))
+    return np.array([*X.shape, *hashes], dtype=np.uint64)
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,7 +1,7 @@
 """Independent ground truth for the screening tests (spec svm part G).
 
 Nothing here imports ``sklearn_safescreen``: the exact solver is a separate dual
-coordinate descent (numba) followed by the exact active-set polish of spec G (solve
+coordinate descent (numpy) followed by the exact active-set polish of spec G (solve
 ``Q_FF a_F = 1 - Q_FL hi_L`` on the free set), and the signed Gram matrix is built
 directly with numpy / scikit-learn.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 from scipy.optimize import lsq_linear
 from sklearn.metrics.pairwise import pairwise_kernels
 from threadpoolctl import threadpool_limits
@@ -74,17 +73,18 @@ def augment(X, bias: float):
 
 
 # ---------------------------------------------------------------- CD kernels ---
-@njit(cache=True)
+# Plain Python over the coordinates, numpy over each update: independent of the
+# library's compiled solver, and fast enough for the ground truth's sizes (n <= ~2000).
 def _cd_dense(Q, hi, alpha, g, max_epochs, eps_pg, seed):
     """Coordinate descent on ``min 1/2 a'Qa - 1'a`` keeping ``g = Qa - 1``."""
-    np.random.seed(seed)  # noqa: NPY002 (numba supports only the legacy API)
+    rng = np.random.RandomState(seed)
     n = Q.shape[0]
     idx = np.arange(n)
+    diag = np.diag(Q).copy()
     for epoch in range(max_epochs):
-        np.random.shuffle(idx)  # noqa: NPY002
+        rng.shuffle(idx)
         pg_max, pg_min = -np.inf, np.inf
-        for s in range(n):
-            i = idx[s]
+        for i in idx.tolist():
             if hi[i] <= 0.0:
                 continue
             G = g[i]
@@ -98,42 +98,32 @@ def _cd_dense(Q, hi, alpha, g, max_epochs, eps_pg, seed):
             pg_min = min(pg_min, PG)
             if PG != 0.0:
                 old = alpha[i]
-                if Q[i, i] > 0.0:
-                    new = min(max(old - G / Q[i, i], 0.0), hi[i])
+                if diag[i] > 0.0:
+                    new = min(max(old - G / diag[i], 0.0), hi[i])
                 else:
                     new = hi[i] if G < 0.0 else 0.0
                 delta = new - old
                 if delta != 0.0:
                     alpha[i] = new
-                    for j in range(n):
-                        g[j] += delta * Q[i, j]
+                    g += delta * Q[i]
         if pg_max - pg_min <= eps_pg:
             return epoch + 1
     return max_epochs
 
 
-@njit(cache=True)
 def _cd_linear(Z, hi, alpha, w, max_epochs, eps_pg, seed):
     """Coordinate descent keeping ``w = Z'a`` (rows of Z are the signed samples)."""
-    np.random.seed(seed)  # noqa: NPY002 (numba supports only the legacy API)
-    n, d = Z.shape
+    rng = np.random.RandomState(seed)
+    n = Z.shape[0]
     idx = np.arange(n)
-    sq = np.empty(n)
-    for i in range(n):
-        acc = 0.0
-        for k in range(d):
-            acc += Z[i, k] * Z[i, k]
-        sq[i] = acc
+    sq = np.einsum("ij,ij->i", Z, Z)
     for epoch in range(max_epochs):
-        np.random.shuffle(idx)  # noqa: NPY002
+        rng.shuffle(idx)
         pg_max, pg_min = -np.inf, np.inf
-        for s in range(n):
-            i = idx[s]
+        for i in idx.tolist():
             if hi[i] <= 0.0:
                 continue
-            G = -1.0
-            for k in range(d):
-                G += Z[i, k] * w[k]
+            G = float(Z[i] @ w) - 1.0
             if alpha[i] <= 0.0:
                 PG = min(G, 0.0)
             elif alpha[i] >= hi[i]:
@@ -151,8 +141,7 @@ def _cd_linear(Z, hi, alpha, w, max_epochs, eps_pg, seed):
                 delta = new - old
                 if delta != 0.0:
                     alpha[i] = new
-                    for k in range(d):
-                        w[k] += delta * Z[i, k]
+                    w += delta * Z[i]
         if pg_max - pg_min <= eps_pg:
             return epoch + 1
     return max_epochs
@@ -310,6 +299,43 @@ def _polish(op: _Op, hi, q, eps=None, n_free=None):
     return a
 
 
+def _clarabel_dual(hi, *, Q=None, Z=None):
+    """The dual solved by CLARABEL (an interior-point code independent of both the
+    library and ``_box_qp_ipm``), clipped to the box; None if it fails."""
+    import cvxpy as cp
+
+    n = hi.size
+    a = cp.Variable(n)
+    quad = (0.5 * cp.sum_squares(Z.T @ a) if Z is not None
+            else 0.5 * cp.quad_form(a, cp.psd_wrap(0.5 * (Q + Q.T))))
+    prob = cp.Problem(cp.Minimize(quad - cp.sum(a)), [a >= 0, a <= hi])
+    try:
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12,
+                   tol_feas=1e-12)
+    except cp.error.SolverError:
+        return None
+    return None if a.value is None else np.clip(a.value, 0.0, hi)
+
+
+def _polish_low_rank(op, hi, q, Z, consider) -> bool:
+    """Polish with at most k free samples, k up to d + 2 (rank <= d: the margin set has
+    at most ~d samples), re-partitioning from the polished margins."""
+    for k in range(Z.shape[1] + 3):
+        qi = q
+        for _ in range(3):
+            qi, done = consider(_polish(op, hi, qi, n_free=k))
+            if done:
+                return True
+    return False
+
+
+def _polish_all(op, hi, q, Z, consider) -> bool:
+    for eps in (1e-9, 1e-7, 1e-5, 1e-3):
+        if consider(_polish(op, hi, q, eps))[1]:
+            return True
+    return Z is not None and _polish_low_rank(op, hi, q, Z, consider)
+
+
 def solve_svm_dual(C, *, Q=None, Z=None, weights=None, alpha0=None, seed=0,
                    max_rounds=8, require=True) -> ExactSolution:
     """Exact optimum of the (weighted) SVM dual.
@@ -351,6 +377,11 @@ def solve_svm_dual(C, *, Q=None, Z=None, weights=None, alpha0=None, seed=0,
                 if done:
                     break
                 _, done = consider(_polish(op, hi, q, eps))
+            if not done:  # a second, independent start: CLARABEL on the same dual
+                a = _clarabel_dual(hi, Q=Q, Z=Z)
+                if a is not None:
+                    q, done = consider(a)
+                    done = done or _polish_all(op, hi, q, Z, consider)
             if done:
                 max_rounds = 0
             else:
@@ -363,13 +394,8 @@ def solve_svm_dual(C, *, Q=None, Z=None, weights=None, alpha0=None, seed=0,
                 w = Z.T @ a
                 _cd_linear(np.ascontiguousarray(Z), hi, a, w, epochs, eps_pg, seed + rnd)
             q, done = consider(a.copy())
-            if Z is not None:  # rank <= d: the margin set has at most ~d samples
-                for k in range(Z.shape[1] + 3):
-                    qi = q
-                    for _ in range(3):  # re-partition from the polished margins
-                        if done:
-                            break
-                        qi, done = consider(_polish(op, hi, qi, n_free=k))
+            if Z is not None and not done:
+                done = _polish_low_rank(op, hi, q, Z, consider)
             for eps in (1e-9, 1e-6, 1e-3):
                 if done:
                     break
