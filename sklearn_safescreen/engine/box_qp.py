@@ -30,7 +30,7 @@ from ..problems.constants import TINY
 from ..screening.balls import ScreeningResult, gap_ball_screen, proven_violations
 from ..screening.lad import screen_lad
 from ..screening.svm import screen_svm
-from ..solvers.cd_kernels import seed_point, start_point
+from ..solvers._cd_fast import seed_point, start_point
 from ..solvers.dual_cd import solve_box_qp
 from ..solvers.newton import NewtonCache
 from ..solvers.working_set import (

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from ._box_qp_fast import gap_terms
 from .kernels import KernelMatrix
 
 
@@ -87,18 +87,6 @@ class BoxQP:
     def dual_objective(self, alpha: np.ndarray, q: np.ndarray) -> float:
         """``-1/2 a'Qa + p'a`` given the margins ``q = Q a`` of every sample."""
         return float(-0.5 * alpha @ q + self.p @ alpha)
-
-
-@njit(cache=True, nogil=True)
-def gap_terms(q, p, lo, hi, alpha, rows):
-    """Per-sample duality gap ``max(-lo g, -hi g) + alpha g``, ``g = q - p``, of
-    ``rows`` (``q`` holds their margins), without gathering the other arrays."""
-    out = np.empty(rows.size)
-    for k in range(rows.size):
-        i = rows[k]
-        g = q[k] - p[i]
-        out[k] = max(-lo[i] * g, -hi[i] * g) + alpha[i] * g
-    return out
 
 
 @dataclass(frozen=True)

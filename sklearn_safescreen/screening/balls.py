@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from ..problems.box_qp import BoxQPReference
 from ..problems.constants import SCREEN_RTOL
+from ._balls_fast import gap_ball_masks
 
 
 @dataclass
@@ -122,28 +122,10 @@ def gap_ball_screen(margins, targets, sqnorm, gap) -> tuple[np.ndarray, np.ndarr
     radius :math:`\sqrt{2\,\mathrm{gap}}` around the current iterate, whose margins are
     ``margins``. Returns the masks proven at the lower / upper end of the box.
     """
-    return _gap_ball_masks(np.ascontiguousarray(margins, dtype=np.float64),
+    return gap_ball_masks(np.ascontiguousarray(margins, dtype=np.float64),
                            np.ascontiguousarray(targets, dtype=np.float64),
                            np.ascontiguousarray(sqnorm, dtype=np.float64),
                            np.sqrt(2.0 * max(gap, 0.0)), SCREEN_RTOL)
-
-
-@njit(cache=True, nogil=True)
-def _gap_ball_masks(margins, targets, sqnorm, radius, rtol):
-    """:func:`ball_bounds` and :func:`decide` fused in one pass (same arithmetic, same
-    order): the gap ball runs at every solver check and certificate, on every sample."""
-    n = margins.size
-    at_lower = np.empty(n, dtype=np.bool_)
-    at_upper = np.empty(n, dtype=np.bool_)
-    for i in range(n):
-        spread = radius * np.sqrt(sqnorm[i])
-        lower = margins[i] - spread
-        upper = margins[i] + spread
-        t = targets[i]
-        slack = rtol * (abs(lower) + abs(upper) + abs(t) + 1.0)
-        at_lower[i] = lower > t + slack
-        at_upper[i] = upper < t - slack
-    return at_lower, at_upper
 
 
 def proven_violations(margins, targets, sqnorm, gap, at_lower, at_upper):

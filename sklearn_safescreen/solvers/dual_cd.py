@@ -40,8 +40,8 @@ from ..problems.box_qp import BoxQP
 from ..problems.constants import SCREEN_RTOL, TINY
 from ..problems.kernels import add_rows, check_kernel_memory
 from ..screening.balls import gap_ball_screen
+from ._cd_fast import kernel_epochs, linear_epochs, signed_row_dots
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, ipm_low_rank_dense, snap_to_bounds
-from .cd_kernels import kernel_epochs, linear_epochs, signed_row_dots
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
 
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
@@ -153,17 +153,24 @@ def _apply_dynamic(dynamic_screen, active, q_act, problem, gap):
     return active[lo_mask], active[hi_mask]
 
 
+def row_arrays(X) -> tuple:
+    """``(dense, data, indices, indptr, is_sparse)``: the rows of ``X`` as the compiled
+    loops take them (placeholders for the unused layout)."""
+    if not sp.issparse(X):
+        return (np.ascontiguousarray(X, dtype=np.float64), np.zeros(1),
+                np.zeros(1, dtype=np.int32), np.zeros(2, dtype=np.int32), False)
+    if X.nnz >= 2**31:
+        raise ValueError(f"X has {X.nnz} non-zeros: the solver indexes them with 32-bit "
+                         "integers (at most 2**31 - 1)")
+    return (np.zeros((1, 1)), np.ascontiguousarray(X.data, dtype=np.float64),
+            X.indices.astype(np.int32, copy=False), X.indptr.astype(np.int32, copy=False),
+            True)
+
+
 def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                   stop_when_slow=False):
     X = problem.X
-    is_sparse = sp.issparse(X)
-    if is_sparse:
-        dense = np.zeros((1, 1))
-        data, indices, indptr = X.data, X.indices, X.indptr
-    else:
-        dense = X
-        data, indices = np.zeros(1), np.zeros(1, dtype=np.int32)
-        indptr = np.zeros(2, dtype=np.int32)
+    dense, data, indices, indptr, is_sparse = row_arrays(X)
     w = problem.primal_weights(alpha)
     active = np.flatnonzero(~fixed).astype(np.int64)
     n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False

@@ -1,4 +1,4 @@
-"""The compiled inner loops of the box-QP coordinate descent (solvers/cd_kernels.py),
+"""The compiled inner loops of the box-QP coordinate descent (solvers/_cd_fast.pyx),
 tested directly: start points, row products, and epochs of both modes run to
 convergence against the independent exact solver of tests/screening/_svm_truth.py."""
 
@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 from _svm_truth import augment, noisy_data, signed_gram, solve_svm_dual
 
-from sklearn_safescreen.solvers import cd_kernels as cd
+from sklearn_safescreen.solvers import _cd_fast as cd
 
 
 def _dense_args(Z):
