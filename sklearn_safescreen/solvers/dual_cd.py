@@ -41,7 +41,8 @@ from ..problems.constants import SCREEN_RTOL, TINY
 from ..problems.kernels import add_rows, check_kernel_memory
 from ..screening.balls import gap_ball_screen
 from ._cd_fast import kernel_epochs, linear_epochs, signed_row_dots
-from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, ipm_low_rank_dense, snap_to_bounds
+from ._ipm_fast import ipm_low_rank_dense
+from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
 
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
