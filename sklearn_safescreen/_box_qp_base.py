@@ -199,6 +199,28 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
     def _set_model(self, data: FitData, paths, outcomes, bias, kernel_params) -> None:
         raise NotImplementedError  # pragma: no cover
 
+    #: The dual solution of a linear model: kept on the fitted estimator, not pickled
+    #: (its size grows with the data; the model is coef_ and intercept_, as LinearSVC's).
+    _LINEAR_DUAL = ("dual_coef_", "support_")
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if self.kernel == "linear":
+            for name in self._LINEAR_DUAL:
+                state.pop(name, None)
+        return state
+
+    def __getattr__(self, name):
+        # only reached when the attribute is missing
+        if (name in ("support_vectors_", *self._LINEAR_DUAL)
+                and self.__dict__.get("kernel") == "linear" and "coef_" in self.__dict__):
+            raise AttributeError(
+                f"{type(self).__name__}(kernel='linear') has no {name}: a linear model "
+                "keeps coef_ and intercept_ (as LinearSVC); its dual solution, dual_coef_ "
+                "and support_, is available after fit but is not pickled, and its support "
+                "vectors are X[support_]")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # -------------------------------------------------------------- prediction ---
     def _kernel_scores(self, X) -> np.ndarray:
         """:math:`w^\\top\\Phi(x)` per task, shape (n_samples, n_tasks)."""

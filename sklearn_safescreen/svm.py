@@ -111,10 +111,14 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         ``intercept_scaling * w_bias`` (0 without intercept).
     dual_coef_ : ndarray of shape (n_tasks, n_SV)
         :math:`\alpha_i y_i` of the support vectors (all samples with :math:`\alpha_i>0`,
-        i.e. on or inside the margin) per one-vs-rest task.
+        i.e. on or inside the margin) per one-vs-rest task. For the linear kernel it is
+        not pickled (see Notes).
     support_ : ndarray of shape (n_SV,)
+        Indices of the support vectors (not pickled for the linear kernel).
     support_vectors_ : ndarray of shape (n_SV, n_features)
-        Empty for ``kernel="precomputed"``, as in SVC.
+        The support vectors, for the kernel expansion: empty for
+        ``kernel="precomputed"``, as in SVC; not stored for the linear kernel, whose model
+        is ``coef_`` (they are ``X[support_]``).
     n_iter_ : ndarray of shape (n_tasks,)
         Coordinate-descent epochs per task, summed over the internal path.
     dual_gap_ : ndarray of shape (n_tasks,)
@@ -131,6 +135,14 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
 
     Notes
     -----
+    **Size of a fitted model.** A linear model pickles to ``coef_`` and ``intercept_``
+    (a few hundred bytes per class, as LinearSVC): its dual solution, whose size grows
+    with the number of samples, stays on the fitted estimator but is not pickled. A
+    kernel model pickles its support vectors and dual coefficients, as SVC. The
+    warm-start state (the training data, the kernel cache, the last solution) is kept
+    only while ``warm_start=True`` and never pickled: a warm start after unpickling
+    starts cold from the data it is given.
+
     A precomputed or callable kernel is checked for positive semi-definiteness (smallest
     eigenvalue of the training kernel, on a random principal submatrix of at most 2000
     samples for larger problems) when screening is on, because screening with an
@@ -271,8 +283,9 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         self.dual_gap_ = np.array([o.reference.gap for o in outcomes])
         self.support_ = np.flatnonzero((alphas > 0).any(axis=0)).astype(np.int32)
         self.dual_coef_ = (alphas * signs)[:, self.support_]
-        self.support_vectors_ = (np.empty((0, 0)) if self.kernel == "precomputed"
-                                 else X[self.support_])
+        if self.kernel != "linear":  # (the linear model is coef_: no copy of X's rows)
+            self.support_vectors_ = (np.empty((0, 0)) if self.kernel == "precomputed"
+                                     else X[self.support_])
         self._kernel_params_ = kernel_params
         self._bias = bias
         if self.kernel == "linear":

@@ -283,7 +283,7 @@ def test_solution_attributes_and_memory_refusal(monkeypatch):
     assert all(s == {} for s in svm_path(X, y, kernel="linear", n_values=2,
                                          attributes=[]).solutions)
     full = svm_path(X, y, kernel="linear", n_values=2).solutions[-1]
-    assert {"coef_", "intercept_", "dual_coef_", "support_vectors_"} <= set(full)
+    assert {"coef_", "intercept_", "dual_coef_", "support_"} <= set(full)
     # a budget smaller than the stored solutions: refused with the figure, before the
     # rest of the path is walked
     monkeypatch.setattr(memory, "available_memory", lambda: 2000)  # a budget of half

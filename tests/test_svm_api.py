@@ -55,7 +55,12 @@ def test_clone_and_pickle(kernel):
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(restored.predict(X), model.predict(X))
     np.testing.assert_array_equal(restored.decision_function(X), model.decision_function(X))
-    np.testing.assert_array_equal(restored.dual_coef_, model.dual_coef_)
+    if kernel == "linear":  # the linear model is coef_; its dual solution is not pickled
+        np.testing.assert_array_equal(restored.coef_, model.coef_)
+        with pytest.raises(AttributeError, match="linear model keeps coef_"):
+            restored.dual_coef_  # noqa: B018
+    else:
+        np.testing.assert_array_equal(restored.dual_coef_, model.dual_coef_)
     assert repr(restored.screening_report_) == repr(model.screening_report_)
 
 
@@ -96,13 +101,15 @@ def test_fitted_attributes(kernel, n_classes):
     assert isinstance(model.screening_report_, ScreeningReport)
     if kernel == "precomputed":
         assert model.support_vectors_.shape[0] == 0
+    elif kernel == "linear":  # the model is coef_: no copy of the training rows
+        assert not hasattr(model, "support_vectors_")
     else:
         np.testing.assert_array_equal(model.support_vectors_, X[model.support_])
     if kernel == "linear":
         assert model.coef_.shape == (n_tasks, X.shape[1])
         assert model.intercept_.shape == (n_tasks,)
         # w = sum_i alpha_i y_i x_i and intercept = s * w_bias = s^2 sum_i alpha_i y_i
-        np.testing.assert_allclose(model.coef_, model.dual_coef_ @ model.support_vectors_,
+        np.testing.assert_allclose(model.coef_, model.dual_coef_ @ X[model.support_],
                                    atol=1e-10)
         np.testing.assert_allclose(model.intercept_, s**2 * model.dual_coef_.sum(axis=1),
                                    atol=1e-10)
@@ -418,3 +425,24 @@ def test_callable_kernel_results_are_not_modified():
                         fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
                                atol=1e-6)
+
+
+def test_pickle_size_of_a_fitted_model():
+    """A linear model pickles to its coefficients (not the training set, nor its dual
+    solution, whose size grows with n); a kernel model to about what SVC's needs."""
+    from sklearn.datasets import load_breast_cancer, make_classification
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = make_classification(n_samples=20000, n_features=50, n_informative=20,
+                               flip_y=0.05, random_state=0)
+    for warm_start in (False, True):
+        model = SafeSVC(kernel="linear", warm_start=warm_start).fit(X, y)
+        assert len(pickle.dumps(model)) < 20_000
+    restored = pickle.loads(pickle.dumps(model))
+    assert not hasattr(restored, "_path")  # a warm start after unpickling starts cold
+    restored.set_params(C=2.0).fit(X, y)
+    Xb, yb = load_breast_cancer(return_X_y=True)
+    Xb = StandardScaler().fit_transform(Xb)
+    ours = len(pickle.dumps(SafeSVC().fit(Xb, yb)))
+    assert ours <= 1.2 * len(pickle.dumps(SVC().fit(Xb, yb)))
