@@ -33,6 +33,12 @@ from .problems.kernels import (
     resolve_kernel_params,
 )
 
+#: Largest magnitude of an entry of X (and of y for LAD): the solver squares entries
+#: (norms, margins, kernel values) and sums them into duality gaps, which must stay far
+#: from float64's 1.8e308 for every C the estimators accept.
+MAX_ENTRY = 1e100
+SOLVER_SQUARES = "the solver squares them (norms, margins, kernel values, duality gaps)"
+
 
 @dataclass
 class FitData:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import compute_class_weight
 
 from ._utils.fingerprint import data_fingerprint
 
@@ -75,3 +77,37 @@ def memoised_validation(estimator, raw: tuple, validate) -> tuple[tuple, str | N
     estimator._input_memo = memo
     return validated, None if memo is None else memo.digest
 
+
+
+def check_magnitude(values, name: str, limit: float, why: str) -> None:
+    """Refuse finite entries above ``limit`` in magnitude, with the reason: the solvers
+    square them (and metric learning takes fourth powers), so larger ones overflow to
+    inf and NaN deep inside a fit."""
+    data = values.data if sp.issparse(values) else values
+    if data.size == 0:
+        return
+    top = float(np.max(np.abs(data)))
+    if top > limit:
+        raise ValueError(
+            f"{name} has entries up to {top:.3g} in magnitude; {why}, so entries above "
+            f"{limit:.0e} are not supported. Rescale {name} (e.g. with StandardScaler).")
+
+
+def class_weights(class_weight, classes: np.ndarray, y_ind: np.ndarray) -> np.ndarray | None:
+    """Per-class multipliers of ``C`` (``None``: all 1), validated: a dict must name
+    classes of ``y`` only and give finite non-negative weights."""
+    if class_weight is None:
+        return None
+    if class_weight == "balanced":
+        return compute_class_weight("balanced", classes=np.arange(classes.size), y=y_ind)
+    known = set(classes.tolist())
+    unknown = [k for k in class_weight if k not in known]
+    if unknown:
+        raise ValueError(f"class_weight names {sorted(unknown, key=str)}, not among the "
+                         f"classes of y ({classes.tolist()})")
+    cw = np.array([class_weight.get(c, 1.0) for c in classes.tolist()], dtype=float)
+    bad = ~np.isfinite(cw) | (cw < 0)
+    if bad.any():
+        given = dict(zip(classes[bad].tolist(), cw[bad].tolist(), strict=True))
+        raise ValueError(f"class_weight must be finite and non-negative; got {given}")
+    return cw

@@ -20,9 +20,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ._box_qp_base import BaseBoxQPEstimator, FitData
+from ._box_qp_base import MAX_ENTRY, SOLVER_SQUARES, BaseBoxQPEstimator, FitData
 from ._utils.fingerprint import data_fingerprint
-from ._validation import memoised_validation
+from ._validation import check_magnitude, memoised_validation
 from .engine.box_qp import LADPath, lad_critical_value
 from .problems.box_qp import LADData
 from .screening.lad import LAD_RULES
@@ -185,6 +185,8 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
             Xv, yv = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                                    order="C", y_numeric=True)
             yv = np.ascontiguousarray(yv, dtype=np.float64)
+            check_magnitude(Xv, "X", MAX_ENTRY, SOLVER_SQUARES)
+            check_magnitude(yv, "y", MAX_ENTRY, SOLVER_SQUARES)
             weights = _check_sample_weight(sample_weight, Xv, dtype=np.float64,
                                            ensure_non_negative=True)
             if not np.any(weights > 0):

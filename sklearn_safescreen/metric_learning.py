@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import warn_user
-from ._validation import memoised_validation
+from ._validation import check_magnitude, memoised_validation
 from .base import MemoisedParams, PathEstimatorMixin
 from .engine.report import ScreeningReport
 from .engine.triplet import BOUNDS, TripletPath, TripletSettings
@@ -35,6 +35,9 @@ from .problems.triplet_kernels import eigh_rows
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
+#: Largest magnitude of an entry of X: triplet values are fourth powers of entries
+#: summed over triplets, which must stay far from float64's 1.8e308.
+MAX_ENTRY = 1e50
 #: Smallest accepted ``alpha / critical_alpha_``. The metric grows like
 #: ``critical_alpha_ / alpha`` and the solver squares its entries: on iris the arithmetic
 #: overflows (NaN gap) near 1e-160 relative, so 1e-50 leaves a wide margin, far below
@@ -309,6 +312,9 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, TransformerMixin, Ba
 
         def validate():
             Xv, yv = validate_data(self, X, y, dtype=np.float64, order="C")
+            check_magnitude(Xv, "X", MAX_ENTRY,
+                            "triplet values are differences of squared distances and the "
+                            "solver squares those (fourth powers of the entries)")
             check_classification_targets(yv)
             return Xv, yv
 

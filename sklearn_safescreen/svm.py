@@ -17,14 +17,13 @@ import numbers
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import compute_class_weight
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._box_qp_base import BaseBoxQPEstimator, FitData
+from ._box_qp_base import MAX_ENTRY, SOLVER_SQUARES, BaseBoxQPEstimator, FitData
 from ._utils.fingerprint import data_fingerprint
-from ._validation import memoised_validation
+from ._validation import check_magnitude, class_weights, memoised_validation
 from .engine.box_qp import SVMPath
 from .problems.box_qp import SVMData, svm_eps_step
 from .screening.svm import SVM_RULES
@@ -221,6 +220,7 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         def validate():
             Xv, yv = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                                    order="C")
+            check_magnitude(Xv, "X", MAX_ENTRY, SOLVER_SQUARES)
             sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64,
                                       ensure_non_negative=True)
             return Xv, yv, sw
@@ -230,11 +230,7 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         if classes.size < 2:
             raise ValueError("The number of classes has to be greater than one; got "
                              f"{classes.size} class")
-        cw = None
-        if self.class_weight == "balanced":
-            cw = compute_class_weight("balanced", classes=np.arange(classes.size), y=y_ind)
-        elif isinstance(self.class_weight, dict):
-            cw = np.array([self.class_weight.get(c, 1.0) for c in classes], dtype=float)
+        cw = class_weights(self.class_weight, classes, y_ind)
         weights = sw * (cw[y_ind] if cw is not None else 1.0)
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")

@@ -526,3 +526,16 @@ def test_content_digest_detects_changes():
     # started afresh: the same internal path from C_min as the cold fit
     assert [e.value for e in model.screening_report_.events] == \
         [e.value for e in cold.screening_report_.events]
+
+
+@pytest.mark.parametrize("target", ["X", "y"])
+def test_huge_finite_values_are_refused_clearly(target):
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 3)
+    y = X @ [1.0, -1.0, 2.0] + rng.randn(60)
+    if target == "X":
+        X = X * 1e300
+    else:
+        y = y * 1e300
+    with pytest.raises(ValueError, match=rf"{target} has entries up to .* squares them"):
+        SafeLAD().fit(X, y)

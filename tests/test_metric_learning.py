@@ -337,3 +337,10 @@ def test_deprecated_spellings_of_screening_still_work():
         SafeMetricLearner(**kw).fit(X, y).screening_report_.n_screened
     with pytest.warns(FutureWarning, match=r"random_state=\.\.\.\) is deprecated"):
         SafeMetricLearner(random_state=0, **kw).fit(X, y)
+
+
+def test_huge_finite_values_are_refused_clearly():
+    X, y = scaled(load_wine)
+    X[0, 0] = 1e300
+    with pytest.raises(ValueError, match=r"X has entries up to 1e\+300.*fourth powers"):
+        SafeMetricLearner(alpha=1e6).fit(X, y)

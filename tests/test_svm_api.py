@@ -446,3 +446,46 @@ def test_pickle_size_of_a_fitted_model():
     Xb = StandardScaler().fit_transform(Xb)
     ours = len(pickle.dumps(SafeSVC().fit(Xb, yb)))
     assert ours <= 1.2 * len(pickle.dumps(SVC().fit(Xb, yb)))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("where", ["all", "one"])
+def test_huge_finite_values_are_refused_clearly(kernel, where):
+    """Entries whose squares overflow used to end in ZeroDivisionError, OverflowError or
+    'cannot convert float NaN to integer' deep in the solver."""
+    X, y = make_binary(n=50, d=4, seed=30)
+    if where == "all":
+        X = X * 1e300
+    else:
+        X[0, 0] = 1e300
+    with pytest.raises(ValueError, match=r"X has entries up to [0-9.]+e\+30[0-9] in "
+                                         r"magnitude; the solver squares them"):
+        SafeSVC(kernel=kernel).fit(X, y)
+
+
+def test_kernel_values_that_overflow_are_refused_clearly():
+    X, y = make_binary(n=40, d=3, seed=31)
+    with pytest.raises(ValueError, match="k\\(x, x\\), overflow"):
+        SafeSVC(kernel="poly", degree=9, gamma=1e40, coef0=1.0).fit(X * 1e3, y)
+
+
+@pytest.mark.parametrize("class_weight, match", [
+    ({5: 2.0}, r"class_weight names \[5\], not among the classes of y \(\[0, 1\]\)"),
+    ({0: 1.0, 1: 2.0, 7: 1.0}, r"names \[7\]"),
+    ({0: -1.0}, "finite and non-negative; got {0: -1.0}"),
+    ({1: float("nan")}, "finite and non-negative"),
+    ({1: float("inf")}, "finite and non-negative"),
+])
+def test_class_weight_is_validated_before_solving(class_weight, match):
+    X, y = make_binary(n=40, d=3, seed=32)
+    with pytest.raises(ValueError, match=match):
+        SafeSVC(kernel="linear", class_weight=class_weight).fit(X, y)
+
+
+def test_class_weight_zero_for_a_class_is_allowed_and_string_labels_are_keys():
+    X, y = make_binary(n=60, d=3, seed=33)
+    labels = np.array(["neg", "pos"])[y]
+    m = SafeSVC(kernel="linear", class_weight={"neg": 0.5}).fit(X, labels)
+    assert set(m.predict(X)) <= {"neg", "pos"}
+    with pytest.raises(ValueError, match=r"names \['nope'\]"):
+        SafeSVC(kernel="linear", class_weight={"nope": 1.0}).fit(X, labels)

@@ -126,6 +126,11 @@ class BoxQPData:
         self.sqnorm = (kernel.diag() if kernel is not None else
                        (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
                         else np.einsum("ij,ij->i", X, X)))
+        if not np.all(np.isfinite(self.sqnorm)):
+            raise ValueError(
+                "the squared norms of the samples in feature space, k(x, x), overflow "
+                f"(up to {np.max(np.abs(self.sqnorm)):.3g}): the kernel's values are too "
+                "large for float64 arithmetic; rescale X, or lower gamma or the degree")
         self._v = np.zeros_like(sign)
         self._qv = np.zeros_like(sign)
 
