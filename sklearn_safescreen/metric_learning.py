@@ -19,7 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -53,7 +58,8 @@ class _PathState:
     path: TripletPath
 
 
-class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, TransformerMixin, BaseEstimator):
+class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeaturesOutMixin,
+                        TransformerMixin, BaseEstimator):
     r"""Mahalanobis metric learning from triplets with safe triplet screening.
 
     Learns :math:`M\succeq O` (``metric="full"``) or a non-negative diagonal
@@ -394,6 +400,12 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, TransformerMixin, Ba
                      f"time={time.perf_counter() - t_start:.3f}s")
         self._end_fit()
         return self
+
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of :meth:`transform` (``get_feature_names_out`` names them
+        ``safemetriclearner0``, ``safemetriclearner1``, ...)."""
+        return self.components_.shape[0]
 
     def _set_metric(self, M):
         if self._diagonal:

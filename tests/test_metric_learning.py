@@ -344,3 +344,21 @@ def test_huge_finite_values_are_refused_clearly():
     X[0, 0] = 1e300
     with pytest.raises(ValueError, match=r"X has entries up to 1e\+300.*fourth powers"):
         SafeMetricLearner(alpha=1e6).fit(X, y)
+
+
+def test_feature_names_and_set_output_in_a_pipeline():
+    pd = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True, as_frame=True)
+    pipe = make_pipeline(StandardScaler(), SafeMetricLearner(alpha=1e5),
+                         KNeighborsClassifier()).set_output(transform="pandas")
+    pipe.fit(X, y)
+    assert pipe.score(X, y) > 0.9
+    out = pipe[:2].transform(X)
+    assert isinstance(out, pd.DataFrame)
+    names = [f"safemetriclearner{i}" for i in range(X.shape[1])]
+    assert list(out.columns) == names
+    assert list(pipe[1].get_feature_names_out()) == names
+    np.testing.assert_allclose(out.to_numpy(), pipe[1].transform(pipe[0].transform(X)))
