@@ -76,8 +76,6 @@ def walk(X, y, Cs, screening, tol):
 
 def bench(name, n, d, Cs, tol):
     X, y = make_data(n, d)
-    SafeLAD().fit(X[:300], y[:300])  # compile numba outside the timings
-    SafeLAD(screening=None).fit(X[:300], y[:300])
     # best of three complete walks of each path, interleaved so both see the same load
     runs_s, runs_n = [], []
     for _ in range(REPEATS):

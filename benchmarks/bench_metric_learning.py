@@ -100,21 +100,9 @@ def walk_path(X, y, lam0=1e4, ratio=0.9, stop=0.01, max_steps=400, keep=False, *
                 start_rates=np.array(start_rates))
 
 
-def warm_up(X, y):
-    """Compile / load every numba kernel of the timed paths outside the timings: a short
-    warm-started path per configuration on a subset."""
-    for params in CONFIGS.values():
-        ml = SafeMetricLearner(k=2, warm_start=True, **params)
-        lam = ml._critical_value(X[::4], y[::4])
-        for _ in range(4):
-            lam *= 0.5
-            ml.set_params(alpha=lam).fit(X[::4], y[::4])
-
-
 def bench_paths(name, X, y, quick, repeats=3):
     """Every configuration's path, ``repeats`` interleaved walks each; the fastest walk
     (CPU time) of each configuration is kept (the paths themselves are identical)."""
-    warm_up(X, y)
     out = {}
     configs = [c for c in CONFIGS if not (quick and c.startswith("active"))]
     for _ in range(1 if quick else repeats):
@@ -142,7 +130,6 @@ def bench_paths(name, X, y, quick, repeats=3):
 
 
 def bench_scale(name, X, y, max_steps):
-    warm_up(X[:400], y[:400])
     lam_L = SafeMetricLearner(k=10)._critical_value(X, y)
     tracemalloc.start()
     r = walk_path(X, y, lam0=lam_L, ratio=0.9, max_steps=max_steps, screening="rrpb+pgb")
@@ -235,7 +222,7 @@ def _projection_us(M: np.ndarray, repeats: int = 2000) -> float:
     """Microseconds of one PSD projection as the solver makes it (compiled
     eigendecomposition, then the positive and negative parts from their rank-one terms)
     of a matrix the size of the metric, near ``M``."""
-    from sklearn_safescreen.solvers.psd_kernels import psd_parts
+    from sklearn_safescreen.problems._triplet_fast import psd_parts
 
     A = M - 0.1 * np.linalg.norm(M) * np.eye(M.shape[0])
     psd_parts(A)

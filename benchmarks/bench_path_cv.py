@@ -59,16 +59,13 @@ def run(quick: bool, lsvc_max_iter: int, tol: float) -> tuple[list[str], dict]:
     svc = SafeSVC(kernel="linear", tol=tol, random_state=0)
     grid = make_grid(svc, X, y, n_values=n_values, stop=10.0)
     folds = StratifiedKFold(5)
-    # compile the numba kernels outside the timings
-    SafeSVC(kernel="linear", warm_start=True).fit(X[:200], y[:200]).set_params(
-        C=2.0).fit(X[:200], y[:200])
     print(f"data {n} x 50, {len(grid)} values C = {grid[0]:.4g} .. {grid[-1]:.4g}, 5 folds",
           flush=True)
 
     times, fitted, cpu = {}, {}, {}
     load = os.getloadavg()[0]
     # n_jobs=2 twice: the first call pays the start-up of joblib's loky worker processes
-    # (each imports numpy, scikit-learn, numba and this package), the second reuses them
+    # (each imports numpy, scikit-learn and this package), the second reuses them
     for key, jobs in (("path1", 1), ("path2", 2), ("path2_warm", 2)):
         search = RegularizationPathCV(svc, values=grid, cv=folds, n_jobs=jobs)
         fitted[key], times[key] = timed(lambda s=search: s.fit(X, y), cpu, key)

@@ -74,7 +74,6 @@ def bench_linear(quick: bool):
     X, y = make_classification(n_samples=n, n_features=50, n_informative=20, flip_y=0.05,
                                random_state=0)
     Cs = np.logspace(-3, 1, 9)
-    SafeSVC(kernel="linear").fit(X[:300], y[:300])  # compile numba outside the timings
     params = dict(kernel="linear", tol=1e-6, max_iter=100000, random_state=0)
     # paths: the best of three complete walks (each from a fresh estimator)
     safe_runs = [walk_path(SafeSVC(warm_start=True, **params), X, y, Cs) for _ in range(3)]

@@ -4,9 +4,7 @@ By default: :class:`~sklearn_safescreen.path.RegularizationPathCV` over a linear
 on the benchmark's synthetic data (``make_classification``, 20000 x 50), 20 values of C
 from C_min to 10, 5 folds. It prints, per value, the screening rate, the fit time and the
 CV score, then the best value, and then times GridSearchCV on the same grid and folds
-(``--no-compare`` skips it). ``--help`` lists every option. The compiled solvers are
-loaded by a short untimed path on a subset first, so that their one-time cost is charged
-to neither search.
+(``--no-compare`` skips it). ``--help`` lists every option.
 """
 
 from __future__ import annotations
@@ -66,8 +64,7 @@ def _build_parser() -> argparse.ArgumentParser:
             "(make_classification, 20000 x 50, the benchmark's) over 20 values of C from "
             "C_min to 10 with 5 folds, prints per value the screening rate, fit time and "
             "CV score, the best value, and the time GridSearchCV takes on the same grid "
-            "and folds (after loading the compiled solvers with a short untimed path on "
-            "a subset). --dataset breast_cancer is a quick run on small data.")),
+            "and folds. --dataset breast_cancer is a quick run on small data.")),
         epilog=(
             "datasets:\n" + "\n".join(f"  {k:<14} {v}" for k, v in DATASETS.items())
             + "\n  FILE           any LIBSVM/svmlight file (sklearn's load_svmlight_file)"
@@ -283,8 +280,6 @@ def _run(args) -> int:
     print(f"{len(values)} values of {short} from {values.min():.4g} to {values.max():.4g}, "
           f"{args.cv} folds, scoring={args.scoring or 'default'}, n_jobs={args.n_jobs}, screening="
           f"{args.screening or 'default'}")
-    say("loading the compiled solvers (a short path on a subset, not timed) ...")
-    _warm_up(estimator, param, values, X, y, regression, args.n_jobs)
     search = RegularizationPathCV(estimator, param, values=values, cv=cv,
                                   scoring=args.scoring, n_jobs=args.n_jobs,
                                   verbose=0 if args.quiet else 1)
@@ -318,29 +313,6 @@ def _run(args) -> int:
         ax.figure.savefig(args.plot, dpi=100)
         print(f"plot written to {args.plot}")
     return 0
-
-
-def _warm_up(estimator, param, values, X, y, regression, n_jobs) -> None:
-    """Load the numba-compiled kernels (from numba's on-disk cache, or compile them on a
-    first run) with a three-value path on at most 200 samples, in the worker processes
-    too (``n_jobs``; joblib keeps them for the timed searches), so that this one-time
-    cost per process is not charged to whichever search is timed first (measured on
-    breast cancer: 0.2 s, half of the path's time). A subset the estimator refuses
-    (e.g. a class too small for metric learning's triplets) just skips it."""
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    from .model_selection import RegularizationPathCV
-
-    n = X.shape[0]
-    rows = np.sort(np.random.RandomState(0).permutation(n)[:min(n, 200)])
-    cv = KFold(2) if regression else StratifiedKFold(2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            RegularizationPathCV(estimator, param, values=np.sort(values)[:3], cv=cv,
-                                 n_jobs=n_jobs).fit(X[rows], y[rows])
-        except ValueError:
-            pass
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):

@@ -36,7 +36,7 @@ from ._validation import check_magnitude, memoised_validation
 from .base import MemoisedParams, PathEstimatorMixin
 from .engine.report import ScreeningReport
 from .engine.triplet import BOUNDS, TripletPath, TripletSettings
-from .problems.triplet_kernels import eigh_rows
+from .problems._triplet_fast import eigh_rows
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
@@ -187,7 +187,7 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
     figure). Time per iteration: O(|T~| + n_pairs d^2 + d^3) with |T~| the unscreened
     triplets and n_pairs the pairs they use; the iterations, the dynamic screening and
     the removal of screened triplets run in one compiled call per fit
-    (:mod:`sklearn_safescreen.solvers.psd_kernels`).
+    (``solvers/_spg_fast.pyx``).
 
     References
     ----------

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problems import triplet_kernels as tk
+from ..problems import _triplet_fast as tk
 from ..problems.triplet_problem import (
     STATUS_ACTIVE,
     STATUS_L,
@@ -40,8 +40,8 @@ from ..problems.triplet_problem import (
 )
 from ..problems.triplets import TripletSet
 from ..screening import triplet_bounds as tb
+from ..screening._triplet_fast import iterate_ball_codes
 from ..screening.triplet import screen_triplets
-from ..screening.triplet_kernels import iterate_ball_codes
 from ..solvers import psd_gradient as pg
 from .certify import Certificate, certified_solve
 from .report import ScreeningEvent, ScreeningReport
@@ -267,20 +267,24 @@ class _ReducedTriplets:
                  else tk.full_pair_forms(ts.diff, np.ascontiguousarray(M)))
             z_full, loss, on_side = tk.certificate_pass(D, ts.pos, ts.neg, problem.status,
                                                         gamma)
-        if on_side:
-            gap, rel_gap = red.gap, red.rel_gap
-        else:
-            ev = TripletProblem(ts, gamma, problem.diagonal).evaluate(M, alpha)
-            gap, rel_gap = ev.gap, ev.rel_gap
         self.z_full, self.loss = z_full, loss
-        self.settings.log(f"alpha={alpha:<10.4g} certificate full gap={rel_gap:.3e} "
-                          f"(reduced {red.rel_gap:.3e}) iter={self.res.n_iter}")
+        if on_side:
+            # no screened triplet is off its side, so none is proven wrong or loose
+            self._log_certificate(red.rel_gap, red)
+            return Certificate(red.gap, red.rel_gap)
+        ev = TripletProblem(ts, gamma, problem.diagonal).evaluate(M, alpha)
+        gap, rel_gap = ev.gap, ev.rel_gap
+        self._log_certificate(rel_gap, red)
         isR, isL = problem.status == STATUS_R, problem.status == STATUS_L
         r = tb.inflate(np.sqrt(2.0 * red.gap / alpha), M)
         wrong = (isR & (z_full + r * ts.hnorm < 1.0)) | (
             isL & (z_full - r * ts.hnorm > 1.0 - gamma))
         loose = (isR & (z_full < 1.0)) | (isL & (z_full > 1.0 - gamma))
         return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
+
+    def _log_certificate(self, rel_gap: float, reduced) -> None:
+        self.settings.log(f"alpha={self.alpha:<10.4g} certificate full gap={rel_gap:.3e} "
+                          f"(reduced {reduced.rel_gap:.3e}) iter={self.res.n_iter}")
 
     def release(self, which: np.ndarray, proven: bool) -> None:
         status = self.problem.status

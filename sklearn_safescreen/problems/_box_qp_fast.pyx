@@ -35,4 +35,4 @@ def add_rows(double[::1] g, const double[:, ::1] A, const int64_t[::1] rows,
         for k in range(rows.shape[0]):
             c = coef[k]
             if c != 0.0:
-                daxpy(&n, &c, &A[rows[k], 0], &one, &g[0], &one)
+                daxpy(&n, &c, <double*>&A[rows[k], 0], &one, &g[0], &one)

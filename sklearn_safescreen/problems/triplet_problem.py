@@ -22,7 +22,7 @@ Everything goes through the pairs of the triplet set
 (:class:`~sklearn_safescreen.problems.triplets.TripletSet`): the pair quadratic forms
 :math:`D_M(u,v)`, the triplet values :math:`z_t=D_M(i,l)-D_M(i,j)` and the pair
 weights of :math:`S=\Delta^\top\mathrm{diag}(w)\Delta` (the Laplacian form), in one pass
-over the active triplets (:mod:`.triplet_kernels`).
+over the active triplets (the compiled kernels of ``_triplet_fast.pyx``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import triplet_kernels as kn
+from . import _triplet_fast as kn
 from .triplets import TripletSet
 
 STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2

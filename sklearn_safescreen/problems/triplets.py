@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from .._utils import memory
+from ._triplet_fast import hnorms
 
 #: Bytes per triplet at the peak of a fit: two int32 pair indices, the norm, z (reference
 #: and current), the working index list, status, range ends and label, construction
@@ -265,31 +265,5 @@ def triplets_from_indices(X: np.ndarray, triplets, diagonal: bool = False) -> Tr
 
 def _finish(X, pairs, pos, neg, diagonal) -> TripletSet:
     diff = np.ascontiguousarray(X[pairs[:, 0]] - X[pairs[:, 1]])
-    hnorm = _hnorms(diff, pos, neg, diagonal)
+    hnorm = hnorms(diff, pos, neg, diagonal)
     return TripletSet(X, pairs, diff, pos, neg, hnorm)
-
-
-@njit(cache=True)
-def _hnorms(diff, pos, neg, diagonal):
-    r""":math:`\|H_t\|_F^2=\|a\|^4-2(a^\top b)^2+\|b\|^4` (spec 1.3) in O(d) per triplet;
-    for a diagonal metric :math:`\|a\circ a-b\circ b\|_2`."""
-    m, d = pos.shape[0], diff.shape[1]
-    out = np.empty(m)
-    for t in range(m):
-        p, q = pos[t], neg[t]
-        if diagonal:
-            s = 0.0
-            for c in range(d):
-                v = diff[p, c] * diff[p, c] - diff[q, c] * diff[q, c]
-                s += v * v
-            out[t] = np.sqrt(s)
-        else:
-            aa = 0.0
-            bb = 0.0
-            ab = 0.0
-            for c in range(d):
-                aa += diff[p, c] * diff[p, c]
-                bb += diff[q, c] * diff[q, c]
-                ab += diff[p, c] * diff[q, c]
-            out[t] = np.sqrt(max(aa * aa - 2.0 * ab * ab + bb * bb, 0.0))
-    return out

@@ -29,8 +29,8 @@ import numpy as np
 from ..problems.constants import SCREEN_RTOL
 from ..problems.triplet_problem import triplet_values
 from ..problems.triplets import TripletSet
+from ._triplet_fast import diag_pass, sdp_pass
 from .triplet_bounds import Ball
-from .triplet_kernels import diag_pass, sdp_pass
 
 TRIPLET_RULES = ("sphere", "linear", "sdp")
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL
 from ..problems.triplet_problem import psd_split
-from .triplet_kernels import range_screen, rrpb_ranges_pass, scaled_sphere_screen  # noqa: F401
+from ._triplet_fast import range_screen, rrpb_ranges_pass, scaled_sphere_screen  # noqa: F401
 
 
 @dataclass

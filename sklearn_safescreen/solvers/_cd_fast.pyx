@@ -58,7 +58,7 @@ cdef inline double _row_dot(const double[:, ::1] dense, const double[::1] data,
             acc += data[k] * w[indices[k]]
         return acc
     d = dense.shape[1]
-    return ddot(&d, &dense[i, 0], &one, &w[0], &one)
+    return ddot(&d, <double*>&dense[i, 0], &one, <double*>&w[0], &one)
 
 
 cdef inline void _row_axpy(const double[:, ::1] dense, const double[::1] data,
@@ -71,7 +71,7 @@ cdef inline void _row_axpy(const double[:, ::1] dense, const double[::1] data,
             w[indices[k]] += step * data[k]
         return
     d = dense.shape[1]
-    daxpy(&d, &step, &dense[i, 0], &one, &w[0], &one)
+    daxpy(&d, &step, <double*>&dense[i, 0], &one, &w[0], &one)
 
 
 def signed_row_dots(const double[:, ::1] dense, const double[::1] data,
@@ -211,7 +211,7 @@ def kernel_epochs(const double[:, ::1] Q, const double[::1] lo, const double[::1
                     delta = new - old
                     if delta != 0.0:
                         alpha[i] = new
-                        daxpy(&m, &delta, &Q[i, 0], &one, &g[0], &one)
+                        daxpy(&m, &delta, <double*>&Q[i, 0], &one, &g[0], &one)
             if pg_max - pg_min <= eps_pg:
                 done, converged = epoch + 1, True
                 break

@@ -12,7 +12,7 @@ al. 2019), made globally convergent by the non-monotone line search of spectral
 projected gradient (Birgin, Martinez and Raydan 2000: a rejected step is shortened along
 the projected direction, which stays feasible), stopping on the relative gap
 :math:`\mathrm{gap}\le\mathrm{tol}\,|\tilde P|`. For the full metric it runs in the
-compiled loop of :mod:`.psd_kernels`, with the sphere rule of the GB/PGB/DGB balls
+compiled loop of ``_spg_fast.pyx``, with the sphere rule of the GB/PGB/DGB balls
 built in (dynamic screening every ``interval`` steps); other rules run as a Python
 :class:`ScreeningHook` between compiled stretches of ``interval`` steps. The optional
 active-set heuristic optimises over the active triplets with positive loss, refreshed
@@ -35,8 +35,8 @@ from ..problems.triplet_problem import (
     project,
     psd_split,
 )
-from . import psd_kernels as kn
-from .psd_kernels import MAX_BACKTRACK, NONMONOTONE, SUFFICIENT
+from . import _spg_fast as kn
+from ._spg_fast import MAX_BACKTRACK, NONMONOTONE, SUFFICIENT
 
 
 class ScreeningHook:
@@ -99,7 +99,7 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         The heuristic of spec 5.4 (safe: it only restricts the working set). Ignored for
         the hinge (gamma = 0), which is solved in the dual.
     compiled : bool
-        Run the iterations between checkpoints in numba (full metric); False uses the
+        Run the iterations between checkpoints compiled (full metric); False uses the
         NumPy loop (always used for a diagonal metric). Same iterates up to round-off.
     """
     t0 = time.perf_counter()
@@ -153,7 +153,7 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
 
 def _run_compiled(problem: TripletProblem, M, lam, eta, n, tol, interval=10, inner=None,
                   callback=None):
-    """Up to ``n`` accepted steps of :func:`.psd_kernels.spg` over the working triplets,
+    """Up to ``n`` accepted steps of the compiled ``spg`` loop over the working triplets,
     with its built-in screening when ``inner`` = (use_gb, use_pgb, use_dgb) is given;
     records the screened triplets in ``problem`` and reports the checks to
     ``callback.record_compiled``. Returns (M, step, steps, evaluation at M)."""
@@ -184,7 +184,7 @@ def _bb_step(dM, dG, eta):
 
 
 def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
-    """Up to ``n`` accepted steps of the same algorithm as :func:`.psd_kernels.spg`
+    """Up to ``n`` accepted steps of the same algorithm as the compiled ``spg`` loop
     (NumPy reference loop; the diagonal metric): projected BB direction, non-monotone
     line search along it with safeguarded quadratic interpolation."""
     M = ev.M

@@ -1,4 +1,4 @@
-"""The compiled kernels of the triplet problem (problems/triplet_kernels.py): the
+"""The compiled kernels of the triplet problem (problems/_triplet_fast.pyx): the
 small eigensolver, PSD parts, the projection gap, pair forms and Laplacian sums, the
 reduced problem's construction and the certificate pass."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _triplet_models import primal, small_problem
 
-from sklearn_safescreen.problems import triplet_kernels as kn
+from sklearn_safescreen.problems import _triplet_fast as kn
 from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.solvers import psd_gradient as pg
 

@@ -378,7 +378,7 @@ def test_rrpb_ranges_are_safe_on_a_grid(perturb):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_dynamic_sphere_equals_the_generic_rule(seed):
-    from sklearn_safescreen.screening.triplet_kernels import (
+    from sklearn_safescreen.screening._triplet_fast import (
         iterate_ball_codes as dynamic_sphere_full,
     )
 

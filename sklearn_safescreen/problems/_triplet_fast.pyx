@@ -1,0 +1,905 @@
+r"""Compiled kernels of the triplet problem: its objective, dual point and duality gap.
+
+Everything the triplet problem needs per evaluation, used by
+:mod:`.triplet_problem`, the screening rules (``screening/_triplet_fast.pyx``) and the
+solver loop (``solvers/_spg_fast.pyx``), which call the ``cdef`` versions declared in
+``_triplet_fast.pxd`` without the GIL; the ``def`` functions are their Python faces.
+The mathematics is on ``doc/theory/metric_learning.rst``.
+
+* **Small symmetric eigendecomposition** (:func:`eigh_rows`): Householder
+  tridiagonalisation and implicit QL (EISPACK ``tred2``/``tql2``) for d <= 24, faster
+  than LAPACK's drivers at the sizes of the projection and of the gap (measured:
+  ``doc/benchmarks.md``); LAPACK's ``dsyevd`` above, or if QL does not converge. Only
+  orthogonality of the eigenvectors matters for safety: the PSD part is rebuilt from
+  the kept eigenpairs, so it is PSD whatever the accuracy, and the duality gap uses
+  :math:`\Gamma=-S_-` built the same way (negative semidefinite by construction),
+  which keeps it a valid upper bound.
+* **Pair quadratic forms**: :math:`D_Q(p)=a_p^\top Qa_p` and the Laplacian sum
+  :math:`\sum_pw_pa_pa_p^\top` over the pairs of the working triplets, as matrix
+  products with the d x d matrix (BLAS ``dgemm``) or, when the pairs' half-vectorised
+  outer products fit in ``VECH_BYTES``, as one matrix-vector product with them (half
+  the flops). The sum skips pairs of zero weight.
+* **The loss pass** (:func:`triplet_pass`): values, loss, dual variables and pair
+  weights of the working triplets in one pass.
+* **Gaps** (:func:`gap_terms`, :func:`projection_gap`): the cancellation-free duality
+  gap, against the best dual point or against the one a projection provides.
+* **Full-problem passes**: the reduced problem's arrays from the per-triplet status
+  (:func:`status_split`), and the certificate's pass over every triplet
+  (:func:`certificate_pass`).
+"""
+
+from libc.math cimport fabs, floor, isfinite, log2, pow, sqrt
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+from scipy.linalg.cython_blas cimport dgemm, dgemv
+from scipy.linalg.cython_lapack cimport dsyevd
+
+
+cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
+    void ss_axpy(int n, double a, const double* x, double* y)
+    void ss_rot(int n, double c, double s, double* x, double* y)
+    double ss_dot(int n, const double* x, const double* y)
+
+import numpy as np
+
+cdef enum:
+    # Largest dimension handled by the compiled QL eigensolver (LAPACK above).
+    SMALL_EIGH = 24
+    # Largest size of the half-vectorised pair outer products (matrix-vector form).
+    VECH_BYTES = 1048576
+
+
+# ---------------------------------------------------------------- eigensolver ---
+cdef bint _tql2(int n, double* W, double* d, double* e) noexcept nogil:
+    """Eigenpairs of the symmetric matrix held in ``W`` (overwritten by the eigenvectors,
+    one per row; eigenvalues into ``d``, unsorted). EISPACK tred2 + tql2 (as in JAMA),
+    on the transposed storage so that rotations and reflections run along contiguous
+    rows. Returns whether QL converged."""
+    cdef int i, j, k, l, m, it
+    cdef double scale, h, f, g, hh, p, r, dl1, c, c2, c3, el1, s, s2, tst1, eps
+    cdef bint converged = True
+    for j in range(n):
+        d[j] = W[j * n + n - 1]
+    # Householder reduction to tridiagonal form
+    for i in range(n - 1, 0, -1):
+        scale = 0.0
+        h = 0.0
+        for k in range(i):
+            scale += fabs(d[k])
+        if scale == 0.0:
+            e[i] = d[i - 1]
+            for j in range(i):
+                d[j] = W[j * n + i - 1]
+                W[j * n + i] = 0.0
+                W[i * n + j] = 0.0
+        else:
+            for k in range(i):
+                d[k] /= scale
+                h += d[k] * d[k]
+            f = d[i - 1]
+            g = sqrt(h)
+            if f > 0:
+                g = -g
+            e[i] = scale * g
+            h = h - f * g
+            d[i - 1] = f - g
+            for j in range(i):
+                e[j] = 0.0
+            for j in range(i):
+                f = d[j]
+                W[i * n + j] = f
+                g = e[j] + W[j * n + j] * f
+                for k in range(j + 1, i):
+                    g += W[j * n + k] * d[k]
+                    e[k] += W[j * n + k] * f
+                e[j] = g
+            f = 0.0
+            for j in range(i):
+                e[j] /= h
+                f += e[j] * d[j]
+            hh = f / (h + h)
+            for j in range(i):
+                e[j] -= hh * d[j]
+            for j in range(i):
+                f = d[j]
+                g = e[j]
+                for k in range(j, i):
+                    W[j * n + k] -= f * e[k] + g * d[k]
+                d[j] = W[j * n + i - 1]
+                W[j * n + i] = 0.0
+        d[i] = h
+    # accumulate the transformations
+    for i in range(n - 1):
+        W[i * n + n - 1] = W[i * n + i]
+        W[i * n + i] = 1.0
+        h = d[i + 1]
+        if h != 0.0:
+            for k in range(i + 1):
+                d[k] = W[(i + 1) * n + k] / h
+            for j in range(i + 1):
+                g = 0.0
+                for k in range(i + 1):
+                    g += W[(i + 1) * n + k] * W[j * n + k]
+                for k in range(i + 1):
+                    W[j * n + k] -= g * d[k]
+        for k in range(i + 1):
+            W[(i + 1) * n + k] = 0.0
+    for j in range(n):
+        d[j] = W[j * n + n - 1]
+        W[j * n + n - 1] = 0.0
+    W[(n - 1) * n + n - 1] = 1.0
+    # implicit QL on the tridiagonal matrix
+    for i in range(1, n):
+        e[i - 1] = e[i]
+    e[n - 1] = 0.0
+    f = 0.0
+    tst1 = 0.0
+    eps = pow(2.0, -52.0)
+    for l in range(n):
+        tst1 = max(tst1, fabs(d[l]) + fabs(e[l]))
+        m = l
+        while m < n - 1:
+            if fabs(e[m]) <= eps * tst1:
+                break
+            m += 1
+        if m > l:
+            it = 0
+            while True:
+                it += 1
+                g = d[l]
+                p = (d[l + 1] - g) / (2.0 * e[l])
+                r = sqrt(p * p + 1.0)
+                if p < 0:
+                    r = -r
+                d[l] = e[l] / (p + r)
+                d[l + 1] = e[l] * (p + r)
+                dl1 = d[l + 1]
+                h = g - d[l]
+                for i in range(l + 2, n):
+                    d[i] -= h
+                f += h
+                p = d[m]
+                c = 1.0
+                c2 = c
+                c3 = c
+                el1 = e[l + 1]
+                s = 0.0
+                s2 = 0.0
+                for i in range(m - 1, l - 1, -1):
+                    c3 = c2
+                    c2 = c
+                    s2 = s
+                    g = c * e[i]
+                    h = c * p
+                    r = sqrt(p * p + e[i] * e[i])
+                    e[i + 1] = s * r
+                    s = e[i] / r
+                    c = p / r
+                    p = c * d[i] - s * g
+                    d[i + 1] = h + s * (c * g + s * d[i])
+                    ss_rot(n, c, s, &W[(i + 1) * n], &W[i * n])
+                p = -s * s2 * c3 * el1 * e[l] / dl1
+                e[l] = s * p
+                d[l] = c * p
+                if not fabs(e[l]) > eps * tst1:
+                    break
+                if it >= 60:
+                    converged = False
+                    break
+        d[l] = d[l] + f
+        e[l] = 0.0
+    return converged
+
+
+cdef int eigh_workspace(int d) noexcept nogil:
+    """Doubles of workspace :func:`eigh_rows_c` needs."""
+    return 3 * d * d + 8 * d + 1
+
+
+cdef bint _eigh_lapack(int n, double* W, double* w, double* work) noexcept nogil:
+    """LAPACK dsyevd on the symmetric matrix in ``W`` (its eigenvectors overwrite it:
+    LAPACK's columns are the rows of the row-major buffer); eigenvalues ascending."""
+    cdef char jobz = b"V", uplo = b"U"
+    cdef int lwork = 1 + 6 * n + 2 * n * n, liwork = 3 + 5 * n, info = 0
+    cdef int* iwork = <int*>malloc(liwork * sizeof(int))
+    if iwork == NULL:
+        return False
+    dsyevd(&jobz, &uplo, &n, W, &n, w, work, &lwork, iwork, &liwork, &info)
+    free(iwork)
+    return info == 0
+
+
+cdef bint _eigh_unscaled(const double* A, int n, double* w, double* W,
+                         double* work) noexcept nogil:
+    cdef int i
+    cdef bint ok
+    memcpy(W, A, n * n * sizeof(double))
+    if n <= SMALL_EIGH:
+        ok = _tql2(n, W, w, work)  # (work: the off-diagonal)
+        if ok:
+            for i in range(n):
+                if not isfinite(w[i]):
+                    ok = False
+            if ok:
+                return True
+        memcpy(W, A, n * n * sizeof(double))
+    return _eigh_lapack(n, W, w, work)
+
+
+cdef bint eigh_rows_c(const double* A, int d, double* w, double* W,
+                      double* work) noexcept nogil:
+    """Eigenvalues ``w`` and eigenvectors (the rows of ``W``, in no particular order) of
+    the symmetric ``A`` (d x d). Entries far from 1 in magnitude (below 2**-500 or above
+    2**500, e.g. the closed form at a huge alpha) are first scaled by a power of two
+    (exact), as LAPACK's drivers do: the rotations square them. ``work`` holds
+    :func:`eigh_workspace` doubles."""
+    cdef int i, n2 = d * d
+    cdef double amax = 0.0, ex, up, down
+    cdef double* scaled
+    cdef bint ok
+    for i in range(n2):
+        amax = max(amax, fabs(A[i]))
+    if amax == 0.0:
+        memset(W, 0, n2 * sizeof(double))
+        for i in range(d):
+            w[i] = 0.0
+            W[i * d + i] = 1.0
+        return True
+    if isfinite(amax) and (amax < pow(2.0, -500.0) or amax > pow(2.0, 500.0)):
+        ex = -floor(log2(amax))  # |ex| <= 1075: two factors keep 2**ex finite
+        up = pow(2.0, floor(ex / 2))
+        down = pow(2.0, ex - floor(ex / 2))
+        scaled = work + 2 * d * d + 8 * d  # (the last d*d + 1 of the workspace)
+        for i in range(n2):
+            scaled[i] = (A[i] * up) * down
+        ok = _eigh_unscaled(scaled, d, w, W, work)
+        for i in range(d):
+            w[i] = (w[i] / up) / down
+        return ok
+    return _eigh_unscaled(A, d, w, W, work)
+
+
+cdef double signed_sum_c(const double* w, const double* W, int d, double sign,
+                         double* P) noexcept nogil:
+    r""":math:`\sum_kw_kv_kv_k^\top` over the eigenpairs (rows ``v_k`` of ``W``) of
+    positive (``sign > 0``) or negative eigenvalue, into ``P``; returns the sum of the
+    others' squares. Built from the kept rank-one terms alone: PSD (NSD) whatever the
+    eigenvectors' accuracy."""
+    cdef int k, r, c
+    cdef double other = 0.0
+    cdef bint keep
+    memset(P, 0, d * d * sizeof(double))
+    for k in range(d):
+        keep = (w[k] > 0.0) if sign > 0 else (w[k] < 0.0)
+        if not keep:
+            other += w[k] * w[k]
+            continue
+        for r in range(d):
+            ss_axpy(d - r, w[k] * W[k * d + r], &W[k * d + r], &P[r * d + r])
+    for r in range(d):
+        for c in range(r + 1, d):
+            P[c * d + r] = P[r * d + c]
+    return other
+
+
+cdef double sym_part_c(const double* A, int d, double sign, double* P,
+                       double* work) noexcept nogil:
+    """:math:`B_+` (``sign > 0``) or :math:`B_-` of :math:`B=(A+A^\\top)/2` into ``P``
+    from one eigendecomposition; returns :math:`\\|\\cdot\\|_F^2` of the other part.
+    ``work``: ``2 d^2 + d`` doubles plus :func:`eigh_workspace`."""
+    cdef int r, c
+    cdef double* B = work
+    cdef double* w = work + d * d
+    cdef double* W = work + d * d + d
+    for r in range(d):
+        for c in range(d):
+            B[r * d + c] = 0.5 * (A[r * d + c] + A[c * d + r])
+    eigh_rows_c(B, d, w, W, work + 2 * d * d + d)
+    return signed_sum_c(w, W, d, sign, P)
+
+
+cdef void psd_parts_c(const double* A, int d, double* Pp, double* Pn,
+                      double* work) noexcept nogil:
+    """:math:`B_+` and :math:`B_-` of :math:`B=(A+A^\\top)/2` from one
+    eigendecomposition (``work`` as :func:`sym_part_c`)."""
+    cdef int r, c
+    cdef double* B = work
+    cdef double* w = work + d * d
+    cdef double* W = work + d * d + d
+    for r in range(d):
+        for c in range(d):
+            B[r * d + c] = 0.5 * (A[r * d + c] + A[c * d + r])
+    eigh_rows_c(B, d, w, W, work + 2 * d * d + d)
+    signed_sum_c(w, W, d, 1.0, Pp)
+    signed_sum_c(w, W, d, -1.0, Pn)
+
+
+cdef inline int _sym_work(int d) noexcept nogil:
+    return 2 * d * d + d + eigh_workspace(d)
+
+
+# ----------------------------------------------------------------- pair forms ---
+cdef inline double _dot(const double* a, const double* b, int m) noexcept nogil:
+    """A dot product with four partial sums (instruction-level parallelism)."""
+    cdef int j = 0
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    while j + 4 <= m:
+        s0 += a[j] * b[j]
+        s1 += a[j + 1] * b[j + 1]
+        s2 += a[j + 2] * b[j + 2]
+        s3 += a[j + 3] * b[j + 3]
+        j += 4
+    while j < m:
+        s0 += a[j] * b[j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef bint use_vech_c(Py_ssize_t npairs, int d) noexcept nogil:
+    """Whether the half-vectorised outer products of the pairs fit ``VECH_BYTES``."""
+    return d <= 32 and npairs * (d * (d + 1) // 2) * 8 <= VECH_BYTES
+
+
+cdef void build_phi_c(const double* diff, Py_ssize_t npairs, int d,
+                      double* Phi) noexcept nogil:
+    """Row p: the upper triangle of :math:`a_pa_p^\\top` (off-diagonal entries doubled),
+    so that :math:`a_p^\\top Qa_p=\\langle\\phi_p,\\mathrm{vech}(Q)\\rangle`."""
+    cdef Py_ssize_t p
+    cdef int r, c, j, m = d * (d + 1) // 2
+    cdef double a
+    for p in range(npairs):
+        j = 0
+        for r in range(d):
+            a = diff[p * d + r]
+            Phi[p * m + j] = a * a
+            j += 1
+            for c in range(r + 1, d):
+                Phi[p * m + j] = 2.0 * a * diff[p * d + c]
+                j += 1
+
+
+cdef void pair_forms_c(const double* diff, Py_ssize_t npairs, int d, const double* Phi,
+                       bint usev, const double* Q, double* T, double* D,
+                       double* vech) noexcept nogil:
+    """:math:`D_p=a_p^\\top Qa_p` (``Q`` symmetric) into ``D``; ``T`` is an npairs x d
+    workspace of the matrix-product form, ``vech`` one of d (d + 1) / 2 doubles."""
+    cdef int r, c, j, m = d * (d + 1) // 2, one = 1, np_ = <int>npairs
+    cdef Py_ssize_t p
+    cdef double s, d_one = 1.0, d_zero = 0.0
+    cdef char tr_n = b"N", tr_t = b"T"
+    if npairs == 0:
+        return
+    if usev:
+        j = 0
+        for r in range(d):
+            for c in range(r, d):
+                vech[j] = Q[r * d + c]
+                j += 1
+        # D = Phi @ vech: the row-major Phi is the column-major m x npairs matrix
+        dgemv(&tr_t, &m, &np_, &d_one, <double*>Phi, &m, vech, &one, &d_zero, D, &one)
+        return
+    # T = diff @ Q (row-major), i.e. Q' @ diff' in column-major (Q is symmetric)
+    dgemm(&tr_n, &tr_n, &d, &np_, &d, &d_one, <double*>Q, &d, <double*>diff, &d, &d_zero,
+          T, &d)
+    for p in range(npairs):
+        D[p] = ss_dot(d, &T[p * d], &diff[p * d])
+
+
+cdef void laplacian_sum_c(const double* diff, Py_ssize_t npairs, int d,
+                          const double* Phi, bint usev, const double* w, double* T,
+                          double* T2, double* s, double* S) noexcept nogil:
+    r""":math:`\sum_pw_pa_pa_p^\top` over the pairs of non-zero weight into ``S``
+    (``T``, ``T2``: npairs x d workspaces, ``s``: a vech-sized workspace)."""
+    cdef int r, c, j, m = d * (d + 1) // 2, nz = 0
+    cdef Py_ssize_t p
+    cdef double wp, d_one = 1.0, d_zero = 0.0
+    cdef char tr_n = b"N", tr_t = b"T"
+    if usev:
+        # s = Phi' w over the pairs of non-zero weight only: most pairs have none (their
+        # triplets have zero loss), so this beats one BLAS call over every pair
+        memset(s, 0, m * sizeof(double))
+        for p in range(npairs):
+            wp = w[p]
+            if wp != 0.0:
+                ss_axpy(m, wp, &Phi[p * m], s)
+        j = 0
+        for r in range(d):
+            S[r * d + r] = s[j]
+            j += 1
+            for c in range(r + 1, d):
+                S[r * d + c] = 0.5 * s[j]
+                S[c * d + r] = S[r * d + c]
+                j += 1
+        return
+    for p in range(npairs):
+        wp = w[p]
+        if wp != 0.0:
+            for c in range(d):
+                T2[nz * d + c] = diff[p * d + c]
+                T[nz * d + c] = diff[p * d + c] * wp
+            nz += 1
+    if nz == 0:
+        memset(S, 0, d * d * sizeof(double))
+        return
+    # S = T2' T (row-major): with the buffers as column-major d x nz matrices
+    dgemm(&tr_n, &tr_t, &d, &d, &nz, &d_one, T2, &d, T, &d, &d_zero, S, &d)
+    for r in range(d):
+        for c in range(r + 1, d):
+            S[r * d + c] = 0.5 * (S[r * d + c] + S[c * d + r])
+            S[c * d + r] = S[r * d + c]
+
+
+cdef double triplet_pass_c(const double* D, const int* pos, const int* neg,
+                           Py_ssize_t n, double gamma, double* z, double* w,
+                           Py_ssize_t npairs, double* sa, double* sa2) noexcept nogil:
+    r""":math:`z_t=D_{pos(t)}-D_{neg(t)}`, the (smoothed) hinge loss, :math:`\alpha_t
+    =-\ell'(z_t)` and the pair weights ``w`` of :math:`\sum_t\alpha_tH_t` over the
+    triplets. Returns the loss; ``sa``/``sa2`` receive the sums of alpha and alpha^2."""
+    cdef Py_ssize_t t
+    cdef int p, q
+    cdef double loss = 0.0, s1 = 0.0, s2 = 0.0, zt, u, a
+    memset(w, 0, npairs * sizeof(double))
+    for t in range(n):
+        p = pos[t]
+        q = neg[t]
+        zt = D[p] - D[q]
+        z[t] = zt
+        if zt >= 1.0:
+            continue
+        if gamma > 0.0 and zt >= 1.0 - gamma:
+            u = 1.0 - zt
+            a = u / gamma
+            loss += 0.5 * u * a
+        else:
+            a = 1.0
+            loss += 1.0 - zt - 0.5 * gamma
+        s1 += a
+        s2 += a * a
+        w[p] += a
+        w[q] -= a
+    sa[0] = s1
+    sa2[0] = s2
+    return loss
+
+
+cdef double gap_terms_c(const double* M, const double* S, int d, double lam, double sa,
+                        double sa2, double nL, double gamma, double* Sp, double* dual,
+                        double* work) noexcept nogil:
+    r"""At the PSD point M with :math:`S=\sum\alpha_tH_t+H_{\hat L}`: :math:`S_+` into
+    ``Sp``, the dual value into ``dual`` and the returned gap, with
+    :math:`\Gamma=-S_-` (negative part from one eigendecomposition, so
+    :math:`S_+:=S-S_-` and the dual value are valid whatever its accuracy) and the
+    cancellation-free gap :math:`\|\lambda M-S_+\|^2/(2\lambda)+\langle M,-S_-\rangle`.
+    ``work``: ``d^2`` doubles plus :func:`sym_part_c`'s."""
+    cdef double* Sn = work
+    cdef int i, n2 = d * d
+    cdef double rr = 0.0, msn = 0.0, spsp = 0.0, v
+    sym_part_c(S, d, -1.0, Sn, work + n2)
+    for i in range(n2):
+        Sp[i] = S[i] - Sn[i]
+        v = lam * M[i] - Sp[i]
+        rr += v * v
+        msn += M[i] * Sn[i]
+        spsp += Sp[i] * Sp[i]
+    dual[0] = -0.5 * gamma * (sa2 + nL) + sa + nL - spsp / (2.0 * lam)
+    return max(rr / (2.0 * lam) + max(-msn, 0.0), 0.0)
+
+
+cdef double projection_gap_c(const double* M, const double* S, const double* Bn, int d,
+                             double eta, double lam) noexcept nogil:
+    r"""The gap at the PSD point M against the dual point :math:`\Gamma=-B_-/\eta`,
+    :math:`B_-` the negative part of the projected-gradient argument
+    :math:`B=M-\eta G`: :math:`\|\lambda M-S-\Gamma\|^2/(2\lambda)+\langle M,
+    \Gamma\rangle`, valid for every :math:`\Gamma\succeq O` (:math:`-B_-` is PSD by
+    construction). At the optimum :math:`B_-=\eta S_-`, so it equals the best gap
+    there; along the iterations it comes with the projection, at no second
+    eigendecomposition."""
+    cdef int i
+    cdef double rr = 0.0, mg = 0.0, v
+    for i in range(d * d):
+        v = lam * M[i] - S[i] + Bn[i] / eta
+        rr += v * v
+        mg -= M[i] * Bn[i]
+    return max(rr / (2.0 * lam) + max(mg / eta, 0.0), 0.0)
+
+
+# ------------------------------------------------------------- Python faces ---
+def _square(A):
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"expected a square matrix; got shape {A.shape}")
+    return A
+
+
+def eigh_rows(A):
+    """Eigenvalues and eigenvectors (as the ROWS of the second output, in no
+    particular order) of the symmetric matrix ``A``."""
+    cdef double[:, ::1] a = _square(A)
+    cdef int d = a.shape[0]
+    w = np.empty(d)
+    W = np.empty((d, d))
+    cdef double[::1] wv = w
+    cdef double[:, ::1] Wv = W
+    cdef double[::1] work = np.empty(eigh_workspace(d) + 1)
+    cdef bint ok
+    if d == 0:
+        return w, W
+    with nogil:
+        ok = eigh_rows_c(&a[0, 0], d, &wv[0], &Wv[0, 0], &work[0])
+    if not ok:
+        raise np.linalg.LinAlgError("the symmetric eigendecomposition did not converge")
+    return w, W
+
+
+def sym_part(A, double sign):
+    """:math:`B_+` (``sign > 0``) or :math:`B_-` of :math:`B=(A+A^\\top)/2` from one
+    eigendecomposition, and :math:`\\|\\cdot\\|_F^2` of the other part."""
+    cdef double[:, ::1] a = _square(A)
+    cdef int d = a.shape[0]
+    P = np.zeros((d, d))
+    if d == 0:
+        return P, 0.0
+    cdef double[:, ::1] Pv = P
+    cdef double[::1] work = np.empty(_sym_work(d))
+    cdef double other
+    with nogil:
+        other = sym_part_c(&a[0, 0], d, sign, &Pv[0, 0], &work[0])
+    return P, other
+
+
+def psd_parts(A):
+    """:math:`B_+` and :math:`B_-` of :math:`B=(A+A^\\top)/2` from one
+    eigendecomposition, each summed from its own eigenpairs (PSD / NSD by
+    construction)."""
+    cdef double[:, ::1] a = _square(A)
+    cdef int d = a.shape[0]
+    Pp, Pn = np.zeros((d, d)), np.zeros((d, d))
+    if d == 0:
+        return Pp, Pn
+    cdef double[:, ::1] pp = Pp
+    cdef double[:, ::1] pn = Pn
+    cdef double[::1] work = np.empty(_sym_work(d))
+    with nogil:
+        psd_parts_c(&a[0, 0], d, &pp[0, 0], &pn[0, 0], &work[0])
+    return Pp, Pn
+
+
+def use_vech(Py_ssize_t npairs, int d):
+    """Whether the half-vectorised outer products of ``npairs`` pairs fit
+    ``VECH_BYTES``."""
+    return use_vech_c(npairs, d)
+
+
+def build_phi(diff):
+    """Row p: the upper triangle of :math:`a_pa_p^\\top` (off-diagonal entries
+    doubled)."""
+    cdef double[:, ::1] df = np.ascontiguousarray(diff, dtype=np.float64)
+    cdef Py_ssize_t npairs = df.shape[0]
+    cdef int d = df.shape[1]
+    Phi = np.empty((npairs, d * (d + 1) // 2))
+    cdef double[:, ::1] ph = Phi
+    if npairs and d:
+        with nogil:
+            build_phi_c(&df[0, 0], npairs, d, &ph[0, 0])
+    return Phi
+
+
+def pair_forms(const double[:, ::1] diff, const double[:, ::1] Phi, bint usev,
+               const double[:, ::1] Q, double[:, ::1] T, double[::1] D):
+    """:math:`D_p=a_p^\\top Qa_p` (``Q`` symmetric) into ``D``; ``T`` is an npairs x d
+    workspace of the matrix-product form."""
+    cdef Py_ssize_t npairs = diff.shape[0]
+    cdef int d = diff.shape[1]
+    cdef double[::1] vech = np.empty(d * (d + 1) // 2 + 1)
+    if npairs == 0 or d == 0:
+        return
+    with nogil:
+        pair_forms_c(&diff[0, 0], npairs, d, &Phi[0, 0] if usev else NULL, usev,
+                     &Q[0, 0], &T[0, 0], &D[0], &vech[0])
+
+
+def laplacian_sum(const double[:, ::1] diff, const double[:, ::1] Phi, bint usev,
+                  const double[::1] w, double[:, ::1] T, double[:, ::1] T2,
+                  double[::1] s):
+    r""":math:`\sum_pw_pa_pa_p^\top` over the pairs of non-zero weight."""
+    cdef Py_ssize_t npairs = diff.shape[0]
+    cdef int d = diff.shape[1]
+    S = np.zeros((d, d))
+    cdef double[:, ::1] Sv = S
+    if npairs == 0 or d == 0:
+        return S
+    with nogil:
+        laplacian_sum_c(&diff[0, 0], npairs, d, &Phi[0, 0] if usev else NULL, usev,
+                        &w[0], &T[0, 0], &T2[0, 0], &s[0] if usev else NULL, &Sv[0, 0])
+    return S
+
+
+def triplet_pass(const double[::1] D, const int[::1] pos, const int[::1] neg,
+                 double gamma, double[::1] z, double[::1] w):
+    r""":math:`z_t`, the loss, :math:`\alpha_t` and the pair weights of
+    :math:`\sum_t\alpha_tH_t` over the triplets. Returns (loss, sum alpha,
+    sum alpha^2)."""
+    cdef double loss, sa = 0.0, sa2 = 0.0
+    cdef Py_ssize_t n = pos.shape[0]
+    with nogil:
+        loss = triplet_pass_c(&D[0] if D.shape[0] else NULL, &pos[0] if n else NULL,
+                              &neg[0] if n else NULL, n, gamma, &z[0] if n else NULL,
+                              &w[0] if w.shape[0] else NULL, w.shape[0], &sa, &sa2)
+    return loss, sa, sa2
+
+
+def gap_terms(M, S, double lam, double sa, double sa2, double nL, double gamma):
+    r"""At the PSD point M: (:math:`S_+`, dual, gap) with :math:`\Gamma=-S_-` and the
+    cancellation-free gap (see :func:`gap_terms_c`)."""
+    cdef double[:, ::1] m = _square(M)
+    cdef double[:, ::1] s = _square(S)
+    cdef int d = m.shape[0]
+    Sp = np.zeros((d, d))
+    cdef double[:, ::1] sp = Sp
+    cdef double[::1] work = np.empty(d * d + _sym_work(d))
+    cdef double dual = 0.0, gap
+    with nogil:
+        gap = gap_terms_c(&m[0, 0], &s[0, 0], d, lam, sa, sa2, nL, gamma, &sp[0, 0],
+                          &dual, &work[0])
+    return Sp, dual, gap
+
+
+def projection_gap(M, S, Bn, double eta, double lam):
+    """The gap at the PSD point M against the dual point :math:`-B_-/\\eta`
+    (:func:`projection_gap_c`)."""
+    cdef double[:, ::1] m = _square(M)
+    cdef double[:, ::1] s = _square(S)
+    cdef double[:, ::1] b = _square(Bn)
+    return projection_gap_c(&m[0, 0], &s[0, 0], &b[0, 0], m.shape[0], eta, lam)
+
+
+# ---------------------------------------------------------- full-problem passes ---
+def status_split(const signed char[::1] status, const int[::1] pos, const int[::1] neg,
+                 const double[:, ::1] diff):
+    r"""The reduced problem's data from the per-triplet status (0 active, 1 in
+    :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass: the active
+    triplets ``work``, their compact pair indices and the differences of those pairs,
+    the pair weights ``wL`` of :math:`H_{\hat L}=\sum_{\hat L}H_t` and
+    :math:`|\hat{\mathcal L}|`."""
+    cdef Py_ssize_t n = pos.shape[0], n_pairs = diff.shape[0], t, j = 0, n_work = 0
+    cdef Py_ssize_t nL = 0
+    wL = np.zeros(n_pairs)
+    cdef double[::1] wl = wL
+    mark_arr = np.zeros(n_pairs, dtype=np.int8)
+    cdef signed char[::1] mark = mark_arr
+    with nogil:
+        for t in range(n):
+            if status[t] == 0:
+                n_work += 1
+                mark[pos[t]] = 1
+                mark[neg[t]] = 1
+            elif status[t] == 1:
+                nL += 1
+                wl[pos[t]] += 1.0
+                wl[neg[t]] -= 1.0
+    work = np.empty(n_work, dtype=np.int32)
+    cdef int[::1] wk = work
+    with nogil:
+        for t in range(n):
+            if status[t] == 0:
+                wk[j] = <int>t
+                j += 1
+    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, wk, mark)
+    return work, cpos, cneg, cdiff, wL, nL
+
+
+def compact_work(const int[::1] pos, const int[::1] neg, const double[:, ::1] diff,
+                 const int[::1] work):
+    """Compact pair indices of the triplets ``work`` and the differences of their pairs
+    (in pair order)."""
+    cdef Py_ssize_t s
+    mark_arr = np.zeros(diff.shape[0], dtype=np.int8)
+    cdef signed char[::1] mark = mark_arr
+    with nogil:
+        for s in range(work.shape[0]):
+            mark[pos[work[s]]] = 1
+            mark[neg[work[s]]] = 1
+    return _compact_rows(pos, neg, diff, work, mark)
+
+
+cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:, ::1] diff,
+                         const int[::1] work, const signed char[::1] mark):
+    cdef Py_ssize_t n_pairs = diff.shape[0], p, s, count = 0
+    cdef int d = diff.shape[1]
+    remap_arr = np.empty(n_pairs, dtype=np.int64)
+    cdef long long[::1] remap = remap_arr
+    with nogil:
+        for p in range(n_pairs):
+            if mark[p]:
+                remap[p] = count
+                count += 1
+    cdiff = np.empty((count, d))
+    cpos = np.empty(work.shape[0], dtype=np.int32)
+    cneg = np.empty(work.shape[0], dtype=np.int32)
+    cdef double[:, ::1] cd = cdiff
+    cdef int[::1] cp = cpos
+    cdef int[::1] cn = cneg
+    with nogil:
+        if d:
+            for p in range(n_pairs):
+                if mark[p]:
+                    memcpy(&cd[remap[p], 0], &diff[p, 0], d * sizeof(double))
+        for s in range(work.shape[0]):
+            cp[s] = <int>remap[pos[work[s]]]
+            cn[s] = <int>remap[neg[work[s]]]
+    return cpos, cneg, cdiff
+
+
+def weighted_gram(const double[:, ::1] diff, const double[::1] w):
+    r""":math:`\sum_pw_pa_pa_p^\top` over the pairs of non-zero weight (full metric)."""
+    cdef Py_ssize_t npairs = diff.shape[0]
+    cdef int d = diff.shape[1]
+    return laplacian_sum(diff, np.empty((0, 0)), False, w, np.empty((max(npairs, 1), d)),
+                         np.empty((max(npairs, 1), d)), np.empty(1))
+
+
+def certificate_pass(const double[::1] D, const int[::1] pos, const int[::1] neg,
+                     const signed char[::1] status, double gamma):
+    r"""From the pair forms ``D`` of M: the values :math:`z_t=\langle M,H_t\rangle` of
+    every triplet, the loss :math:`\sum_t\ell(z_t)` of the full problem, and whether
+    every screened triplet is on its side at M (:math:`z_t\ge1` in
+    :math:`\hat{\mathcal R}`, :math:`z_t\le1-\gamma` in :math:`\hat{\mathcal L}`):
+    then the full objective, dual point and gap equal the reduced ones."""
+    cdef Py_ssize_t n = pos.shape[0], t
+    z = np.empty(n)
+    cdef double[::1] zv = z
+    cdef double loss = 0.0, zt
+    cdef bint on_side = True
+    cdef signed char s
+    with nogil:
+        for t in range(n):
+            zt = D[pos[t]] - D[neg[t]]
+            zv[t] = zt
+            if zt < 1.0:
+                if gamma > 0.0 and zt >= 1.0 - gamma:
+                    loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
+                else:
+                    loss += 1.0 - zt - 0.5 * gamma
+            s = status[t]
+            if (s == 2 and zt < 1.0) or (s == 1 and zt > 1.0 - gamma):
+                on_side = False
+    return z, loss, on_side
+
+
+def full_pair_forms(const double[:, ::1] diff, M):
+    r""":math:`a_p^\top Ma_p` for every pair (matrix-product form)."""
+    cdef Py_ssize_t npairs = diff.shape[0]
+    cdef int d = diff.shape[1]
+    D = np.empty(npairs)
+    if npairs == 0:
+        return D
+    pair_forms(diff, np.empty((1, 1)), False, _square(M), np.empty((npairs, d)), D)
+    return D
+
+
+def loss_sum(const double[::1] z, double gamma):
+    r""":math:`\sum_t\ell(z_t)` (smoothed hinge, the hinge for gamma = 0)."""
+    cdef double loss = 0.0, zt
+    cdef Py_ssize_t t
+    with nogil:
+        for t in range(z.shape[0]):
+            zt = z[t]
+            if zt < 1.0:
+                if gamma > 0.0 and zt >= 1.0 - gamma:
+                    loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
+                else:
+                    loss += 1.0 - zt - 0.5 * gamma
+    return loss
+
+
+def add_h(double[:, ::1] HL, const double[:, ::1] diff, const int[::1] pos,
+          const int[::1] neg, idx_in):
+    """``HL`` plus the sum over ``idx`` of :math:`aa^\\top - bb^\\top` (a, b the pair
+    differences of each triplet), in place; returns it."""
+    cdef long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
+    cdef Py_ssize_t s
+    cdef int d = HL.shape[0], r, c, p, q
+    cdef double ar, br
+    with nogil:
+        for s in range(idx.shape[0]):
+            p = pos[idx[s]]
+            q = neg[idx[s]]
+            for r in range(d):
+                ar = diff[p, r]
+                br = diff[q, r]
+                for c in range(d):
+                    HL[r, c] += ar * diff[p, c] - br * diff[q, c]
+    return np.asarray(HL)
+
+
+def gather(const double[::1] D, const int[::1] pos, const int[::1] neg):
+    """``D[pos] - D[neg]``: the triplet values from the pair forms."""
+    cdef Py_ssize_t t, n = pos.shape[0]
+    out = np.empty(n)
+    cdef double[::1] o = out
+    with nogil:
+        for t in range(n):
+            o[t] = D[pos[t]] - D[neg[t]]
+    return out
+
+
+def gather_idx(const double[::1] D, const int[::1] pos, const int[::1] neg, idx_in):
+    """``D[pos[idx]] - D[neg[idx]]``."""
+    cdef long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
+    cdef Py_ssize_t s, t, n = idx.shape[0]
+    out = np.empty(n)
+    cdef double[::1] o = out
+    with nogil:
+        for s in range(n):
+            t = idx[s]
+            o[s] = D[pos[t]] - D[neg[t]]
+    return out
+
+
+def evaluate_full(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
+                  HL, double nL, double gamma, double lam, M, double[::1] z,
+                  double[::1] w):
+    """Full evaluation (primal, dual, stable gap, S, S_+) for the full metric, with the
+    kernels of the compiled solver."""
+    cdef double[:, ::1] m = _square(M)
+    cdef double[:, ::1] hl = _square(HL)
+    cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0], i
+    cdef int d = m.shape[0]
+    S = np.zeros((d, d))
+    S_pos = np.zeros((d, d))
+    cdef double[:, ::1] Sv = S
+    cdef double[:, ::1] Spv = S_pos
+    cdef double[:, ::1] T = np.empty((max(npairs, 1), d))
+    cdef double[:, ::1] T2 = np.empty((max(npairs, 1), d))
+    cdef double[::1] D = np.empty(max(npairs, 1))
+    cdef double[::1] work = np.empty(d * d + _sym_work(d) + d * (d + 1))
+    cdef double loss, sa = 0.0, sa2 = 0.0, dual = 0.0, gap, mhl = 0.0, mm = 0.0
+    with nogil:
+        if npairs:
+            pair_forms_c(&diff[0, 0], npairs, d, NULL, False, &m[0, 0], &T[0, 0], &D[0],
+                         &work[0])
+        loss = triplet_pass_c(&D[0], &pos[0] if n else NULL, &neg[0] if n else NULL, n,
+                              gamma, &z[0] if n else NULL, &w[0] if npairs else NULL,
+                              npairs, &sa, &sa2)
+        if npairs:
+            laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], &T[0, 0],
+                            &T2[0, 0], NULL, &Sv[0, 0])
+        for i in range(d * d):
+            (&Sv[0, 0])[i] += (&hl[0, 0])[i]
+            mhl += (&m[0, 0])[i] * (&hl[0, 0])[i]
+            mm += (&m[0, 0])[i] * (&m[0, 0])[i]
+        gap = gap_terms_c(&m[0, 0], &Sv[0, 0], d, lam, sa, sa2, nL, gamma, &Spv[0, 0],
+                          &dual, &work[0])
+    primal = loss + (1.0 - 0.5 * gamma) * nL - mhl + 0.5 * lam * mm
+    return primal, dual, gap, S, S_pos
+
+
+def hnorms(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
+           bint diagonal):
+    r""":math:`\|H_t\|_F^2=\|a\|^4-2(a^\top b)^2+\|b\|^4` in O(d) per triplet; for a
+    diagonal metric :math:`\|a\circ a-b\circ b\|_2`."""
+    cdef Py_ssize_t m = pos.shape[0], t
+    cdef int d = diff.shape[1], c, p, q
+    cdef double s, v, aa, bb, ab
+    out = np.empty(m)
+    cdef double[::1] o = out
+    with nogil:
+        for t in range(m):
+            p = pos[t]
+            q = neg[t]
+            if diagonal:
+                s = 0.0
+                for c in range(d):
+                    v = diff[p, c] * diff[p, c] - diff[q, c] * diff[q, c]
+                    s += v * v
+                o[t] = sqrt(s)
+            else:
+                aa = 0.0
+                bb = 0.0
+                ab = 0.0
+                for c in range(d):
+                    aa += diff[p, c] * diff[p, c]
+                    bb += diff[q, c] * diff[q, c]
+                    ab += diff[p, c] * diff[q, c]
+                o[t] = sqrt(max(aa * aa - 2.0 * ab * ab + bb * bb, 0.0))
+    return out

@@ -1,0 +1,421 @@
+r"""Compiled kernels of the triplet screening rules (Yoshida et al. 2019).
+
+* the sphere rule with the GB, PGB and DGB balls at an iterate (:func:`ball_codes_c`),
+  which the solver loop runs in place every few steps;
+* the sphere rule with a ball centred on a multiple of the reference
+  (:func:`scaled_sphere_screen`, RRPB/RPB: O(1) per triplet);
+* RRPB range screening along a path (:func:`rrpb_ranges_pass`, :func:`range_screen`);
+* the SDP rule (:func:`sdp_pass`: semidefinite least-squares dual ascent) and the
+  closed form of the ball intersected with the non-negative orthant for a diagonal
+  metric (:func:`diag_pass`).
+
+Every decision is strict with the relative slack ``SCREEN_RTOL`` and every radius is
+inflated by ``RADIUS_RTOL``/``RADIUS_ATOL`` (``doc/theory/safety.rst``).
+"""
+
+from libc.math cimport fabs, sqrt, INFINITY
+from libc.string cimport memset
+
+import numpy as np
+
+from ..problems._triplet_fast cimport (
+    eigh_rows_c,
+    eigh_workspace,
+    pair_forms_c,
+    sym_part_c,
+)
+from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL
+
+cdef double _RADIUS_RTOL = RADIUS_RTOL
+cdef double _RADIUS_ATOL = RADIUS_ATOL
+cdef double _SCREEN_RTOL = SCREEN_RTOL
+
+
+cdef inline double _frobenius(const double* Q, int d) noexcept nogil:
+    cdef int i
+    cdef double s = 0.0
+    for i in range(d * d):
+        s += Q[i] * Q[i]
+    return sqrt(s)
+
+
+cdef inline double _inflate(double r, const double* Q, int d) noexcept nogil:
+    return max(r, 0.0) * (1.0 + _RADIUS_RTOL) + _RADIUS_ATOL * max(1.0, _frobenius(Q, d))
+
+
+cdef inline void _decide(double value, double r, double h, double gamma,
+                         signed char* out) noexcept nogil:
+    """The sphere rule, strict with slack: code 2 (R), 1 (L)."""
+    cdef double lower = value - r * h, upper = value + r * h
+    cdef double slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)
+    if lower > 1.0 + slack:
+        out[0] = 2
+    elif upper < 1.0 - gamma - slack and out[0] != 2:
+        out[0] = 1
+
+
+cdef int ball_codes_workspace(int d) noexcept nogil:
+    """Doubles of workspace :func:`ball_codes_c` needs."""
+    return 4 * d * d + 2 * d + eigh_workspace(d) + d * (d + 1) // 2 + 1
+
+
+cdef void ball_codes_c(const double* diff, Py_ssize_t npairs, int d, const double* Phi,
+                       bint usev, double* T, double* Dq, const int* pos, const int* neg,
+                       Py_ssize_t n, const double* hn, const double* z, const double* M,
+                       const double* G, double gap, double lam, double gamma, bint use_gb,
+                       bint use_pgb, bint use_dgb, signed char* out,
+                       double* work) noexcept nogil:
+    """Codes 2 (R), 1 (L), 0 of the sphere rule with the GB, PGB and/or DGB balls at the
+    PSD iterate M (gradient G, stable gap) of the reduced problem, over the triplets of
+    compact pair indices ``pos``/``neg`` with values ``z``, into ``out``."""
+    cdef Py_ssize_t t
+    cdef int i, r_, c, which
+    cdef double r, r2 = 0.0, sqn
+    cdef double* Qgb = work
+    cdef double* Qp = work + d * d
+    cdef double* vech = work + 2 * d * d
+    cdef double* rest = vech + d * (d + 1) // 2 + 1
+    cdef const double* Q
+    memset(out, 0, n * sizeof(signed char))
+    if use_dgb:
+        r = _inflate(sqrt(2.0 * max(gap, 0.0) / lam), M, d)
+        for t in range(n):
+            _decide(z[t], r, hn[t], gamma, &out[t])
+    if not (use_gb or use_pgb):
+        return
+    for r_ in range(d):
+        for c in range(d):
+            Qgb[r_ * d + c] = 0.5 * ((M[r_ * d + c] - G[r_ * d + c] / (2.0 * lam))
+                                     + (M[c * d + r_] - G[c * d + r_] / (2.0 * lam)))
+    for i in range(d * d):
+        r2 += G[i] * G[i]
+    r2 /= 4.0 * lam * lam
+    for which in range(2):
+        if (which == 0 and not use_gb) or (which == 1 and not use_pgb):
+            continue
+        if which == 0:
+            Q = Qgb
+            r = _inflate(sqrt(r2), Q, d)
+        else:
+            sqn = sym_part_c(Qgb, d, 1.0, Qp, rest)
+            Q = Qp
+            r = _inflate(sqrt(max(r2 - sqn, 0.0)), Q, d)
+        pair_forms_c(diff, npairs, d, Phi, usev, Q, T, Dq, vech)
+        for t in range(n):
+            _decide(Dq[pos[t]] - Dq[neg[t]], r, hn[t], gamma, &out[t])
+
+
+def iterate_ball_codes(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
+                       const double[::1] hn, const double[::1] z, M_in, G_in, double gap,
+                       double lam, double gamma, bint use_gb, bint use_pgb, bint use_dgb):
+    r"""The sphere rule with the GB, PGB and/or DGB balls at the PSD iterate ``M`` of the
+    reduced problem (gradient ``G``, stable gap ``gap``), full metric, over triplets
+    given by pair indices into ``diff``: the compiled form of
+    :func:`~sklearn_safescreen.screening.triplet.screen_triplets` with the balls
+    ``gb`` / ``pgb`` / ``dgb`` of :mod:`~sklearn_safescreen.screening.triplet_bounds`
+    (same formulas, same inflation; the solver's built-in dynamic screening). ``z``
+    are :math:`\langle H_t,M\rangle`. Returns codes 2 (R), 1 (L), 0 per triplet."""
+    cdef double[:, ::1] M = np.ascontiguousarray(M_in, dtype=np.float64)
+    cdef double[:, ::1] G = np.ascontiguousarray(G_in, dtype=np.float64)
+    cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0]
+    cdef int d = M.shape[0]
+    out = np.zeros(n, dtype=np.int8)
+    cdef signed char[::1] o = out
+    cdef double[:, ::1] T = np.empty((max(npairs, 1), d))
+    cdef double[::1] Dq = np.empty(max(npairs, 1))
+    cdef double[::1] work = np.empty(ball_codes_workspace(d))
+    if n == 0:
+        return out
+    with nogil:
+        ball_codes_c(&diff[0, 0], npairs, d, NULL, False, &T[0, 0], &Dq[0], &pos[0],
+                     &neg[0], n, &hn[0], &z[0], &M[0, 0], &G[0, 0], gap, lam, gamma,
+                     use_gb, use_pgb, use_dgb, &o[0], &work[0])
+    return out
+
+
+# ------------------------------------------------------------- path screening ---
+def rrpb_ranges_pass(const double[::1] z, const double[::1] h, double m, double eps,
+                     double lam0, double gamma, signed char[::1] label, double[::1] lo,
+                     double[::1] hi, const signed char[::1] keep):
+    """The intervals of the regularisation on which the RRPB sphere rule screens each
+    triplet (Yoshida et al. 2019, Theorem 10 for R, and the L-range derived the same
+    way), one pass, strict with slack, in place. Triplets with ``keep[t]`` (all those
+    whose stored range covers ``lam0`` when ``keep`` is empty) keep their range."""
+    cdef bint merge = keep.shape[0] == 0, kept
+    cdef Py_ssize_t t
+    cdef double zt, z_lo, z_hi, ht, hm, den
+    with nogil:
+        for t in range(z.shape[0]):
+            if merge:
+                kept = label[t] > 0 and lo[t] < lam0 < hi[t]
+            else:
+                kept = keep[t] != 0
+            if kept:
+                continue
+            zt = z[t]
+            z_lo = zt - 1e-12 * fabs(zt)
+            z_hi = zt + 1e-12 * fabs(zt)
+            ht = h[t]
+            hm = ht * m
+            if z_lo - eps * ht > 1.0:
+                label[t] = 2
+                lo[t] = max(lam0 * (hm - z_lo + 2 * eps * ht) / (z_lo - 2.0 + hm), 0.0) * (
+                    1 + 1e-9)
+                hi[t] = lam0 * (hm + z_lo) / (hm - z_lo + 2.0 + 2 * eps * ht) * (1 - 1e-9)
+            elif z_hi + eps * ht < 1.0 - gamma:
+                label[t] = 1
+                lo[t] = max(lam0 * (hm + z_hi + 2 * eps * ht)
+                            / (2 * (1 - gamma) + hm - z_hi), 0.0) * (1 + 1e-9)
+                den = z_hi + hm + 2 * eps * ht - 2 * (1 - gamma)
+                hi[t] = lam0 * (hm - z_hi) / den * (1 - 1e-9) if den > 0 else INFINITY
+            else:
+                label[t] = 0
+                lo[t] = INFINITY
+                hi[t] = -INFINITY
+
+
+def range_screen(const signed char[::1] label, const double[::1] lo, const double[::1] hi,
+                 double lam, signed char[::1] status):
+    """No rule evaluation: every triplet whose stored RRPB range contains ``lam`` gets
+    the range's label in ``status`` (2 = R, 1 = L). Returns (n_R, n_L)."""
+    cdef Py_ssize_t t, n_R = 0, n_L = 0
+    cdef signed char code
+    with nogil:
+        for t in range(label.shape[0]):
+            code = label[t] if (lo[t] < lam and lam < hi[t]) else 0
+            if code > status[t]:
+                status[t] = code
+            if code == 2:
+                n_R += 1
+            elif code == 1:
+                n_L += 1
+    return n_R, n_L
+
+
+def scaled_sphere_screen(const double[::1] z0, const double[::1] hn, double scale,
+                         double radius, double gamma, signed char[::1] status):
+    r"""The sphere rule (strict with slack) with a ball of centre ``scale`` times the
+    reference (RRPB/RPB: :math:`\langle H_t,Q\rangle=` ``scale`` :math:`z_t(M_0)`, O(1)
+    per triplet) and the already inflated ``radius``, over the triplets still active
+    (``status == 0``). Returns (n_R, n_L)."""
+    cdef Py_ssize_t t, n_R = 0, n_L = 0
+    cdef double hq, lower, upper, slack
+    with nogil:
+        for t in range(z0.shape[0]):
+            if status[t] != 0:
+                continue
+            hq = scale * z0[t]
+            lower = hq - radius * hn[t]
+            upper = hq + radius * hn[t]
+            slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)
+            if lower > 1.0 + slack:
+                status[t] = 2
+                n_R += 1
+            elif upper < 1.0 - gamma - slack:
+                status[t] = 1
+                n_L += 1
+    return n_R, n_L
+
+
+# ------------------------------------------------------------------- SDP rule ---
+cdef void _sdls_value(const double* Q, double sqQ, const double* H, double y, double C,
+                      bint psd_center, int d, double* A, double* w, double* W,
+                      double* work, double* value, double* half_slope) noexcept nogil:
+    """:math:`D(y)=-\\|[Q+yH]_+\\|^2+2Cy+\\|Q\\|^2` and :math:`D'(y)/2` (semidefinite
+    least squares dual)."""
+    cdef int i, k, r, c, kmin
+    cdef double sqA = 0.0, hq = 0.0, sq_pos, hp, vHv, wmin
+    for i in range(d * d):
+        A[i] = Q[i] + y * H[i]
+        sqA += A[i] * A[i]
+        hq += A[i] * H[i]
+    eigh_rows_c(A, d, w, W, work)
+    sq_pos = sqA
+    hp = hq
+    # [A]_+ = A - sum_{w_k<0} w_k v_k v_k'; with a PSD Q only the smallest can be < 0
+    kmin = 0
+    wmin = w[0]
+    for k in range(1, d):
+        if w[k] < wmin:
+            wmin = w[k]
+            kmin = k
+    for k in range(d):
+        if w[k] >= 0.0 or (psd_center and k != kmin):
+            continue
+        vHv = 0.0
+        for r in range(d):
+            for c in range(d):
+                vHv += W[k * d + r] * H[r * d + c] * W[k * d + c]
+        sq_pos -= w[k] * w[k]
+        hp -= w[k] * vHv
+    value[0] = -sq_pos + 2.0 * C * y + sqQ
+    half_slope[0] = C - hp
+
+
+cdef bint _sdls_screen(const double* Q, double r2, const double* H, double C,
+                       bint psd_center, double hn2, int d, double* A, double* w,
+                       double* W, double* work) noexcept nogil:
+    """True if some y has :math:`D(y)>r^2`: then no PSD point of the ball has
+    :math:`\\langle X,H\\rangle=C` (weak duality). Bracketing then bisection on the
+    monotone derivative, with the early exit; any failure returns False (safe)."""
+    cdef int i, it
+    cdef double sqQ = 0.0, thr, D0, g0, s, step, lo, hi, y, D, g
+    cdef bint found = False
+    for i in range(d * d):
+        sqQ += Q[i] * Q[i]
+    thr = r2 * (1.0 + 1e-9) + 1e-12
+    _sdls_value(Q, sqQ, H, 0.0, C, psd_center, d, A, w, W, work, &D0, &g0)
+    if D0 > thr:
+        return True
+    if g0 == 0.0 or hn2 <= 0.0:
+        return False
+    s = 1.0 if g0 > 0 else -1.0
+    step = fabs(g0) / hn2
+    lo = 0.0
+    hi = 0.0
+    for it in range(60):  # bracket the maximiser
+        y = s * step
+        _sdls_value(Q, sqQ, H, y, C, psd_center, d, A, w, W, work, &D, &g)
+        if D > thr:
+            return True
+        if g * s <= 0.0:
+            if s > 0:
+                lo, hi = 0.0, y
+            else:
+                lo, hi = y, 0.0
+            found = True
+            break
+        step *= 2.0
+    if not found:
+        return False
+    for it in range(60):  # bisection on the sign of D'
+        y = 0.5 * (lo + hi)
+        _sdls_value(Q, sqQ, H, y, C, psd_center, d, A, w, W, work, &D, &g)
+        if D > thr:
+            return True
+        if g > 0.0:
+            lo = y
+        else:
+            hi = y
+        if hi - lo <= 1e-14 * max(fabs(lo), fabs(hi), 1e-300):
+            break
+    return False
+
+
+def sdp_pass(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg, idx_in,
+             Q_in, double r2, const double[::1] x0, double gamma, bint psd_center,
+             const double[::1] hnorm):
+    """The SDP rule for the candidate triplets ``idx``: ``x0`` are
+    :math:`\\langle X_0,H_t\\rangle` at a PSD point of the ball. Returns codes 2 (R),
+    1 (L), 0."""
+    cdef long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
+    cdef double[:, ::1] Q = np.ascontiguousarray(Q_in, dtype=np.float64)
+    cdef int d = Q.shape[0], r, c
+    cdef Py_ssize_t s, t, m = idx.shape[0]
+    out = np.zeros(m, dtype=np.int8)
+    cdef signed char[::1] o = out
+    cdef double[::1] H = np.empty(d * d + 1)
+    cdef double[::1] A = np.empty(d * d + 1)
+    cdef double[::1] w = np.empty(d + 1)
+    cdef double[::1] W = np.empty(d * d + 1)
+    cdef double[::1] work = np.empty(eigh_workspace(d) + 1)
+    cdef double C
+    cdef signed char code
+    with nogil:
+        for s in range(m):
+            t = idx[s]
+            if x0[s] > 1.0:
+                C = 1.0
+                code = 2
+            elif x0[s] < 1.0 - gamma:
+                C = 1.0 - gamma
+                code = 1
+            else:
+                continue  # the PSD point X0 itself is in the undecided band
+            for r in range(d):
+                for c in range(d):
+                    H[r * d + c] = (diff[pos[t], r] * diff[pos[t], c]
+                                    - diff[neg[t], r] * diff[neg[t], c])
+            if _sdls_screen(&Q[0, 0], r2, &H[0], C, psd_center, hnorm[t] * hnorm[t], d,
+                            &A[0], &w[0], &W[0], &work[0]):
+                o[s] = code  # (the hinge has C = 1 on both sides: keep the direction)
+    return out
+
+
+# ---------------------------------------------------------- diagonal metric ---
+cdef double _phi(const double* q, const double* h, double s, int d) noexcept nogil:
+    cdef int k
+    cdef double v = 0.0, x
+    for k in range(d):
+        x = q[k] - s * h[k]
+        if x < 0.0:
+            x = 0.0
+        v += (x - q[k]) * (x - q[k])
+    return v
+
+
+cdef double _orthant_min(const double* q, const double* h, double r2, int d) noexcept nogil:
+    r"""A lower bound, tight to round-off, of :math:`\min h^\top x` over
+    :math:`\|x-q\|^2\le r^2,\ x\ge0` (Yoshida et al. 2019, Theorems 11-12). With
+    :math:`x(s)=[q-sh]_+`, :math:`\phi(s)=\|x(s)-q\|^2` is non-decreasing and
+    :math:`h^\top x(s)` non-increasing, so bisection keeping :math:`\phi(s_{hi})\ge r^2`
+    returns :math:`h^\top x(s_{hi})\le` the minimum (safe)."""
+    cdef int k, it
+    cdef bint allpos = True, found = False
+    cdef double far = 0.0, hi = 1.0, lo = 0.0, mid, v = 0.0, x
+    for k in range(d):
+        if h[k] < 0.0:
+            allpos = False
+        elif h[k] > 0.0:
+            far += q[k] * q[k]
+        elif q[k] < 0.0:
+            far += q[k] * q[k]
+    if allpos and far <= r2:
+        return 0.0  # Theorem 12 (alpha = 0): the minimum is 0
+    if _phi(q, h, 0.0, d) > r2 * (1 + 1e-12) + 1e-300:
+        return -INFINITY  # the ball misses the orthant (round-off): no decision
+    for it in range(200):
+        if _phi(q, h, hi, d) >= r2:
+            found = True
+            break
+        hi *= 2.0
+    if not found:
+        return -INFINITY
+    for it in range(100):
+        mid = 0.5 * (lo + hi)
+        if _phi(q, h, mid, d) >= r2:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    for k in range(d):
+        x = q[k] - hi * h[k]
+        if x > 0.0:
+            v += h[k] * x
+    return v
+
+
+def diag_pass(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg, idx_in,
+              q_in, double r2):
+    """Lower and upper bounds of :math:`h_t^\\top x` over the ball intersected with the
+    non-negative orthant (the diagonal metric's closed form), for the triplets ``idx``."""
+    cdef long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
+    cdef double[::1] q = np.ascontiguousarray(q_in, dtype=np.float64)
+    cdef Py_ssize_t m = idx.shape[0], s, t
+    cdef int d = q.shape[0], k
+    lower = np.empty(m)
+    upper = np.empty(m)
+    cdef double[::1] lo = lower
+    cdef double[::1] up = upper
+    cdef double[::1] h = np.empty(d + 1)
+    cdef double[::1] nh = np.empty(d + 1)
+    with nogil:
+        for s in range(m):
+            t = idx[s]
+            for k in range(d):
+                h[k] = diff[pos[t], k] * diff[pos[t], k] - diff[neg[t], k] * diff[neg[t], k]
+                nh[k] = -h[k]
+            lo[s] = _orthant_min(&q[0], &h[0], r2, d)
+            up[s] = -_orthant_min(&q[0], &nh[0], r2, d)
+    return lower, upper

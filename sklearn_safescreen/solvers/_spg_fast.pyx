@@ -1,0 +1,347 @@
+r"""The compiled loop of the PSD projected-gradient solver (:mod:`.psd_gradient`).
+
+:func:`spg` is projected gradient with the averaged Barzilai-Borwein step and the
+non-monotone sufficient-decrease test of spectral projected gradient (Birgin, Martinez
+and Raydan 2000, "SPG2"): a rejected step is shortened *along the projected direction*
+:math:`M+t(P(M-\eta G)-M)`, which stays PSD and whose pair forms are the linear
+interpolation of two known ones, so a rejection costs one pass over the triplets instead
+of a projection (an eigendecomposition) and new pair forms. The relative duality gap is
+checked at every step at no extra eigendecomposition: the negative part of the
+projection's argument :math:`M-\eta G` gives the dual point.
+
+Dynamic screening runs inside the loop: every ``interval`` steps (and at the start
+point) the sphere rule with the GB, PGB and/or DGB balls at the iterate; screened
+triplets leave the arrays (and, once a quarter of the pairs are no longer used, the
+unused pairs), those in :math:`\hat{\mathcal L}` are folded into :math:`H_{\hat L}`.
+Every ball contains the iterate, so the objective, gradient and step history stay
+valid. Every buffer is allocated before the loop, which runs without the GIL.
+"""
+
+from libc.math cimport fabs, INFINITY
+from libc.string cimport memcpy, memset
+
+import numpy as np
+
+from ..problems._triplet_fast cimport (
+    build_phi_c,
+    eigh_workspace,
+    gap_terms_c,
+    laplacian_sum_c,
+    pair_forms_c,
+    projection_gap_c,
+    psd_parts_c,
+    triplet_pass_c,
+    use_vech_c,
+)
+from ..screening._triplet_fast cimport ball_codes_c, ball_codes_workspace
+
+#: Non-monotone acceptance: a step is accepted if the objective is below the largest of
+#: the last NONMONOTONE values minus SUFFICIENT * t * <grad, direction> (SPG).
+NONMONOTONE = 10
+SUFFICIENT = 1e-4
+#: Rejected steps allowed in a row before a (tiny) step is accepted anyway.
+MAX_BACKTRACK = 60
+#: Pairs are compacted once this fraction of them is no longer used by any triplet.
+PAIR_SLACK = 0.25
+
+cdef enum:
+    _NONMONOTONE = 10
+    _MAX_BACKTRACK = 60
+    _VECH_DOUBLES = 131072  # (VECH_BYTES of problems/_triplet_fast.pyx, in doubles)
+cdef double _SUFFICIENT = 1e-4
+cdef double _PAIR_SLACK = 0.25
+
+
+def spg(diff_in, pos_in, neg_in, hn_in, HL_in, double nL, double gamma, double lam,
+        M_in, double eta, Py_ssize_t max_steps, double tol, Py_ssize_t interval,
+        bint use_gb, bint use_pgb, bint use_dgb, bint screen):
+    r"""Minimise the reduced triplet problem from the PSD point ``M`` over the triplets
+    of pair indices ``pos``/``neg`` into the pair differences ``diff`` (norms ``hn``),
+    with :math:`H_{\hat L}` = ``HL`` and :math:`|\hat{\mathcal L}|` = ``nL``: at most
+    ``max_steps`` accepted steps, until the relative gap is at most ``tol``.
+
+    With ``screen``, the sphere rule with the GB/PGB/DGB balls (``use_*``) runs at the
+    start point and every ``interval`` steps.
+
+    Returns ``(M, step, steps, rejected, HL, nL, screened, codes, checks, z, S, S_+,
+    primal, dual, gap)``: ``screened`` are positions in the input arrays (codes 2 = R,
+    1 = L), ``checks`` one row (step, n_R, n_L) per screening check, ``z`` the values of
+    the remaining triplets (in input order) at the returned M, and S, primal, dual, gap
+    the evaluation there.
+    """
+    # private copies: the loop compacts them in place
+    cdef double[:, ::1] diff = np.array(diff_in, dtype=np.float64, order="C", ndmin=2)
+    cdef int[::1] pos = np.array(pos_in, dtype=np.int32)
+    cdef int[::1] neg = np.array(neg_in, dtype=np.int32)
+    cdef double[::1] hn = np.array(hn_in, dtype=np.float64)
+    HL_arr = np.array(HL_in, dtype=np.float64, order="C")
+    M_arr = np.array(M_in, dtype=np.float64, order="C")
+    cdef double[:, ::1] HL = HL_arr
+    cdef double[:, ::1] Mv = M_arr
+    cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0]
+    cdef int d = Mv.shape[0], dd = d * d, m_vech = d * (d + 1) // 2
+    cdef Py_ssize_t interval_ = max(interval, 1)
+    cdef Py_ssize_t cap_checks = max_steps // interval_ + 2 if screen else 1
+    # buffers
+    cdef Py_ssize_t np1 = max(npairs, 1), n1 = max(n, 1)
+    cdef double[::1] Phi = np.empty(max(min(npairs * m_vech, _VECH_DOUBLES), 1))
+    cdef long[::1] widx = np.arange(n1, dtype=np.int_)
+    out_idx_arr = np.empty(n1, dtype=np.int64)
+    out_code_arr = np.empty(n1, dtype=np.int8)
+    checks_arr = np.zeros((cap_checks, 3), dtype=np.int64)
+    cdef long long[::1] out_idx = out_idx_arr
+    cdef signed char[::1] out_code = out_code_arr
+    cdef long long[:, ::1] checks = checks_arr
+    z_arr = np.empty(n1)
+    cdef double[::1] z = z_arr
+    cdef double[::1] w = np.empty(np1)
+    cdef double[:, ::1] T = np.empty((np1, max(d, 1)))
+    cdef double[:, ::1] T2 = np.empty((np1, max(d, 1)))
+    cdef double[::1] D = np.empty(np1)
+    cdef double[::1] Dn = np.empty(np1)
+    cdef double[::1] Dt = np.empty(np1)
+    cdef double[::1] svec = np.empty(m_vech + 1)
+    S_arr = np.zeros((d, d))
+    Sp_arr = np.zeros((d, d))
+    cdef double[:, ::1] S = S_arr
+    cdef double[:, ::1] Sp = Sp_arr
+    cdef double[:, ::1] mats = np.empty((7, max(dd, 1)))
+    cdef double* G = &mats[0, 0]
+    cdef double* Mn = &mats[1, 0]
+    cdef double* Bn = &mats[2, 0]
+    cdef double* dM = &mats[3, 0]
+    cdef double* Gn = &mats[4, 0]
+    cdef double* Barg = &mats[5, 0]
+    cdef double* Stmp = &mats[6, 0]
+    cdef signed char[::1] codes = np.empty(n1, dtype=np.int8)
+    cdef long long[::1] remap = np.empty(np1, dtype=np.int64)
+    cdef double[::1] work = np.empty(max(ball_codes_workspace(d),
+                                         dd + 2 * dd + d + eigh_workspace(d)) + m_vech + 16)
+    cdef double[::1] hist = np.empty(_NONMONOTONE)
+    # state
+    cdef bint usev = use_vech_c(npairs, d), check = screen
+    cdef Py_ssize_t k = 0, total_reject = 0, n_out = 0, n_checks = 0, t, p, count
+    cdef Py_ssize_t nR, nLnew, kept, n_try
+    cdef int i
+    cdef double loss, sa = 0.0, sa2 = 0.0, mHL = 0.0, mm0 = 0.0, P, gap, gap_best
+    cdef double dual = 0.0, gd, mdm, dmdm, dhl, Pref, t_step, Pt, den, tq
+    cdef double mg, gg, mm, gv, dg
+    cdef double* Dc
+    cdef double* D_ptr = &D[0]
+    cdef double* Dn_ptr = &Dn[0]
+    cdef double* tmp_ptr
+    cdef double* M = &Mv[0, 0]
+    cdef double* phi_ptr = &Phi[0]
+    with nogil:
+        if usev:
+            build_phi_c(&diff[0, 0], npairs, d, phi_ptr)
+        # evaluation at the start point
+        if npairs:
+            pair_forms_c(&diff[0, 0], npairs, d, phi_ptr, usev, M, &T[0, 0], D_ptr,
+                         &work[0])
+        loss = triplet_pass_c(D_ptr, &pos[0], &neg[0], n, gamma, &z[0], &w[0], npairs,
+                              &sa, &sa2)
+        _laplacian(diff, npairs, d, phi_ptr, usev, &w[0], T, T2, &svec[0], &S[0, 0])
+        for i in range(dd):
+            (&S[0, 0])[i] += (&HL[0, 0])[i]
+            mHL += M[i] * (&HL[0, 0])[i]
+            mm0 += M[i] * M[i]
+            G[i] = lam * M[i] - (&S[0, 0])[i]
+        P = loss + (1.0 - 0.5 * gamma) * nL - mHL + 0.5 * lam * mm0
+        for i in range(_NONMONOTONE):
+            hist[i] = P
+        while True:
+            # this step's projection (one eigendecomposition); its negative part is also
+            # the dual point of the gap at M
+            for i in range(dd):
+                Barg[i] = M[i] - eta * G[i]
+            psd_parts_c(Barg, d, Mn, Bn, &work[0])
+            gap = projection_gap_c(M, &S[0, 0], Bn, d, eta, lam)
+            if check and n > 0:
+                # the smallest radius for the rule: the best dual point at this alpha
+                gap_best = gap_terms_c(M, &S[0, 0], d, lam, sa, sa2, nL, gamma, Stmp,
+                                       &dual, &work[0])
+                gap = min(gap, gap_best)
+                ball_codes_c(&diff[0, 0], npairs, d, phi_ptr, usev, &T[0, 0], &Dt[0],
+                             &pos[0], &neg[0], n, &hn[0], &z[0], M, G, gap, lam, gamma,
+                             use_gb, use_pgb, use_dgb, &codes[0], &work[0])
+                nR = 0
+                nLnew = 0
+                memset(&w[0], 0, npairs * sizeof(double))
+                for t in range(n):
+                    if codes[t] == 0:
+                        continue
+                    out_idx[n_out] = widx[t]
+                    out_code[n_out] = codes[t]
+                    n_out += 1
+                    if codes[t] == 1:  # H_t joins H_L, through its pair weights
+                        nLnew += 1
+                        w[pos[t]] += 1.0
+                        w[neg[t]] -= 1.0
+                    else:
+                        nR += 1
+                if nLnew:  # (the triplets of an anchor share pairs: one outer product each)
+                    _laplacian(diff, npairs, d, phi_ptr, usev, &w[0], T, T2, &svec[0],
+                               Stmp)
+                    for i in range(dd):
+                        (&HL[0, 0])[i] += Stmp[i]
+                if n_checks < checks.shape[0]:
+                    checks[n_checks, 0] = k
+                    checks[n_checks, 1] = nR
+                    checks[n_checks, 2] = nLnew
+                    n_checks += 1
+                if nR + nLnew > 0:
+                    # the screened triplets are on their side at M (every ball contains
+                    # it): objective, S, gradient and gap are unchanged
+                    nL += nLnew
+                    kept = 0
+                    for t in range(n):
+                        if codes[t] == 0:
+                            pos[kept] = pos[t]
+                            neg[kept] = neg[t]
+                            hn[kept] = hn[t]
+                            widx[kept] = widx[t]
+                            z[kept] = z[t]
+                            kept += 1
+                    n = kept
+                    count = _pair_remap(&pos[0], &neg[0], n, npairs, &remap[0])
+                    if count <= (1.0 - _PAIR_SLACK) * npairs:
+                        # enough pairs unused: shrink the per-pair arrays (the others
+                        # cost one pair form each per step until then)
+                        usev = _compact_pairs(diff, npairs, d, phi_ptr, usev, D_ptr,
+                                              &pos[0], &neg[0], n, &remap[0], count)
+                        npairs = count
+                    mHL = 0.0
+                    for i in range(dd):
+                        mHL += M[i] * (&HL[0, 0])[i]
+            if gap <= tol * fabs(P) or k >= max_steps:
+                break
+            # projected direction and its pair forms
+            gd = 0.0
+            mdm = 0.0
+            dmdm = 0.0
+            dhl = 0.0
+            for i in range(dd):
+                dM[i] = Mn[i] - M[i]
+                gd += G[i] * dM[i]
+                mdm += M[i] * dM[i]
+                dmdm += dM[i] * dM[i]
+                dhl += (&HL[0, 0])[i] * dM[i]
+            if npairs:
+                pair_forms_c(&diff[0, 0], npairs, d, phi_ptr, usev, Mn, &T[0, 0], Dn_ptr,
+                             &work[0])
+            Pref = hist[0]
+            for i in range(1, _NONMONOTONE):
+                Pref = max(Pref, hist[i])
+            t_step = 1.0
+            n_try = 0
+            while True:  # non-monotone line search along the segment (SPG2)
+                if t_step == 1.0:
+                    Dc = Dn_ptr
+                else:
+                    for p in range(npairs):
+                        Dt[p] = D_ptr[p] + t_step * (Dn_ptr[p] - D_ptr[p])
+                    Dc = &Dt[0]
+                loss = triplet_pass_c(Dc, &pos[0], &neg[0], n, gamma, &z[0], &w[0],
+                                      npairs, &sa, &sa2)
+                Pt = (loss + (1.0 - 0.5 * gamma) * nL - (mHL + t_step * dhl)
+                      + 0.5 * lam * (mm0 + 2.0 * t_step * mdm + t_step * t_step * dmdm))
+                if Pt <= Pref + _SUFFICIENT * t_step * gd + 1e-13 * fabs(Pref) or \
+                        n_try >= _MAX_BACKTRACK:
+                    break
+                n_try += 1
+                total_reject += 1
+                # safeguarded quadratic interpolation in [0.1 t, 0.5 t]
+                den = 2.0 * (Pt - P - t_step * gd)
+                tq = -gd * t_step * t_step / den if den > 0.0 else 0.5 * t_step
+                t_step = min(max(tq, 0.1 * t_step), 0.5 * t_step)
+            if t_step != 1.0:
+                for i in range(dd):
+                    Mn[i] = M[i] + t_step * dM[i]
+                    dM[i] = t_step * dM[i]
+                if npairs:
+                    memcpy(Dn_ptr, &Dt[0], npairs * sizeof(double))
+            _laplacian(diff, npairs, d, phi_ptr, usev, &w[0], T, T2, &svec[0], &S[0, 0])
+            mg = 0.0
+            gg = 0.0
+            mm = 0.0
+            mHL = 0.0
+            mm0 = 0.0
+            for i in range(dd):
+                (&S[0, 0])[i] += (&HL[0, 0])[i]
+                gv = lam * Mn[i] - (&S[0, 0])[i]
+                dg = gv - G[i]
+                Gn[i] = gv
+                mg += dM[i] * dg
+                gg += dg * dg
+                mm += dM[i] * dM[i]
+                mHL += Mn[i] * (&HL[0, 0])[i]
+                mm0 += Mn[i] * Mn[i]
+            if mg > 0.0 and gg > 0.0:
+                eta = 0.5 * fabs(mg / gg + mm / mg)  # averaged Barzilai-Borwein step
+            memcpy(M, Mn, dd * sizeof(double))
+            memcpy(G, Gn, dd * sizeof(double))
+            P = Pt
+            tmp_ptr = D_ptr  # the accepted pair forms become the current ones
+            D_ptr = Dn_ptr
+            Dn_ptr = tmp_ptr
+            hist[k % _NONMONOTONE] = P
+            k += 1
+            check = screen and k % interval_ == 0
+        # the returned evaluation with the best dual point for this alpha, -S_- (its gap
+        # is at most the projection's)
+        gap_best = gap_terms_c(M, &S[0, 0], d, lam, sa, sa2, nL, gamma, &Sp[0, 0], &dual,
+                               &work[0])
+        gap = min(gap, gap_best)
+    return (M_arr, eta, k, total_reject, HL_arr, nL, out_idx_arr[:n_out],
+            out_code_arr[:n_out], checks_arr[:n_checks], z_arr[:n].copy(), S_arr, Sp_arr,
+            P, dual, gap)
+
+
+cdef inline void _laplacian(double[:, ::1] diff, Py_ssize_t npairs, int d, double* Phi,
+                            bint usev, double* w, double[:, ::1] T, double[:, ::1] T2,
+                            double* svec, double* S) noexcept nogil:
+    if npairs == 0:
+        memset(S, 0, d * d * sizeof(double))
+        return
+    laplacian_sum_c(&diff[0, 0], npairs, d, Phi, usev, w, &T[0, 0], &T2[0, 0], svec, S)
+
+
+cdef Py_ssize_t _pair_remap(const int* pos, const int* neg, Py_ssize_t n,
+                            Py_ssize_t npairs, long long* remap) noexcept nogil:
+    """New index of every pair still used by a triplet (-1 otherwise); their count."""
+    cdef Py_ssize_t t, p, count = 0
+    for p in range(npairs):
+        remap[p] = -1
+    for t in range(n):
+        remap[pos[t]] = 0
+        remap[neg[t]] = 0
+    for p in range(npairs):
+        if remap[p] == 0:
+            remap[p] = count
+            count += 1
+    return count
+
+
+cdef bint _compact_pairs(double[:, ::1] diff, Py_ssize_t npairs, int d, double* Phi,
+                         bint usev, double* D, int* pos, int* neg, Py_ssize_t n,
+                         const long long* remap, Py_ssize_t count) noexcept nogil:
+    """Drop the unused pairs in place (the new index of a pair is never above its old
+    one): differences, pair forms, vech table (rows moved, or built when the set
+    becomes small enough) and the triplets' pair indices. Returns the new ``usev``."""
+    cdef Py_ssize_t p, q, t
+    cdef int m = d * (d + 1) // 2
+    cdef bint nusev = use_vech_c(count, d)
+    for p in range(npairs):
+        q = remap[p]
+        if q >= 0 and q != p:
+            memcpy(&diff[q, 0], &diff[p, 0], d * sizeof(double))
+            D[q] = D[p]
+            if usev and nusev:
+                memcpy(&Phi[q * m], &Phi[p * m], m * sizeof(double))
+    if nusev and not usev:
+        build_phi_c(&diff[0, 0], count, d, Phi)
+    for t in range(n):
+        pos[t] = <int>remap[pos[t]]
+        neg[t] = <int>remap[neg[t]]
+    return nusev
