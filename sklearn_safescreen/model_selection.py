@@ -91,7 +91,10 @@ class RegularizationPathCV(BaseSearchCV):
     scoring : str, callable, list, tuple, dict or None, default=None
         As in GridSearchCV (multi-metric included).
     n_jobs : int or None, default=None
-        Folds walked in parallel through joblib.
+        Folds walked in parallel through joblib, on threads by default (the solvers
+        release the GIL, and no worker process has to start); a
+        ``joblib.parallel_config(backend=...)`` context chooses processes (``"loky"``) or
+        a cluster (``"dask"``) instead.
     refit : bool, str or callable, default=True
         Refit the best value on the whole data (as in GridSearchCV).
     verbose : int, default=0
@@ -249,7 +252,13 @@ class RegularizationPathCV(BaseSearchCV):
                       verbose=self.verbose, caller=self)
         base = clone(self.estimator)
         # verbose: joblib reports each finished fold (progress of long runs)
-        folds = Parallel(n_jobs=self.n_jobs, verbose=10 if self.verbose > 0 else 0)(
+        # threads by default: the solvers release the GIL, and a search needs no worker
+        # processes to start and import the package (measured, 20000 x 50, 5 folds, 30
+        # values, n_jobs=2: 2.0-2.3 s on threads, 3.2 s for loky's first search, 1.7-2.0 s
+        # once its workers run; sequential 2.6 s). A joblib backend context (loky, dask)
+        # takes precedence.
+        folds = Parallel(n_jobs=self.n_jobs, prefer="threads",
+                         verbose=10 if self.verbose > 0 else 0)(
             delayed(_walk_fold)(base, X, y, train, test, self.param_name_, prefix, walk, s,
                                 self.n_splits_, kwargs)
             for s, (train, test) in enumerate(splits))

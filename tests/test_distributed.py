@@ -40,9 +40,31 @@ def assert_same(a, b):
     assert all(r.n_variables > 0 for fold in a.path_reports_ for r in fold)
 
 
+def test_threads_by_default(problem):
+    """n_jobs=2 walks the folds on threads (the solvers release the GIL)."""
+    import threading
+
+    X, y, search, sequential = problem
+    seen = set()
+    real_fit = SafeSVC.fit
+
+    def spy(self, *args, **kwargs):
+        seen.add(threading.get_ident())
+        return real_fit(self, *args, **kwargs)
+
+    SafeSVC.fit = spy
+    try:
+        fitted = search.set_params(n_jobs=2).fit(X, y)
+    finally:
+        SafeSVC.fit = real_fit
+    assert len(seen) >= 2  # (and in this process: threads, not workers)
+    assert_same(fitted, sequential)
+
+
 def test_loky_processes(problem):
     X, y, search, sequential = problem
-    assert_same(search.set_params(n_jobs=2).fit(X, y), sequential)
+    with parallel_backend("loky"):
+        assert_same(search.set_params(n_jobs=2).fit(X, y), sequential)
 
 
 def test_dask_local_cluster(problem):
