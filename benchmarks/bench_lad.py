@@ -1,4 +1,4 @@
-"""SafeLAD along the [WWY] LAD protocol (issue 4, performance; spec svm B8, Table 3).
+"""SafeLAD along the LAD protocol of Wang et al. (2014), Table 3.
 
 Protocol: 100 values of C in logspace(-2, 1), walked upwards with ``warm_start=True`` so
 that the previous solution is the start point and the DVI reference of the next value;
@@ -131,8 +131,8 @@ def main():
         f"Python {platform.python_version()}, BLAS threads {args.blas_threads}, by "
         f"`python benchmarks/bench_lad.py{' --quick' if args.quick else ''}`.",
         "",
-        f"[WWY] protocol: {len(Cs)} values of C in logspace(-2, 1), previous solution as "
-        f"reference and start point, every fit to relative duality gap {args.tol:g}; "
+        f"The protocol of Wang et al. (2014): {len(Cs)} values of C in logspace(-2, 1), "
+        f"previous solution as reference and start point, every fit to relative duality gap {args.tol:g}; "
         "synthetic X ~ N(0, I), y = X beta + Laplace(1), beta ~ U(-1, 1)^d, regularised "
         "intercept. \"Init\" is the first (cold) fit, included in the totals.",
         "",
@@ -154,11 +154,11 @@ def main():
     lines += [
         "",
         "Speed-up = time of the path with screening=None / time of the screened path (the "
-        f"fastest of {REPEATS} interleaved complete walks of each). [WWY] Table 3 "
+        f"fastest of {REPEATS} interleaved complete walks of each). Wang et al. (2014), Table 3, "
         "reports 9.86x (Magic) and 114.91x (Houses) against their own "
         "unscreened dual coordinate descent; the baseline here is this library's solver "
         "without screening, which already finishes every solve with an interior-point "
-        "method. \"solver\" is the time inside the certified solve (`_base.screened_solve`: "
+        "method. \"solver\" is the time inside the certified solve (`engine.certify`: "
         "working sets, coordinate descent, interior-point finisher, certificate); the rest "
         "of a fit is validation, the warm-start fingerprint, the rule, seeding and the "
         "model attributes. QuantileRegressor solves a single, unregularised problem. "

@@ -1,13 +1,13 @@
 """SafeMetricLearner benchmarks (issue 5, performance).
 
-(a, b) The paper's path protocol (spec triplet 5.3): k=10 triplets, smoothed hinge
+(a, b) The paper's path protocol (Yoshida et al. 2019, Sec. 7): k=10 triplets, smoothed hinge
        gamma=0.05, lambda from 1e4 down by 0.9 until the loss-decrease stop rule (0.01),
        relative duality gap 1e-6, full M, warm starts; wine (load_wine scaled to [-1, 1]
        per feature, the paper's data) and iris. Configurations: no screening, RRPB,
        RRPB+PGB, and the active-set heuristic alone / with RRPB / with RRPB+PGB. Range
        screening follows the paper: off in its Sec. 7.1-7.2 path experiments, whose
        RRPB and RRPB+PGB times give the 5.4x of issue 5 (a), on in its Sec. 7.3 active-set
-       experiments (spec 5.3); "rrpb+pgb+range" is RRPB+PGB with it, the estimator's
+       experiments; "rrpb+pgb+range" is RRPB+PGB with it, the estimator's
        default. The screened metrics are compared with the unscreened ones at every step
        (relative Frobenius difference).
 (c)    Scale: digits (1797 x 64, k=10, 179,700 triplets) and a synthetic set with half
@@ -71,7 +71,8 @@ def scaled(loader):
 
 
 def walk_path(X, y, lam0=1e4, ratio=0.9, stop=0.01, max_steps=400, keep=False, **params):
-    """The paper's path (spec 5.3) by warm starts; returns times, metrics and rates."""
+    """The paper's path (Yoshida et al. 2019, Sec. 7) by warm starts; returns times,
+    metrics and rates."""
     ml = SafeMetricLearner(k=10, tol=1e-6, max_iter=10**6, warm_start=True, **params)
     lam, prev = lam0, None
     metrics, rates, lams, iters, solver, start_rates = [], [], [], 0, 0.0, []
@@ -245,7 +246,7 @@ def analysis(wine, iris) -> list[str]:
         f"Why RRPB+PGB gains {ratio:.1f}x on wine and not the paper's 5.4x (nor the "
         "issue's target of 4x): screening removes work that is proportional to the "
         "triplets and to the pairs they use, and the unscreened problem has little of it. "
-        "Every quantity goes through the pair quadratic forms (spec 3.6), so an "
+        "Every quantity goes through the pair quadratic forms, so an "
         "unscreened iteration costs one pass over the 3,560 pairs (a BLAS product) and "
         "one over the 17,800 triplets, instead of the authors' O(|T| d^2); our unscreened "
         f"path is {CPP['wine']['none'] / none['cpu']:.0f}x faster than the authors' "
@@ -274,7 +275,7 @@ def analysis(wine, iris) -> list[str]:
         f"{iris['rrpb+pgb']['iters'] / iris['rrpb+pgb']['steps']:.0f} iterations, "
         "so the per-fit costs dominate and screening gains little.",
         "",
-        "Range screening (spec 4; the row rrpb+pgb+range, the estimator's default) screens "
+        "Range screening (the row rrpb+pgb+range, the estimator's default) screens "
         f"the same triplets here ({wine['rrpb+pgb+range']['rates'].mean():.1%} against "
         f"{safe['rates'].mean():.1%} at the end of the fits, "
         f"{wine['rrpb+pgb+range']['iters']} against {safe['iters']} iterations): the "

@@ -26,10 +26,10 @@ DATASETS = {
     "iris": "classification: iris, 150 x 4, 3 classes, standardised",
     "wine": "classification: wine, 178 x 13, 3 classes, standardised",
     "digits": "classification: digits, 1797 x 64, 10 classes, scaled to [0, 1]",
-    "ogawa_toy": "classification: [OG] Fig. 1 toy, 1000 x 2",
-    "wang_toy1": "classification: [WWY] Toy1, 2000 x 2 (well separated)",
-    "wang_toy2": "classification: [WWY] Toy2, 2000 x 2",
-    "wang_toy3": "classification: [WWY] Toy3, 2000 x 2 (overlapping)",
+    "ogawa_toy": "classification: Ogawa et al. (2013) Fig. 1 toy, 1000 x 2",
+    "wang_toy1": "classification: Wang et al. (2014) Toy1, 2000 x 2 (well separated)",
+    "wang_toy2": "classification: Wang et al. (2014) Toy2, 2000 x 2",
+    "wang_toy3": "classification: Wang et al. (2014) Toy3, 2000 x 2 (overlapping)",
     "diabetes": "regression: diabetes, 442 x 10, standardised",
     "synthetic": "classification: make_classification(20000 x 50, n_informative=20, "
                  "flip_y=0.05), the benchmark's data",
@@ -104,7 +104,7 @@ def _build_parser() -> argparse.ArgumentParser:
                       help="explicit comma-separated values (overrides --grid)")
     grid.add_argument("--grid", default="geometric", choices=["geometric", "eps-path"],
                       help="geometric: --n-values values from the critical value (C_min) "
-                      "to --stop; eps-path: [OG]'s eps-approximation path, SafeSVC only "
+                      "to --stop; eps-path: Ogawa et al.'s eps-approximation path, SafeSVC only "
                       "(default: geometric)")
     grid.add_argument("--n-values", type=int, default=20, metavar="N",
                       help="number of values of the geometric grid (default: 20)")

@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 
 
 def make_ogawa_toy(n_samples: int = 1000, random_state=None):
-    """[OG] Fig. 1 toy (spec svm A12.3): two 2-D Gaussians, means -/+0.5, sd 1.5.
+    """The toy of Ogawa et al. (2013), Fig. 1: two 2-D Gaussians, means -/+0.5, sd 1.5.
 
     Odd positions (1-based) are class -1, even ones class +1.
     """
@@ -20,7 +20,7 @@ def make_ogawa_toy(n_samples: int = 1000, random_state=None):
 
 
 def make_wang_toy(which: int, n_per_class: int = 1000, random_state=None):
-    """[WWY] Toy1/2/3 (spec svm B8): class +/- ~ N((+/-mu, +/-mu), 0.75^2 I) with
+    """Toy1/2/3 of Wang et al. (2014), Sec. 6: class +/- ~ N((+/-mu, +/-mu), 0.75^2 I) with
     mu = 1.5, 0.75, 0.5 for ``which`` = 1, 2, 3."""
     mu = {1: 1.5, 2: 0.75, 3: 0.5}[which]
     rng = check_random_state(random_state)
@@ -31,6 +31,6 @@ def make_wang_toy(which: int, n_per_class: int = 1000, random_state=None):
 
 def load_standardized_breast_cancer():
     """Breast cancer Wisconsin (diagnostic), standardised: 569 x 30, shipped with
-    scikit-learn (spec svm A12.1, D01)."""
+    scikit-learn (one of the data sets of Ogawa et al. 2013, Table II)."""
     X, y = load_breast_cancer(return_X_y=True)
     return StandardScaler().fit_transform(X), y

@@ -31,8 +31,8 @@ from .screening.lad import LAD_RULES
 class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     r"""Least absolute deviations regression with safe sample screening.
 
-    Solves the L2-regularised LAD problem (robust regression; spec
-    ``svm_lad_screening.md`` B6)
+    Solves the L2-regularised LAD problem (robust regression; Wang et al. 2014, Sec. 5.3;
+    ``doc/theory/svm_lad.rst``)
 
     .. math::
 
@@ -45,8 +45,8 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     below their target (set :math:`\mathcal L`), :math:`-Cc_i` for samples predicted
     above it (:math:`\mathcal R`), and only the interpolated samples
     (:math:`\mathcal E`, at most about ``n_features + 1`` of them for the linear kernel)
-    are free. The DVI rule ([WWY] Corollary 15, spec B6), inflated by the reference's
-    duality gap (spec F1), proves from a previous solution that samples belong to
+    are free. The DVI rule (Wang et al. 2014, Corollary 15), inflated by the reference's
+    duality gap, proves from a previous solution that samples belong to
     :math:`\mathcal R` or :math:`\mathcal L` and removes them from the optimisation;
     duality-gap balls screen more during the solve. The answer is the optimum of the
     full problem: every fit certifies it by the full duality gap and the optimality
@@ -58,7 +58,7 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
 
     **Paths.** For :math:`C \le C^{\rm LAD}_{\min}` the optimum is :math:`\alpha = C\gamma`,
     :math:`\gamma_i = c_i\,\mathrm{sign}(y_i)` (every sample on the side of its target;
-    spec B6; samples with :math:`y_i=0` take the solution of a small C-free QP), with
+    samples with :math:`y_i=0` take the solution of a small C-free QP), with
 
     .. math::
 
@@ -76,7 +76,7 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     C : float, default=1.0
         Regularisation parameter (> 0); larger values fit the data more closely.
     kernel : {"linear", "rbf", "poly", "precomputed"} or callable, default="linear"
-        Kernel (kernel LAD, spec B6: everything depends on :math:`G` only). Screening
+        Kernel (kernel LAD: everything depends on :math:`G` only). Screening
         needs a positive semi-definite kernel; a precomputed or callable one is checked.
     degree : int, default=3
         Degree of the polynomial kernel.
@@ -89,7 +89,7 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     intercept_scaling : float, default=1.0
         Value of the bias feature.
     screening : {"DVI"} or None, default="DVI"
-        Rule applied from the reference solution (DVI for LAD, spec B6 with F1).
+        Rule applied from the reference solution (DVI for LAD, gap-inflated).
         ``None`` disables all screening, including the dynamic gap-ball screening.
     tol : float, default=1e-4
         Target relative duality gap ``(P - D) / D`` of the full problem.

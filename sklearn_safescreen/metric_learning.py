@@ -72,11 +72,12 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
 
     where :math:`\mathcal T` holds, for every anchor :math:`x_i`, its ``k`` nearest
     same-class instances :math:`x_j` and ``k`` nearest other-class instances
-    :math:`x_l` (Euclidean, ties by index; spec 1.2) or triplets given to :meth:`fit`,
+    :math:`x_l` (Euclidean, ties by index) or triplets given to :meth:`fit`,
     and :math:`\ell` is the smoothed hinge with threshold 1 and smoothing :math:`\gamma`
-    (spec 1.4). The solver is projected gradient on the PSD cone with averaged
-    Barzilai-Borwein steps (spec 5.1) and the non-monotone line search of spectral
-    projected gradient (the hinge is solved in the dual); screening (spec 2-4) proves
+    (Yoshida et al. 2019). The solver is projected gradient on the PSD cone with
+    averaged Barzilai-Borwein steps and the non-monotone line search of spectral
+    projected gradient (the hinge is solved in the dual); screening
+    (``doc/theory/metric_learning.rst``) proves
     triplets to be in :math:`\mathcal R^\star` (margin > 1, dropped) or
     :math:`\mathcal L^\star` (margin < 1-γ, folded into a constant) and never changes
     the optimum; every fit certifies its answer by the duality gap of the full
@@ -84,16 +85,16 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
     screened triplet is proven wrong.
 
     **Scale of alpha.** ``alpha`` is the paper's :math:`\lambda`: the loss is a *sum* over
-    triplets, not a mean (pitfall P8), so useful values grow with the number of
+    triplets, not a mean, so useful values grow with the number of
     triplets. For ``alpha`` at or above the critical value
     :math:`\lambda_L=\max_t\langle H_t,G_+\rangle/(1-\gamma)`, :math:`G=\sum_tH_t`, the
-    optimum is :math:`G_+/\alpha` in closed form (spec 1.10; see
+    optimum is :math:`G_+/\alpha` in closed form (see
     :meth:`_critical_value`); paths start there and decrease.
 
     **Paths.** With ``warm_start=True``, ``fit`` after ``set_params(alpha=...)`` on the
     same data uses the previous solution as the reference of the RRPB / PGB bounds and
     starts from it (extrapolated linearly in :math:`\log\alpha` from the two previous
-    solutions when the new ``alpha`` continues the path), and the RRPB ranges (spec 4)
+    solutions when the new ``alpha`` continues the path), and the RRPB ranges
     computed from every previous solution screen triplets without any rule evaluation.
     A cold fit uses the exact closed form at :math:`\lambda_L` as its reference.
 
@@ -101,14 +102,14 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
     ----------
     alpha : float, default=1.0
         Regularisation :math:`\lambda>0` (larger = more regularised). Its scale is that
-        of :math:`\lambda_L` (``critical_alpha_``, spec 1.10): at and above it the
+        of :math:`\lambda_L` (``critical_alpha_``): at and above it the
         metric is the closed form :math:`G_+/\lambda`; below ``1e-50 *
         critical_alpha_`` ``fit`` raises a ``ValueError`` (the metric, of order
         :math:`\lambda_L/\lambda`, would overflow the solver's arithmetic).
     k : int, "auto" or None, default="auto"
         Neighbours per side of each anchor (``k * k`` triplets per anchor). ``"auto"``
         is ``min(10, n_min - 1)`` with ``n_min`` the size of the smallest class (of at
-        least two samples): the paper's protocol value 10 (spec 5.3), capped for small
+        least two samples): the paper's protocol value 10, capped for small
         classes. An integer larger than a class allows (``n_c - 1`` same-class
         neighbours) raises a ``ValueError`` naming the class. ``None`` uses all triplets
         (:math:`\sum_c n_c(n_c-1)(n-n_c)` of them). A class of one sample anchors no
@@ -117,7 +118,7 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
     smoothing : float, default=0.05
         :math:`\gamma\in(0,1)` of the smoothed hinge (ignored by the hinge, :math:`\gamma=0`).
     metric : {"full", "diagonal"}, default="full"
-        Full PSD matrix, or a diagonal one (feature weighting, spec 3.4).
+        Full PSD matrix, or a diagonal one (feature weighting).
     rule : {"sphere", "linear", "sdp"}, default="sphere"
         Spec 3: the ball alone, the ball cut by the half-space
         :math:`\langle -Q^{GB}_-,X\rangle\ge0`, or the ball intersected with the PSD cone
@@ -135,9 +136,10 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
     bound : str, default="deprecated"
         Deprecated: pass the ball as ``screening``.
     range_screening : bool, default=True
-        RRPB range screening along warm-started paths (spec 4.2, 4.4).
+        RRPB range screening along warm-started paths (Yoshida et al. 2019, Sec. 6.1).
     active_set : bool, default=False
-        The active-set heuristic of spec 5.4 (optimise over positive-loss triplets,
+        The active-set heuristic of Weinberger and Saul (2009) (optimise over
+        positive-loss triplets,
         refreshed every ``screening_interval`` iterations, confirmed on all). Not used
         with ``loss="hinge"``, which is solved in the dual.
     screening_interval : int, default=10
@@ -167,7 +169,7 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         Duality gap of the full problem at ``metric_``.
     loss_ : float
         The triplet-loss part :math:`\sum_t\ell(\langle M,H_t\rangle)` of the objective
-        at ``metric_`` (the quantity of the paper's path stop rule, spec 5.3).
+        at ``metric_`` (the quantity of the paper's path stop rule).
     n_triplets_ : int
     k_ : int or None
         The number of neighbours per side used (``None``: all triplets, or explicit

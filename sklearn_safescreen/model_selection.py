@@ -57,7 +57,7 @@ class RegularizationPathCV(BaseSearchCV):
     with the same answer (each fit is the certified optimum at its value), but per fold
     the grid is walked from the most to the least regularised value with
     ``warm_start=True``: each solution is the start point and the safe-screening
-    reference of the next problem (spec ``svm_lad_screening.md`` D1), instead of a refit
+    reference of the next problem, instead of a refit
     from scratch. Folds run through :class:`joblib.Parallel`, so any joblib backend
     (loky on one machine, ``joblib.parallel_backend("dask")`` on a cluster) distributes
     them.
@@ -77,7 +77,8 @@ class RegularizationPathCV(BaseSearchCV):
         spaced geometrically from the critical value of the whole training set (e.g.
         :math:`C_{\min}`) to ``stop`` (default critical/``eps`` for C-like parameters,
         critical*``eps`` for alpha-like ones). ``"eps-path"``: SafeSVC's
-        :math:`\varepsilon`-path (spec A9) computed once on the whole training set.
+        :math:`\varepsilon`-path (Ogawa et al. 2013) computed once on the whole training
+        set.
         Array-like: explicit positive values; ``cv_results_`` lists them in the given
         order (as GridSearchCV would), the walk sorts them.
     n_values : int, default=30

@@ -2,7 +2,8 @@
 
 :func:`plot_screening_path` draws, against the regularisation value (log scale), the
 fraction of the variables that safe screening removed and the solve time of each fit,
-like the screening-rate and path-timing figures of [OG] (Fig. 4, Table IV) and [WWY].
+like the screening-rate and path-timing figures of Ogawa et al. (2013, Fig. 4, Table IV)
+and Wang et al. (2014).
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
 
     in its box-constrained dual :math:`\max_\alpha -\tfrac12\alpha^\top Q\alpha +
     \mathbf 1^\top\alpha`, :math:`0 \le \alpha_i \le Cc_i`, by coordinate descent
-    (``solvers.dual_cd``). Before and during the solve, safe screening rules (spec
-    ``svm_lad_screening.md`` part A and B5) prove that some samples sit strictly outside
+    (``solvers.dual_cd``). Before and during the solve, safe screening rules (Ogawa et al.
+    2013; Wang et al. 2014; ``doc/theory/svm_lad.rst``) prove that some samples sit strictly outside
     the margin (:math:`\alpha_i = 0`) or strictly inside it (:math:`\alpha_i = Cc_i`) at the
     optimum and remove them from the optimisation. The answer is the optimum of the full
     problem: every fit certifies it by the full duality gap and the optimality
@@ -50,12 +50,12 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
     **Intercept.** With ``fit_intercept=True`` the bias is a *regularised* extra feature of
     value ``intercept_scaling`` (as in LIBLINEAR and :class:`~sklearn.svm.LinearSVC`): the
     kernel becomes :math:`K + s^2`. This is not SVC's unregularised intercept, to which
-    the screening rules do not apply (spec E5). With the linear kernel the problem is
+    the screening rules do not apply. With the linear kernel the problem is
     exactly ``LinearSVC(loss="hinge", dual=True)``'s.
 
     **Paths.** A cold fit with the linear kernel starts from the closed-form solution at
-    :math:`C_{\min} = 1/\max_i (Qc)_i` ([OG] Lemma 9) and walks a short internal path to
-    ``C`` (ratio ``INTERNAL_PATH_RATIO`` per step), each solution screening the next.
+    :math:`C_{\min} = 1/\max_i (Qc)_i` (Ogawa et al. 2013, Lemma 9) and walks a short
+    internal path to ``C`` (ratio ``INTERNAL_PATH_RATIO`` per step), each solution screening the next.
     With ``warm_start=True`` the previous fit on the same data is the reference for the
     new ``C`` (smaller or larger): this is how to walk a regularisation path by hand.
 
@@ -79,8 +79,9 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
     intercept_scaling : float, default=1.0
         Value of the bias feature.
     screening : {"IT", "BT1", "BT2", "DVI"} or None, default="IT"
-        Rule applied from the reference solution: Intersection Test (A6), Ball Test 1
-        (A5.1), Ball Test 2 (A5.2), DVI (B5). ``None`` disables all screening, including
+        Rule applied from the reference solution: Intersection Test (Ogawa et al. 2013,
+        Theorem 8), Ball Test 1 (Theorem 6), Ball Test 2 (Theorem 7), DVI (Wang et al.
+        2014). ``None`` disables all screening, including
         the dynamic gap-ball screening during the solve.
     tol : float, default=1e-4
         Target relative duality gap ``(P - D) / D`` of the full problem.
@@ -90,7 +91,7 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         Reuse the previous solution on the same data as start point and screening
         reference.
     class_weight : dict or "balanced", default=None
-        Multiplies ``C`` per class (box bounds :math:`Cc_i`, spec F2).
+        Multiplies ``C`` per class (box bounds :math:`Cc_i`).
     verbose : int, default=0
         Print one line per path step (value, screened counts, gap, time).
     random_state : int, RandomState or None, default=None

@@ -38,7 +38,8 @@ STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
 
 
 def psd_split(A: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
-    r""":math:`(A_+, A_-)` from one decomposition (pitfall P3): the projection on the PSD
+    r""":math:`(A_+, A_-)` from one decomposition (so that they add up exactly): the
+    projection on the PSD
     cone (non-negative orthant for a diagonal metric) and the remainder."""
     if diagonal:
         return np.maximum(A, 0.0), np.minimum(A, 0.0)
@@ -76,7 +77,7 @@ def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool,
 def triplet_values(ts: TripletSet, Q: np.ndarray, diagonal: bool,
                    idx: np.ndarray | None = None) -> np.ndarray:
     r""":math:`\langle Q,H_t\rangle` for the triplets ``idx`` (all by default), O(1) per
-    triplet after O(n_pairs d^2) (spec 3.6)."""
+    triplet after O(n_pairs d^2)."""
     D = pair_values(ts.diff, Q, diagonal)
     if idx is None:
         return kn.gather(D, ts.pos, ts.neg)
@@ -85,7 +86,7 @@ def triplet_values(ts: TripletSet, Q: np.ndarray, diagonal: bool,
 
 def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
           idx: np.ndarray | None = None) -> np.ndarray:
-    r""":math:`\sum_t w_tH_t` through the pair weights (Laplacian form, spec 3.6); with
+    r""":math:`\sum_t w_tH_t` through the pair weights (Laplacian form); with
     ``idx`` only the pairs of those triplets are touched."""
     weights = np.broadcast_to(np.asarray(weights, dtype=np.float64),
                               (ts.n_triplets if idx is None else len(idx),))
@@ -106,7 +107,7 @@ def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
 
 
 def loss_values(z: np.ndarray, gamma: float) -> np.ndarray:
-    """Smoothed hinge (hinge for gamma=0), spec 1.4."""
+    """Smoothed hinge (hinge for gamma=0)."""
     if gamma == 0.0:
         return np.maximum(0.0, 1.0 - z)
     return np.where(z > 1.0, 0.0, np.where(z >= 1.0 - gamma, (1.0 - z) ** 2 / (2 * gamma),
@@ -114,7 +115,7 @@ def loss_values(z: np.ndarray, gamma: float) -> np.ndarray:
 
 
 def dual_alpha(z: np.ndarray, gamma: float) -> np.ndarray:
-    r""":math:`\alpha_t=-\ell'(z_t)` (spec 1.8); for the hinge :math:`1[z<1]` (0 at z=1)."""
+    r""":math:`\alpha_t=-\ell'(z_t)`; for the hinge :math:`1[z<1]` (0 at z=1)."""
     if gamma == 0.0:
         return (z < 1.0).astype(np.float64)
     return np.clip((1.0 - z) / gamma, 0.0, 1.0)
@@ -130,7 +131,7 @@ class Evaluation:
     S_pos: np.ndarray
     primal: float
     dual: float
-    gap: float  # stable form (P2), >= 0
+    gap: float  # the cancellation-free form, >= 0
     grad: np.ndarray
 
     @property
@@ -139,12 +140,13 @@ class Evaluation:
 
 
 class TripletProblem:
-    """The reduced problem of spec 1.9: a triplet set, its loss, and the screening state.
+    """The reduced problem (Yoshida et al. 2019, Lemma 1): a triplet set, its loss, and
+    the screening state.
 
     ``status`` holds, per triplet, active / in :math:`\\hat{\\mathcal L}` / in
     :math:`\\hat{\\mathcal R}`. ``work`` is the index list the solver iterates over: the
     active triplets, or a subset of them under the active-set heuristic (which never
-    changes ``status``, pitfall P4(f)).
+    changes ``status``: it is not a screening rule).
     """
 
     def __init__(self, ts: TripletSet, gamma: float, diagonal: bool,
@@ -202,7 +204,7 @@ class TripletProblem:
 
     def screen(self, to_R: np.ndarray, to_L: np.ndarray) -> None:
         """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
-        :math:`H_{\\hat L}` (whatever their current value, spec 1.9)."""
+        :math:`H_{\\hat L}` (whatever their current value)."""
         if to_L.size:
             if to_L.size * 8 <= self.ts.n_pairs and not self.diagonal:
                 # few triplets: add a a' - b b' directly (O(d^2) each)
@@ -295,7 +297,8 @@ class TripletProblem:
 
 
 def closed_form(ts: TripletSet, gamma: float, diagonal: bool) -> tuple[float, np.ndarray]:
-    r""":math:`\lambda_L` and :math:`G_+` of spec 1.10: for :math:`\lambda\ge\lambda_L`,
+    r""":math:`\lambda_L` and :math:`G_+` (``doc/theory/metric_learning.rst``): for
+    :math:`\lambda\ge\lambda_L`,
     :math:`M^\star=G_+/\lambda` with :math:`G=\sum_tH_t` and
     :math:`\lambda_L=\max_t\langle H_t,G_+\rangle/(1-\gamma)` (every triplet in
     :math:`\mathcal L^\star\cup\mathcal C^\star`)."""

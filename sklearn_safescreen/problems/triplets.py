@@ -1,4 +1,4 @@
-r"""Triplet sets for distance metric learning (spec ``triplet_screening.md`` 1.2, 1.3, 3.6).
+r"""Triplet sets for distance metric learning (Yoshida et al. 2019, Sec. 2).
 
 A triplet :math:`t=(i,j,l)` pairs an anchor :math:`x_i` with a same-class instance
 :math:`x_j` and a different-class instance :math:`x_l`; its matrix is
@@ -9,8 +9,8 @@ A triplet :math:`t=(i,j,l)` pairs an anchor :math:`x_i` with a same-class instan
 
 so :math:`\langle M, H_t\rangle = d_M^2(x_i,x_l) - d_M^2(x_i,x_j)`.
 
-**Storage** (spec 3.6, pitfall P7). :math:`H_t` is never formed. A triplet is two int32
-indices into a table of *pairs* (:math:`(i,l)`, the positive pair, and :math:`(i,j)`, the
+**Storage**. :math:`H_t` is never formed (a million d x d matrices would not fit). A
+triplet is two int32 indices into a table of *pairs* (:math:`(i,l)`, the positive pair, and :math:`(i,j)`, the
 negative pair) plus :math:`\|H_t\|`. A k-NN set has at most :math:`2nk` distinct pairs for
 :math:`nk^2` triplets, so the quadratic forms :math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` are
 computed once per pair (O(n_pairs d^2)) and every :math:`\langle Q,H_t\rangle` is a
@@ -38,7 +38,8 @@ from ._triplet_fast import hnorms
 BYTES_PER_TRIPLET = 160
 #: Fraction of the available memory a triplet set may take.
 MEMORY_FRACTION = 0.7
-#: Neighbours per side of ``k="auto"`` (the paper's protocol, spec 5.3 and 6.2), capped
+#: Neighbours per side of ``k="auto"`` (the paper's protocol, Yoshida et al. 2019, Sec. 7),
+#: capped
 #: by the smallest class.
 K_AUTO = 10
 
@@ -99,7 +100,7 @@ def check_triplet_memory(n_triplets: int, n_pairs: int, n_features: int) -> None
 
 
 def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
-    r""":math:`|\mathcal T|=\sum_i \min(k,n_{y_i}-1)\min(k,n-n_{y_i})` (spec 1.2)."""
+    r""":math:`|\mathcal T|=\sum_i \min(k,n_{y_i}-1)\min(k,n-n_{y_i})`."""
     _, counts = np.unique(y, return_counts=True)
     n = int(y.shape[0])
     same, diff = counts - 1, n - counts
@@ -114,7 +115,7 @@ def _nearest(X, anchors, candidates, k, exclude_self):
 
     Exact squared distances from differences (no expansion, so ties are true ties),
     ordered by (distance, index) through a stable sort over index-sorted candidates
-    (spec P9). Chunked over anchors to bound the temporary memory.
+    (a deterministic tie rule). Chunked over anchors to bound the temporary memory.
     """
     n_a, n_c, d = anchors.size, candidates.size, X.shape[1]
     out = np.empty((n_a, k), dtype=np.int64)
@@ -135,7 +136,7 @@ def resolve_k(y: np.ndarray, k: int | str | None) -> int | None:
     """The number of neighbours per side for the labels ``y``.
 
     ``"auto"``: ``min(10, n_min - 1)`` with ``n_min`` the size of the smallest class
-    that has at least two samples (the paper's protocol value ``k = 10``, spec 5.3/6.2,
+    that has at least two samples (the paper's protocol value ``k = 10``,
     capped so that every anchor has k same-class neighbours). ``None``: all triplets.
     An integer must leave every such class ``k`` same-class neighbours and ``k``
     other-class ones; a class of one sample has no same-class pair and anchors no
@@ -180,7 +181,7 @@ def resolve_k(y: np.ndarray, k: int | str | None) -> int | None:
 
 def build_triplets(X: np.ndarray, y: np.ndarray, k: int | str | None,
                    diagonal: bool = False) -> TripletSet:
-    r"""The k-nearest-neighbour triplet set of spec 1.2 (``k=None``: all triplets).
+    r"""The k-nearest-neighbour triplet set (``k=None``: all triplets).
 
     For every anchor :math:`i`: its ``k`` nearest same-class instances :math:`j\ne i` and
     its ``k`` nearest instances of any other class :math:`l` (Euclidean distance in the

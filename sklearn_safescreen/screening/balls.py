@@ -3,7 +3,8 @@ r"""Regions that contain the optimum, and the bounds they give on margins.
 Every rule in this package bounds :math:`z_i^\top w^*` over a region known to contain the
 optimum :math:`w^*` and compares the bounds with the sample's target (1 for the SVM,
 :math:`y_i` for LAD). Everything here works on *projections* (:math:`z_i^\top m`), norms
-and radii, so the same code serves the linear and the kernel case (spec svm A3, A6, A7).
+and radii, so the same code serves the linear and the kernel case
+(``doc/theory/svm_lad.rst``).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def decide(lower, upper, target, active=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ball_bounds(center_proj, radius, znorm) -> tuple[np.ndarray, np.ndarray]:
-    r"""Lemma 1 of [OG]: over :math:`\|w-m\|\le r`, :math:`z^\top w \in
+    r"""Lemma 1 of Ogawa et al. (2013): over :math:`\|w-m\|\le r`, :math:`z^\top w \in
     [z^\top m - r\|z\|,\ z^\top m + r\|z\|]`."""
     spread = radius * znorm
     return center_proj - spread, center_proj + spread
@@ -84,13 +85,14 @@ def reference_ball(ref: BoxQPReference, C: float) -> tuple[np.ndarray, float, fl
 
 
 def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):
-    r"""Bounds of :math:`z_i^\top w` over the intersection of two balls (spec svm A6).
+    r"""Bounds of :math:`z_i^\top w` over the intersection of two balls (Ogawa et al.
+    2013, Theorem 8).
 
     ``proj1 = Z m1``, ``proj2 = Z m2``, ``proj_phi = Z (m1 - m2)``, ``phi_norm =
-    ||m1 - m2||``. Uses the robust max/min form of A6.5, which equals the paper's
+    ||m1 - m2||``. Uses a robust max/min form, which equals the paper's
     three-case formula (20)/(24) and can never be weaker than either ball, and the
-    degenerate cases of A6.6. Returns ``(lower, upper, disjoint)``; when the balls are
-    (numerically) disjoint the caller must not trust the intersection.
+    degenerate cases (point balls, concentric balls, no intersection). Returns
+    ``(lower, upper, disjoint)``; when the balls are (numerically) disjoint the caller must not trust the intersection.
     """
     l1, u1 = ball_bounds(proj1, r1, znorm)
     l2, u2 = ball_bounds(proj2, r2, znorm)
@@ -116,7 +118,7 @@ def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):
 
 
 def gap_ball_screen(margins, targets, sqnorm, gap) -> tuple[np.ndarray, np.ndarray]:
-    r"""Gap-safe dynamic screening (spec svm F1(c)).
+    r"""Gap-safe dynamic screening (``doc/theory/safety.rst``).
 
     The primal is 1-strongly convex in :math:`w`, so the optimum lies in the ball of
     radius :math:`\sqrt{2\,\mathrm{gap}}` around the current iterate, whose margins are
@@ -130,7 +132,7 @@ def gap_ball_screen(margins, targets, sqnorm, gap) -> tuple[np.ndarray, np.ndarr
 
 def proven_violations(margins, targets, sqnorm, gap, at_lower, at_upper):
     r"""Fixed variables whose bound is *proven* wrong by the gap ball of the reduced
-    problem (the certificate of DESIGN.md section 3).
+    problem (the certificate, ``doc/theory/safety.rst``).
 
     A variable held at its lower end needs :math:`z_i^\top w^* \ge t_i`; if even the
     largest margin in the ball is below :math:`t_i`, the screening was wrong.

@@ -1,6 +1,7 @@
 r"""Safe sample screening for least absolute deviations (LAD) regression.
 
-Problem (spec svm B6, W-33, with a regularised bias feature and weights F2):
+Problem (Wang et al. 2014, Sec. 5.3, with a regularised bias feature and per-sample
+weights; ``doc/theory/svm_lad.rst``):
 
 .. math::
 
@@ -8,7 +9,7 @@ Problem (spec svm B6, W-33, with a regularised bias feature and weights F2):
 
 dual :math:`\min_{\alpha}\ \tfrac12\alpha^\top G\alpha - y^\top\alpha` over the box
 :math:`-Cc_i\le\alpha_i\le Cc_i`, :math:`G_{ij}=K(x_i,x_j)`, :math:`w=\sum_i\alpha_i\Phi(x_i)`.
-At the optimum (spec B6, pitfall E8: **signs**):
+At the optimum (mind the **signs**):
 
 * :math:`\mathcal R`: prediction **above** the target, :math:`w^\top\Phi(x_i)>y_i`
   (negative residual), so :math:`\alpha_i=-Cc_i` (the lower end of the box);
@@ -19,7 +20,7 @@ At the optimum (spec B6, pitfall E8: **signs**):
 A rule bounds the prediction :math:`\ell_i\le w^{*\top}_{[C]}\Phi(x_i)\le u_i` and compares
 the bounds with :math:`y_i` (not with 1 as for the SVM): :math:`\ell_i>y_i` proves
 :math:`\mathcal R`, :math:`u_i<y_i` proves :math:`\mathcal L` (strict, with the slack of
-pitfall E6).
+relative slack that keeps round-off from deciding a sample on its threshold).
 
 References are :class:`~sklearn_safescreen.screening.svm.BoxQPReference` objects: the
 dataclass holds what any box-QP dual solution needs (``C``, the full ``alpha``, its
@@ -39,11 +40,12 @@ LAD_RULES = ("DVI",)
 
 def dvi_lad(ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
             weights: np.ndarray) -> ScreeningResult:
-    r"""DVI\ :sub:`s` for LAD ([WWY] Corollary 15, spec B6), gap-inflated (spec F1(b)).
+    r"""DVI\ :sub:`s` for LAD (Wang et al. 2014, Corollary 15), inflated by the
+    reference's duality gap (``doc/theory/safety.rst``).
 
     With the reference predictions :math:`q=G\alpha_{\rm ref}` at :math:`C_{\rm ref}`,
     :math:`c=(C+C_{\rm ref})/(2C_{\rm ref})` and :math:`\rho=|C-C_{\rm ref}|/(2C_{\rm ref})`
-    (both path directions, spec B3):
+    (both path directions):
 
     .. math::
 
@@ -51,10 +53,10 @@ def dvi_lad(ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
         \qquad \delta=\sqrt{2\,\mathrm{gap}_{\rm ref}},
 
     the bounds of :math:`x_i^\top w^*_{[C]}` over the variational-inequality ball of
-    [WWY] Theorem 6 around the *exact* reference optimum, which lies within
-    :math:`\delta` of :math:`\tilde w` because the primal is 1-strongly convex (F1(b)).
+    Wang et al.'s Theorem 6 around the *exact* reference optimum, which lies within
+    :math:`\delta` of :math:`\tilde w` because the primal is 1-strongly convex.
     With an exact reference (``gap = 0``) these are exactly Corollary 15's bounds. The
-    box :math:`C[-c_i, c_i]` scales with ``C``, so the ball holds with weights too (F2).
+    box :math:`C[-c_i, c_i]` scales with ``C``, so the ball holds with weights too.
 
     Decisions: :math:`\ell_i>y_i\Rightarrow\alpha_i=-Cc_i` (``at_lower``, set
     :math:`\mathcal R`), :math:`u_i<y_i\Rightarrow\alpha_i=+Cc_i` (``at_upper``, set
@@ -64,7 +66,8 @@ def dvi_lad(ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
     Parameters
     ----------
     ref : BoxQPReference
-        Solution at ``ref.C``: full ``alpha`` (screened samples included, pitfall E3),
+        Solution at ``ref.C``: full ``alpha`` (screened samples included: the rule
+        needs the whole reference),
         ``margins`` = its predictions :math:`G\alpha` on every training sample, ``gap``
         = its full-problem duality gap.
     C : float

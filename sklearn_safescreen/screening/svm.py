@@ -1,7 +1,7 @@
 r"""Safe sample screening rules for the bias-free (regularised-bias) hinge-loss SVM.
 
-Problem (spec svm A1): :math:`\min_w \tfrac12\|w\|^2 + C\sum_i c_i\max(0, 1 - z_i^\top w)`
-with per-sample weights :math:`c_i \ge 0` (spec F2), dual box :math:`0\le\alpha_i\le Cc_i`.
+Problem (Ogawa et al. 2013; ``doc/theory/svm_lad.rst``):
+:math:`\min_w \tfrac12\|w\|^2 + C\sum_i c_i\max(0, 1 - z_i^\top w)` with per-sample weights :math:`c_i \ge 0`, dual box :math:`0\le\alpha_i\le Cc_i`.
 
 Each rule bounds the margin :math:`z_i^\top w^*_{[C]}` at the target ``C`` from a
 reference solution at ``C_ref`` (either side of ``C``), then fixes
@@ -12,9 +12,10 @@ reference solution at ``C_ref`` (either side of ``C``), then fixes
 Everything is computed from the reference margins :math:`q = Q\alpha_{\rm ref}` (which the
 solver's certificate already has), :math:`Q_{ii}` and, for BT2/IT, one product
 :math:`Q(c\circ\hat s)` supplied by the caller (cached along a path), so no rule touches the
-kernel matrix itself (spec A7). Cost: O(n) given these vectors.
+kernel matrix itself (Ogawa et al. 2013, Sec. IV-C). Cost: O(n) given these vectors.
 
-**Inexact references** (spec F1): ball 1 (BT1/DVI) is inflated by the duality gap of the
+**Inexact references** (``doc/theory/safety.rst``): ball 1 (BT1/DVI) is inflated by the
+duality gap of the
 reference, :math:`\delta = \sqrt{2\,\mathrm{gap}}`, so the rules stay safe whatever the
 solver's accuracy. BT2 needs only a feasible point and is safe as it is.
 """
@@ -33,7 +34,7 @@ SVM_RULES = ("IT", "BT1", "BT2", "DVI")
 
 def ball_test_1(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
                 ) -> ScreeningResult:
-    """Ball Test 1 ([OG] Theorem 6, spec A5.1/A5.3/A7), gap-inflated (F1b)."""
+    """Ball Test 1 (Ogawa et al. 2013, Theorem 6), gap-inflated."""
     znorm = np.sqrt(sqnorm)
     proj, radius, _ = reference_ball(ref, C)
     lower, upper = ball_bounds(proj, radius, znorm)
@@ -43,12 +44,12 @@ def ball_test_1(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.n
 
 def dvi(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
         ) -> ScreeningResult:
-    r"""DVI\ :sub:`s` for the SVM ([WWY] Corollary 11, spec B5), in the θ-form.
+    r"""DVI\ :sub:`s` for the SVM (Wang et al. 2014, Corollary 11), in the θ-form.
 
     With :math:`\theta = \alpha_{\rm ref}/C_{\rm ref}` and :math:`G = Q`:
     :math:`\tfrac{C+C_{\rm ref}}2(G\theta)_i \mp \tfrac{|C-C_{\rm ref}|}2
-    \sqrt{\theta^\top G\theta\,G_{ii}}`, plus the inflation of F1(b) for an inexact
-    reference. Identical to BT1 in exact arithmetic ([OG] Appendix C).
+    \sqrt{\theta^\top G\theta\,G_{ii}}`, plus the gap inflation for an inexact
+    reference. Identical to BT1 in exact arithmetic (Ogawa et al. 2013, Appendix C).
     """
     theta_margins = ref.margins / ref.C  # G theta
     theta_norm = np.sqrt(ref.sq_norm_w) / ref.C  # ||Z' theta||
@@ -64,7 +65,7 @@ def dvi(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
 
 def _ball_two(ref: BoxQPReference, C: float, weights: np.ndarray, c: float,
               q_matvec: Callable[[np.ndarray], np.ndarray]):
-    r"""BT2 ball ([OG] Theorem 7 with weights, spec A5.2/A5.4/A7).
+    r"""BT2 ball (Ogawa et al. 2013, Theorem 7, with weights).
 
     Weighted NC3: :math:`\xi^*\ge\sum_i\hat s_ic_i(1-z_i^\top w^*)`, so
     :math:`m_2=\tfrac12(\tilde w+Cz_{c\hat s})` and
@@ -86,7 +87,7 @@ def _ball_two(ref: BoxQPReference, C: float, weights: np.ndarray, c: float,
 
 def ball_test_2(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
                 q_matvec: Callable[[np.ndarray], np.ndarray]) -> ScreeningResult:
-    """Ball Test 2 ([OG] Theorem 7, spec A5.2). Needs only a feasible reference."""
+    """Ball Test 2 (Ogawa et al. 2013, Theorem 7). Needs only a feasible reference."""
     znorm = np.sqrt(sqnorm)
     c = (C + ref.C) / (2.0 * ref.C)
     proj, r2, *_ = _ball_two(ref, C, weights, c, q_matvec)
@@ -97,13 +98,14 @@ def ball_test_2(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.n
 
 def intersection_test(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,
                       q_matvec: Callable[[np.ndarray], np.ndarray]) -> ScreeningResult:
-    r"""Intersection Test ([OG] Theorem 8, spec A6) of the (inflated) BT1 and BT2 balls.
+    r"""Intersection Test (Ogawa et al. 2013, Theorem 8) of the (inflated) BT1 and BT2
+    balls.
 
     :math:`\phi = m_1 - m_2 = (c-\tfrac12)\tilde w - \tfrac C2 z_{c\hat s}`, so
     :math:`\|\phi\|^2 = (c-\tfrac12)^2A - (c-\tfrac12)CB + \tfrac{C^2}4S` and
     :math:`z_i^\top\phi = z_i^\top m_1 - z_i^\top m_2`. If the balls are numerically
     disjoint (possible only through round-off), it falls back to BT2 alone, which needs
-    no optimal reference (spec A6.6).
+    no optimal reference.
     """
     znorm = np.sqrt(sqnorm)
     proj1, r1, c = reference_ball(ref, C)

@@ -1,20 +1,21 @@
-r"""Safe triplet screening rules (spec triplet section 3).
+r"""Safe triplet screening rules (Yoshida et al. 2019, Sec. 4;
+``doc/theory/metric_learning.rst``).
 
 Given a ball :math:`\mathcal B\ni M^\star` (``triplet_bounds``), a triplet is proven in
 
 * :math:`\mathcal R^\star` (zero loss, :math:`\alpha^\star_t=0`) if
-  :math:`\min_{X\in\mathcal B'}\langle X,H_t\rangle>1` (R2),
+  :math:`\min_{X\in\mathcal B'}\langle X,H_t\rangle>1`,
 * :math:`\mathcal L^\star` (linear loss, :math:`\alpha^\star_t=1`) if
-  :math:`\max_{X\in\mathcal B'}\langle X,H_t\rangle<1-\gamma` (R1),
+  :math:`\max_{X\in\mathcal B'}\langle X,H_t\rangle<1-\gamma`,
 
 where :math:`\mathcal B'` is the ball itself (``"sphere"``, eq. 4.1), the ball cut by a
 half-space containing the PSD cone (``"linear"``, Theorem 9, closed form), or the ball
 intersected with the PSD cone (``"sdp"``: semidefinite least squares dual ascent with the
-single-negative-eigenvalue shortcut, spec 3.2; for a diagonal metric the closed form of
-Theorems 11-12, spec 3.4). Comparisons are strict and radii inflated (pitfall P1).
+single-negative-eigenvalue shortcut; for a diagonal metric the closed form of
+Theorems 11-12). Comparisons are strict and radii inflated (``doc/theory/safety.rst``).
 
 Costs per pass: :math:`\langle H_t,Q\rangle` and :math:`\langle H_t,P\rangle` through the
-pair quadratic forms (O(n_pairs d^2) + O(1) per triplet, spec 3.6); sphere and linear
+pair quadratic forms (O(n_pairs d^2) + O(1) per triplet); sphere and linear
 rules O(1) per triplet; the SDP rule O(d^3) per dual-ascent step and candidate triplet
 (only triplets the cheaper rules left, which pass the :math:`X_0` precheck); the
 diagonal rule O(d) per bisection step.
@@ -81,7 +82,7 @@ def linear_min(hq, hn, r, ph, pq: float, pp: float, delta: float = 1e-12):
 
 def linear_bounds(hq, hn, r, ph, pq, pp):
     """Lower and upper bounds of :math:`\\langle X,H\\rangle` over the ball cut by the
-    half-space (R1 through :math:`-H`, spec 3.3)."""
+    half-space (the upper bound through :math:`-H`; Yoshida et al. 2019, Theorem 9)."""
     return linear_min(hq, hn, r, ph, pq, pp), -linear_min(-hq, hn, r, -ph, pq, pp)
 
 
@@ -106,7 +107,7 @@ def screen_triplets(ts: TripletSet, ball: Ball, rule: str, gamma: float, diagona
         Triplets to test.
     ref_values : ndarray, optional
         :math:`\langle H_t, M_{ref}\rangle` over ``idx`` when ``ball.scale`` is set
-        (then :math:`\langle H_t,Q\rangle` costs O(1), spec 2.6).
+        (then :math:`\langle H_t,Q\rangle` costs O(1)).
     x0_values : ndarray, optional
         For the SDP rule with a non-PSD centre (GB): :math:`\langle H_t,X_0\rangle` at a
         PSD point of the ball (the reference). Without it the PSD centre is used.

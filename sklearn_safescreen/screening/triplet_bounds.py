@@ -1,8 +1,9 @@
-r"""Balls that contain the optimal metric :math:`M^\star` (spec triplet section 2).
+r"""Balls that contain the optimal metric :math:`M^\star` (Yoshida et al. 2019, Sec. 3;
+``doc/theory/metric_learning.rst``).
 
 Every bound is a Frobenius ball :math:`\{X:\|X-Q\|_F\le r\}` (a Euclidean ball of
 :math:`\mathbb R^d` for a diagonal metric) guaranteed to contain the optimum at the
-*target* :math:`\lambda`. Formulas (spec 2.0 / formula sheet):
+*target* :math:`\lambda`:
 
 * GB: :math:`Q=M-\nabla P_\lambda(M)/(2\lambda)`, :math:`r=\|\nabla P_\lambda(M)\|/(2\lambda)`;
 * PGB: :math:`Q=[Q^{GB}]_+`, :math:`r^2=r_{GB}^2-\|[Q^{GB}]_-\|^2`;
@@ -15,10 +16,11 @@ Every bound is a Frobenius ball :math:`\{X:\|X-Q\|_F\le r\}` (a Euclidean ball o
   +\frac{|\lambda_0-\lambda|+\lambda_0+\lambda}{2\lambda}\epsilon`.
 
 GB, PGB and DGB take the reference and its gradient / gap for the **same** problem and
-:math:`\lambda` (the reduced problem of spec 1.9 is valid there); RPB needs an exact
-optimum (pitfall P4(a): it raises otherwise), RRPB only :math:`\|M_0^\star-M_0\|\le\epsilon`
+:math:`\lambda` (the reduced problem is valid there); RPB needs an exact
+optimum (it raises otherwise), RRPB only :math:`\|M_0^\star-M_0\|\le\epsilon`
 with :math:`\epsilon=\sqrt{2\,\mathrm{gap}_0/\lambda_0}` (eq. 3.2). Radii are inflated by
-pitfall P1's margin. The RRPB ranges of spec 4.2 (Theorem 10 and the derived L-range)
+the round-off margin of ``doc/theory/safety.rst``. The RRPB ranges (Theorem 10 and the
+derived L-range)
 are here too: they are the same ball read as a function of :math:`\lambda`.
 """
 
@@ -39,9 +41,9 @@ class Ball:
 
     ``scale`` is set when the centre is ``scale`` times the reference matrix, so that
     :math:`\langle H_t,Q\rangle` is ``scale`` times the known reference values (O(1) per
-    triplet, spec 2.3/2.6). ``psd_center`` says the centre is PSD (the SDP rule's
+    triplet). ``psd_center`` says the centre is PSD (the SDP rule's
     single-negative-eigenvalue shortcut applies); ``plane`` is :math:`P=-A_-` of a
-    half-space :math:`\langle P,X\rangle\ge0` containing the PSD cone (linear rule, spec
+    half-space :math:`\langle P,X\rangle\ge0` containing the PSD cone (linear rule,
     3.3) when the construction provides one.
     """
 
@@ -54,23 +56,24 @@ class Ball:
 
 
 def inflate(radius: float, center: np.ndarray) -> float:
-    """Pitfall P1: :math:`r(1+10^{-9})+10^{-12}\\max(1,\\|Q\\|)`."""
+    """The round-off margin of every radius:
+    :math:`r(1+10^{-9})+10^{-12}\\max(1,\\|Q\\|)`."""
     return (max(float(radius), 0.0) * (1.0 + RADIUS_RTOL)
             + RADIUS_ATOL * max(1.0, float(np.linalg.norm(center))))
 
 
 def gb(M: np.ndarray, grad: np.ndarray, lam: float) -> Ball:
-    """Gradient bound ([J] Thm 1): ``M`` PSD, ``grad`` a (sub)gradient of the (reduced)
-    primal at ``M`` for this ``lam``."""
+    """Gradient bound (Yoshida et al. 2019, Theorem 1): ``M`` PSD, ``grad`` a
+    (sub)gradient of the (reduced) primal at ``M`` for this ``lam``."""
     Q = M - grad / (2.0 * lam)
     r = float(np.linalg.norm(grad)) / (2.0 * lam)
     return Ball("GB", Q, inflate(r, Q), plane=None)
 
 
 def pgb(M: np.ndarray, grad: np.ndarray, lam: float, diagonal: bool) -> Ball:
-    """Projected gradient bound ([J] Thm 2): the GB centre projected on the PSD cone,
-    radius :math:`r_{GB}^2-\\|Q^{GB}_-\\|^2` (clamped at 0, P3). Also carries
-    :math:`P=-Q^{GB}_-` for the GB + linear rule (spec 2.2)."""
+    """Projected gradient bound (Theorem 2): the GB centre projected on the PSD cone,
+    radius :math:`r_{GB}^2-\\|Q^{GB}_-\\|^2` (clamped at 0: rounding can make it
+    negative). Also carries :math:`P=-Q^{GB}_-` for the GB + linear rule."""
     Qgb = M - grad / (2.0 * lam)
     r2 = float(np.sum(grad * grad)) / (4.0 * lam * lam)
     Qp, Qn = psd_split(Qgb, diagonal)
@@ -79,7 +82,7 @@ def pgb(M: np.ndarray, grad: np.ndarray, lam: float, diagonal: bool) -> Ball:
 
 
 def gb_linear(M: np.ndarray, grad: np.ndarray, lam: float, diagonal: bool) -> Ball:
-    """The GB ball with the half-space :math:`\\langle -Q^{GB}_-,X\\rangle\\ge0` (spec 2.2
+    """The GB ball with the half-space :math:`\\langle -Q^{GB}_-,X\\rangle\\ge0` (Theorem 3
     (b)): tighter than PGB when used with the linear rule."""
     ball = gb(M, grad, lam)
     ball.plane = -psd_split(ball.center, diagonal)[1]
@@ -87,14 +90,14 @@ def gb_linear(M: np.ndarray, grad: np.ndarray, lam: float, diagonal: bool) -> Ba
 
 
 def dgb(M: np.ndarray, gap: float, lam: float) -> Ball:
-    """Duality gap bound ([J] Thm 4): centre the PSD iterate ``M``, radius
+    """Duality gap bound (Theorem 4): centre the PSD iterate ``M``, radius
     :math:`\\sqrt{2\\,\\mathrm{gap}/\\lambda}`."""
     r = np.sqrt(2.0 * max(gap, 0.0) / lam)
     return Ball("DGB", M, inflate(r, M), scale=1.0, psd_center=True)
 
 
 def cdgb(S_pos: np.ndarray, primal_at_image: float, dual: float, lam: float) -> Ball:
-    """Constrained duality gap bound ([J] Thm 14): centre :math:`M_\\lambda(\\alpha)=
+    """Constrained duality gap bound (Theorem 14): centre :math:`M_\\lambda(\\alpha)=
     S_+/\\lambda`, radius :math:`\\sqrt{(P(S_+/\\lambda)-D(\\alpha))/\\lambda}`."""
     Q = S_pos / lam
     # P - D is a difference of large numbers here (no stable form): add its round-off
@@ -104,8 +107,8 @@ def cdgb(S_pos: np.ndarray, primal_at_image: float, dual: float, lam: float) -> 
 
 
 def rpb(M0: np.ndarray, lam0: float, lam: float, eps: float = 0.0) -> Ball:
-    """Regularization path bound ([J] Thm 5). Only for an **exact** reference: it raises
-    unless ``eps == 0`` (pitfall P4(a)); use :func:`rrpb` otherwise."""
+    """Regularization path bound (Theorem 5). Only for an **exact** reference: it raises
+    unless ``eps == 0``; use :func:`rrpb` otherwise."""
     if eps != 0.0:
         raise ValueError("RPB needs an exactly optimal reference (eps == 0); got "
                          f"eps={eps:.3g}: use RRPB, which is safe for inexact references")
@@ -115,7 +118,7 @@ def rpb(M0: np.ndarray, lam0: float, lam: float, eps: float = 0.0) -> Ball:
 
 
 def rrpb(M0: np.ndarray, lam0: float, lam: float, eps: float) -> Ball:
-    """Relaxed regularization path bound ([J] Thm 6, eq. 3.1) for
+    """Relaxed regularization path bound (Theorem 6, eq. 3.1) for
     :math:`\\|M_0^\\star-M_0\\|\\le\\epsilon`; at ``lam == lam0`` it is the DGB."""
     c = (lam0 + lam) / (2.0 * lam)
     d = abs(lam0 - lam)
@@ -132,11 +135,12 @@ def rrpb_eps(gap0: float, lam0: float) -> float:
 def rrpb_ranges(z: np.ndarray, h: np.ndarray, m: float, eps: float, lam0: float,
                 gamma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Intervals of :math:`\lambda` on which the RRPB sphere rule screens each triplet
-    (spec 4.2: [J] Theorem 10 for :math:`\mathcal R`, the derived L-range).
+    (Yoshida et al. 2019, Theorem 10 for :math:`\mathcal R`, and the L-range derived the
+    same way).
 
     ``z`` are :math:`\langle H_t,M_0\rangle`, ``h`` the norms, ``m`` :math:`\|M_0\|`.
     Returns ``(label, lo, hi)`` with label 2 (R), 1 (L) or 0 (none) and the open
-    interval ``(lo, hi)``, shrunk by the P1 margin. Each interval contains ``lam0`` when
+    interval ``(lo, hi)``, shrunk by the round-off margin. Each interval contains ``lam0`` when
     non-empty.
     """
     eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)

@@ -61,7 +61,7 @@ IPM_MAX_SYSTEM = 2500
 #: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``.
 IPM_SMALL_FLOPS = 1e6
 #: Relative gap the finisher aims at: far below ``tol``, because the solution is the next
-#: screening reference and the gap inflation of an inexact reference (spec F1) grows with
+#: screening reference and the gap inflation of an inexact reference grows with
 #: the square root of the absolute gap.
 IPM_TOL = 1e-12
 #: Kernel mode: the interior-point finisher starts after this many epochs per free
@@ -288,7 +288,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         s_f = problem.sign[free]
         Q = signed_block(problem, free, free)
         a_held = problem.sign[held_idx] * alpha[held_idx]
-        # margins contributed by the held variables (linear-term correction, spec A1.4)
+        # margins contributed by the held variables (the reduced problem's linear term)
         d = s_f * K.matvec(free, held_idx, a_held)
         if const_fixed_quad is None:
             const_fixed_quad = (float(a_held @ K.matvec(held_idx, held_idx, a_held))

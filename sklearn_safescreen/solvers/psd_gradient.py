@@ -96,7 +96,8 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         all active triplets (or, when it offers a ``compiled`` rule, run inside the
         compiled loop).
     active_set : bool
-        The heuristic of spec 5.4 (safe: it only restricts the working set). Ignored for
+        The heuristic of Weinberger and Saul (2009) (safe: it only restricts the working
+        set). Ignored for
         the hinge (gamma = 0), which is solved in the dual.
     compiled : bool
         Run the iterations between checkpoints compiled (full metric); False uses the
@@ -127,7 +128,7 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     while True:
         if ev.gap <= tol * abs(ev.primal):
             if problem.work.size != problem.n_active:
-                # active-set heuristic: confirm on every active triplet (spec 5.4)
+                # active-set heuristic: confirm on every active triplet
                 ev = _checkpoint(problem, M, lam, None, False)
                 continue
             converged = True
@@ -215,7 +216,7 @@ def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
 
 def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
     r"""Up to ``n`` accelerated projected-gradient steps (FISTA with backtracking and
-    adaptive restart) on the box-constrained dual (spec 1.6, Dual2),
+    adaptive restart) on the box-constrained dual (Yoshida et al. 2019, Dual2),
 
     .. math:: \max_{0\le\alpha\le1}-\frac\gamma2\|\alpha\|^2+\mathbf 1^\top\alpha
               -\frac1{2\lambda}\|[S(\alpha)]_+\|^2,\quad
@@ -280,7 +281,7 @@ def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evalua
         elif changed is not None and changed is not False:
             ev = problem.evaluate(M, lam)
     if active_set:
-        work = problem.work[ev.z < 1.0]  # positive loss (spec 5.4)
+        work = problem.work[ev.z < 1.0]  # positive loss
         if work.size < problem.work.size:
             problem.set_work(work)
             ev = problem.evaluate(M, lam)
