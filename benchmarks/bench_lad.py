@@ -132,7 +132,8 @@ def main():
         f"`python benchmarks/bench_lad.py{' --quick' if args.quick else ''}`.",
         "",
         f"The protocol of Wang et al. (2014): {len(Cs)} values of C in logspace(-2, 1), "
-        f"previous solution as reference and start point, every fit to relative duality gap {args.tol:g}; "
+        "previous solution as reference and start point, every fit to relative duality "
+        f"gap {args.tol:g}; "
         "synthetic X ~ N(0, I), y = X beta + Laplace(1), beta ~ U(-1, 1)^d, regularised "
         "intercept. \"Init\" is the first (cold) fit, included in the totals.",
         "",

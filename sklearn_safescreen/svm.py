@@ -55,7 +55,8 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
 
     **Paths.** A cold fit with the linear kernel starts from the closed-form solution at
     :math:`C_{\min} = 1/\max_i (Qc)_i` (Ogawa et al. 2013, Lemma 9) and walks a short
-    internal path to ``C`` (ratio ``INTERNAL_PATH_RATIO`` per step), each solution screening the next.
+    internal path to ``C`` (ratio ``INTERNAL_PATH_RATIO`` per step), each solution
+    screening the next.
     With ``warm_start=True`` the previous fit on the same data is the reference for the
     new ``C`` (smaller or larger): this is how to walk a regularisation path by hand.
 

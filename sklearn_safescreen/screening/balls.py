@@ -92,7 +92,8 @@ def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):
     ||m1 - m2||``. Uses a robust max/min form, which equals the paper's
     three-case formula (20)/(24) and can never be weaker than either ball, and the
     degenerate cases (point balls, concentric balls, no intersection). Returns
-    ``(lower, upper, disjoint)``; when the balls are (numerically) disjoint the caller must not trust the intersection.
+    ``(lower, upper, disjoint)``; when the balls are (numerically) disjoint the caller
+    must not trust the intersection.
     """
     l1, u1 = ball_bounds(proj1, r1, znorm)
     l2, u2 = ball_bounds(proj2, r2, znorm)

@@ -1,7 +1,8 @@
 r"""Safe sample screening rules for the bias-free (regularised-bias) hinge-loss SVM.
 
 Problem (Ogawa et al. 2013; ``doc/theory/svm_lad.rst``):
-:math:`\min_w \tfrac12\|w\|^2 + C\sum_i c_i\max(0, 1 - z_i^\top w)` with per-sample weights :math:`c_i \ge 0`, dual box :math:`0\le\alpha_i\le Cc_i`.
+:math:`\min_w \tfrac12\|w\|^2 + C\sum_i c_i\max(0, 1 - z_i^\top w)` with per-sample
+weights :math:`c_i \ge 0`, dual box :math:`0\le\alpha_i\le Cc_i`.
 
 Each rule bounds the margin :math:`z_i^\top w^*_{[C]}` at the target ``C`` from a
 reference solution at ``C_ref`` (either side of ``C``), then fixes
