@@ -13,8 +13,9 @@ so :math:`\langle M, H_t\rangle = d_M^2(x_i,x_l) - d_M^2(x_i,x_j)`.
 triplet is two int32 indices into a table of *pairs* (:math:`(i,l)`, the positive pair,
 and :math:`(i,j)`, the negative pair) plus :math:`\|H_t\|`. A k-NN set has at most
 :math:`2nk` distinct pairs for :math:`nk^2` triplets, so the quadratic forms
-:math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` are computed once per pair (O(n_pairs d^2)) and every :math:`\langle Q,H_t\rangle` is a
-difference of two of them (O(1) per triplet).
+:math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` are computed once per pair (O(n_pairs d^2))
+and every :math:`\langle Q,H_t\rangle` is a difference of two of them (O(1) per
+triplet).
 
 Memory: about ``BYTES_PER_TRIPLET`` bytes per triplet for the estimator (indices, norms,
 current values, range bookkeeping) plus ``8 (4d + 8)`` bytes per pair (difference vectors
