@@ -223,7 +223,7 @@ def _projection_us(M: np.ndarray, repeats: int = 2000) -> float:
     """Microseconds of one PSD projection as the solver makes it (compiled
     eigendecomposition, then the positive and negative parts from their rank-one terms)
     of a matrix the size of the metric, near ``M``."""
-    from sklearn_safescreen.problems._triplet_fast import psd_parts
+    from sklearn_safescreen.problems._eigh_fast import psd_parts
 
     A = M - 0.1 * np.linalg.norm(M) * np.eye(M.shape[0])
     psd_parts(A)

@@ -36,7 +36,7 @@ from ._validation import check_magnitude, memoised_validation
 from .base import MemoisedParams, PathEstimatorMixin
 from .engine.report import ScreeningReport
 from .engine.triplet import BOUNDS, TripletPath, TripletSettings
-from .problems._triplet_fast import eigh_rows
+from .problems._eigh_fast import eigh_rows
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 

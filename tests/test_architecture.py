@@ -1,12 +1,14 @@
 """The package's layers (doc/developers/architecture.rst): imports run one way only.
 
-Reads every module's imports (module level and inside functions) and fails on an import
-from a lower layer to a higher one, or on a circle of modules.
+Reads every module's imports (module level and inside functions; for the compiled
+modules, their ``import`` and ``cimport`` lines) and fails on an import from a lower layer
+to a higher one, or on a circle of modules.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,7 @@ LAYERS = [
 def _modules() -> dict[str, Path]:
     """Dotted names (without the package) of every module, e.g. ``engine.box_qp``."""
     out = {}
-    for path in PACKAGE.rglob("*.py"):
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyx")]:
         parts = path.relative_to(PACKAGE).with_suffix("").parts
         if parts[-1] == "__init__" and len(parts) > 1:
             parts = parts[:-1]
@@ -54,6 +56,8 @@ def _imports(module: str, path: Path, known: set[str]) -> set[str]:
     if module == "__init__":
         base = []
     found = set()
+    if path.suffix == ".pyx":
+        return _cython_imports(module, path, base, known)
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -74,6 +78,23 @@ def _imports(module: str, path: Path, known: set[str]) -> set[str]:
             for a in node.names:
                 if a.name.startswith("sklearn_safescreen."):
                     found.add(a.name[len("sklearn_safescreen."):])
+    return {m for m in found if m in known and m != module}
+
+
+#: ``from ..problems._eigh_fast cimport (a, b)`` or ``from . import x`` in a .pyx file.
+_CYTHON_FROM = re.compile(r"^\s*from\s+(\.+)([\w.]*)\s+c?import\s+\(?\s*([\w, ]*)", re.M)
+
+
+def _cython_imports(module: str, path: Path, base: list[str], known: set[str]) -> set[str]:
+    """The package modules a compiled module imports or cimports (relative imports)."""
+    found = set()
+    for dots, name, names in _CYTHON_FROM.findall(path.read_text()):
+        anchor = base[:len(base) - (len(dots) - 1)] if len(dots) > 1 else base
+        target = ".".join([*anchor, *(name.split(".") if name else [])])
+        for alias in (a.strip() for a in names.split(",") if a.strip()):
+            if f"{target}.{alias}" in known:
+                found.add(f"{target}.{alias}")
+        found.add(target)
     return {m for m in found if m in known and m != module}
 
 
@@ -118,3 +139,6 @@ def test_the_check_sees_a_real_edge(graph):
     assert "engine.certify" in graph["engine.box_qp"]
     assert "problems.box_qp" in graph["screening.svm"]
     assert "svm" in graph["__init__"]
+    # compiled modules: the solver loop cimports the problem kernels and a rule kernel
+    assert {"problems._eigh_fast", "problems._triplet_fast",
+            "screening._triplet_fast"} <= graph["solvers._spg_fast"]

@@ -17,15 +17,22 @@
 #define SAFESCREEN_CLONES
 #endif
 
+/* Each module includes the header but uses only some of the loops. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SAFESCREEN_UNUSED __attribute__((unused))
+#else
+#define SAFESCREEN_UNUSED
+#endif
+
 /* y += a x */
-static SAFESCREEN_CLONES void ss_axpy(int n, double a, const double *x, double *y)
+static SAFESCREEN_UNUSED SAFESCREEN_CLONES void ss_axpy(int n, double a, const double *x, double *y)
 {
     for (int i = 0; i < n; i++)
         y[i] += a * x[i];
 }
 
 /* x' = c x + s y, y' = c y - s x (the rotation of two rows in QL) */
-static SAFESCREEN_CLONES void ss_rot(int n, double c, double s, double *x, double *y)
+static SAFESCREEN_UNUSED SAFESCREEN_CLONES void ss_rot(int n, double c, double s, double *x, double *y)
 {
     for (int i = 0; i < n; i++) {
         double h = x[i];
@@ -36,7 +43,7 @@ static SAFESCREEN_CLONES void ss_rot(int n, double c, double s, double *x, doubl
 
 /* x . y with eight independent partial sums (vectorised without reassociating any
  * single sum) */
-static SAFESCREEN_CLONES double ss_dot(int n, const double *x, const double *y)
+static SAFESCREEN_UNUSED SAFESCREEN_CLONES double ss_dot(int n, const double *x, const double *y)
 {
     double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     int i = 0;

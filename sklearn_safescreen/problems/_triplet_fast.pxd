@@ -2,15 +2,6 @@
 # (screening/_triplet_fast.pyx) and the solver loop (solvers/_spg_fast.pyx) call
 # without the GIL. Matrices are d x d, row-major; pair differences are npairs x d.
 
-cdef int eigh_workspace(int d) noexcept nogil
-cdef bint eigh_rows_c(const double* A, int d, double* w, double* W,
-                      double* work) noexcept nogil
-cdef double signed_sum_c(const double* w, const double* W, int d, double sign,
-                         double* P) noexcept nogil
-cdef double sym_part_c(const double* A, int d, double sign, double* P,
-                       double* work) noexcept nogil
-cdef void psd_parts_c(const double* A, int d, double* Pp, double* Pn,
-                      double* work) noexcept nogil
 cdef bint use_vech_c(Py_ssize_t npairs, int d) noexcept nogil
 cdef void build_phi_c(const double* diff, Py_ssize_t npairs, int d,
                       double* Phi) noexcept nogil

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _eigh_fast
 from . import _triplet_fast as kn
 from .triplets import TripletSet
 
@@ -54,7 +55,7 @@ def project(A: np.ndarray, diagonal: bool) -> np.ndarray:
     """The projection on the PSD cone (the non-negative orthant for a diagonal metric)."""
     if diagonal:
         return np.maximum(A, 0.0)
-    return kn.sym_part(np.ascontiguousarray(A, dtype=np.float64), 1.0)[0]
+    return _eigh_fast.sym_part(np.ascontiguousarray(A, dtype=np.float64), 1.0)[0]
 
 
 def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool,

@@ -18,12 +18,8 @@ from libc.string cimport memset
 
 import numpy as np
 
-from ..problems._triplet_fast cimport (
-    eigh_rows_c,
-    eigh_workspace,
-    pair_forms_c,
-    sym_part_c,
-)
+from ..problems._eigh_fast cimport eigh_rows_c, eigh_workspace, sym_part_c
+from ..problems._triplet_fast cimport pair_forms_c
 from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL
 
 cdef double _RADIUS_RTOL = RADIUS_RTOL

@@ -22,14 +22,13 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
+from ..problems._eigh_fast cimport eigh_workspace, psd_parts_c
 from ..problems._triplet_fast cimport (
     build_phi_c,
-    eigh_workspace,
     gap_terms_c,
     laplacian_sum_c,
     pair_forms_c,
     projection_gap_c,
-    psd_parts_c,
     triplet_pass_c,
     use_vech_c,
 )
