@@ -18,7 +18,7 @@ def small_problem(seed=0, n=18, d=3, k=2, diagonal=False):
 
 
 def cvx_solve(X, ts, lam, gamma, diagonal):
-    """Independent solve of the primal (spec 1.5) with CLARABEL."""
+    """Independent solve of the primal (Yoshida et al. 2019, Sec. 2) with CLARABEL."""
     T = ts.indices()
     A = X[T[:, 0]] - X[T[:, 2]]
     B = X[T[:, 0]] - X[T[:, 1]]

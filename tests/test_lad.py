@@ -1,6 +1,7 @@
 """Tests of SafeLAD against independent solvers (cvxpy/CLARABEL, QuantileRegressor).
 
-The problem (spec svm B6 with the regularised intercept of A1.1 and weights F2):
+The problem (Wang et al. 2014, with the regularised intercept and the weights of
+doc/theory/svm_lad.rst):
 
     min_w 1/2 ||w||^2 + C sum_i c_i |y_i - w' phi(x_i)|,
 
@@ -39,7 +40,7 @@ from sklearn_safescreen.lad import SafeLAD
 
 # --------------------------------------------------------------------- helpers ---
 def make_lad(n=60, d=3, seed=0, noise=1.0, offset=0.5, zeros=0):
-    """Spec R11 data: X ~ N(0, I), y = X beta + offset + Laplace(noise)."""
+    """X ~ N(0, I), y = X beta + offset + Laplace(noise)."""
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d)
     y = X @ rng.uniform(-1.0, 1.0, d) + offset + noise * rng.laplace(size=n)
@@ -160,7 +161,8 @@ def test_linear_matches_cvxpy_primal_with_weights(fit_intercept, s):
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_zero_targets(kernel):
-    """Targets exactly 0 (the closed form needs a small sub-QP, spec B6 extension)."""
+    """Targets exactly 0 (the closed form then needs a small sub-QP, see the critical
+    value of LAD in doc/theory/svm_lad.rst)."""
     X, y = make_lad(n=50, d=3, seed=4, zeros=8)
     Xt, _ = make_lad(n=10, d=3, seed=5)
     kw, fit_in, test_in, G, Gt, dt = _case(kernel, X, Xt, 1.0)
@@ -221,8 +223,9 @@ def test_warm_path_equals_unscreened(kernel):
 
 @pytest.mark.parametrize("screening", ["DVI", None])
 def test_warm_path_with_weights_and_loose_tol(screening):
-    """Inexact references (tol=1e-2, the gap inflation of F1) and weights: each fit
-    reaches its own tolerance, is certified, and no repair is ever needed."""
+    """Inexact references (tol=1e-2, the gap inflation of doc/theory/safety.rst) and
+    weights: each fit reaches its own tolerance, is certified, and no repair is ever
+    needed."""
     X, y = make_lad(n=150, d=4, seed=8)
     sw = np.random.RandomState(1).uniform(0.0, 2.0, len(y))
     model = SafeLAD(tol=1e-2, warm_start=True, screening=screening)
@@ -273,12 +276,13 @@ def test_warm_start_same_arrays_changed_in_place_are_validated_again(where):
     assert "_input_memo" not in pickle.loads(pickle.dumps(model)).__dict__
 
 def test_reproduction_wwy_rejection_rate():
-    """Spec B8 / R11 reproduction: n=2000, d=8, X ~ N(0, I), y = X beta + Laplace(1)
-    with beta ~ U(-1, 1)^8 (the spec leaves beta open; the DVI radius grows with ||w||,
-    so the rate falls as ||beta|| / noise grows: about 0.72-0.8 with beta ~ N(0, I)),
-    no intercept (as [WWY]); 100 values of C in logspace(-2, 1), the previous solution
-    as reference. Mean DVI rejection (screened / n, [WWY]'s definition) >= 0.8 (the spec
-    measured about 0.83), and no repair anywhere (every screened sample was right)."""
+    """A synthetic counterpart of the LAD experiments of Wang et al. 2014 (Table 3):
+    n=2000, d=8, X ~ N(0, I), y = X beta + Laplace(1) with beta ~ U(-1, 1)^8 (a choice of
+    ours; the DVI radius grows with ||w||, so the rate falls as ||beta|| / noise grows:
+    about 0.72-0.8 with beta ~ N(0, I)), no intercept (as in the paper); 100 values of C
+    in logspace(-2, 1), the previous solution as reference. Mean DVI rejection
+    (screened / n, the paper's definition) >= 0.8 (our own reference run measured about
+    0.83), and no repair anywhere (every screened sample was right)."""
     rng = np.random.RandomState(0)
     X = rng.randn(2000, 8)
     y = X @ rng.uniform(-1.0, 1.0, 8) + rng.laplace(size=2000)

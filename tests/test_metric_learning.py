@@ -306,7 +306,8 @@ def test_verbose_prints_per_check(capsys):
 
 def test_degenerate_data_has_the_zero_metric():
     """G_+ = 0 (each anchor's same-class neighbour is farther than every other-class
-    one in every direction): M* = 0 for every alpha (spec 1.10 with G_+ = 0)."""
+    one in every direction): M* = 0 for every alpha (the closed form G_+ / lambda of
+    doc/theory/metric_learning.rst with G_+ = 0)."""
     X = np.array([[0.0], [1.0], [-0.1], [1.1], [3.0], [-3.0]])
     y = np.array([0, 0, 1, 1, 0, 1])
     ml = SafeMetricLearner(k=1)

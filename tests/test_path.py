@@ -1,5 +1,6 @@
 """Tests of the path helpers (sklearn_safescreen.path): grids, critical values, the
-eps-path step rule (spec svm A9) and estimator_path / svm_path.
+eps-path step rule (Ogawa et al. 2013, Algorithm 1, with the step rule of
+doc/theory/svm_lad.rst) and estimator_path / svm_path.
 
 Oracles: cold (non-warm-started) fits at each value, an independent brute-force
 evaluation of the eps-path error bound E(rho), and the closed form at C_min.
@@ -159,7 +160,7 @@ def test_decreasing_parameter_protocol():
 
 # ------------------------------------------------------------ the eps-path ---
 def E_bruteforce(alpha, Q, c, C, rho):
-    """(OG-35) bound E(rho) of spec A9, evaluated directly from Q."""
+    """The eps-path bound E(rho) (doc/theory/svm_lad.rst), evaluated directly from Q."""
     A = alpha @ Q @ alpha
     q = Q @ alpha
     D = -0.5 * rho**2 * A + rho * alpha.sum()
@@ -321,8 +322,9 @@ def test_path_solutions_are_the_optima_hypothesis(seed, n, d, logs, weighted, mu
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_eps_path_reproduces_spec_a9_on_the_ogawa_toy(seed):
-    """Spec A9 [ours]: on the [OG] toy (n=1000, bias-free linear SVM) with eps=1e-3 the
+def test_eps_path_reproduces_algorithm_1_on_the_ogawa_toy(seed):
+    """Our reference run of the eps-path step rule (not a number of the paper): on the
+    toy of Ogawa et al. 2013, Sec. V-A (n=1000, bias-free linear SVM) with eps=1e-3 the
     step rule gives 44 steps from C_min ~ 2.2e-4 to 1e4, median step ratio ~1.15."""
     from sklearn_safescreen.datasets import make_ogawa_toy
 

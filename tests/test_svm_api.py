@@ -278,7 +278,8 @@ def test_verbose_linear_internal_path(capsys):
 
 
 def test_verbose_prints_for_every_fit(capsys):
-    """Even a fit solved in closed form (C <= C_min, spec A8) is a path step."""
+    """Even a fit solved in closed form (C <= C_min, Ogawa et al. 2013, Lemma 9) is a
+    path step."""
     X, y = make_binary(n=60, d=3, seed=31)
     SafeSVC(kernel="linear", C=1e-5, verbose=1).fit(X, y)
     lines = _lines(capsys)
@@ -317,7 +318,7 @@ def test_n_jobs_gives_same_model(kernel):
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_duplicates_zero_rows_and_float32(kernel):
-    """Spec R16: duplicate samples, a zero-norm sample (no intercept), float32 input."""
+    """Edge cases: duplicate samples, a zero-norm sample (no intercept), float32 input."""
     X, y = make_binary(n=50, d=3, seed=33, noise=1.0)
     X = np.vstack([X, X[:10], np.zeros((2, 3))])
     y = np.r_[y, y[:10], 0, 1]
@@ -388,8 +389,8 @@ if given is not None:
            weighted=st.booleans())
     def test_random_reference_target_pairs(seed, log_c_ref, ratio, rule, kernel,
                                            weighted):
-        """Spec R1/R2 through the estimator: screening from a solution at C_ref, then
-        solving at C = ratio * C_ref, gives the unscreened optimum at C."""
+        """Safety and exactness through the estimator: screening from a solution at
+        C_ref, then solving at C = ratio * C_ref, gives the unscreened optimum at C."""
         c_ref = 10.0**log_c_ref
         X, y = make_binary(n=50, d=3, seed=seed, noise=1.5)
         if len(np.unique(y)) < 2:

@@ -189,7 +189,7 @@ def test_non_default_numeric_labels(labels):
     np.testing.assert_array_equal(a.predict(X), np.array(labels)[b.predict(X)])
 
 
-# ------------------------------------------------------------ weights (spec F2) ---
+# -------------------------------------------------------------------- weights ---
 def _weights_case(kind, y):
     """(fit kwargs, sample_weight, c_i) for labels ``y`` (0..k-1)."""
     counts = np.bincount(y)

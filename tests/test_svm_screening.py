@@ -47,7 +47,8 @@ def test_every_rule_equals_no_screening(rule, kernel):
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_every_rule_equals_no_screening_with_weights(rule, kernel):
-    """Spec F2: rules with per-sample upper bounds C*c_i (sample and class weights)."""
+    """Rules with per-sample upper bounds C*c_i (sample and class weights; an extension
+    not in the papers, doc/theory/svm_lad.rst)."""
     X, y = make_binary(n=80, d=3, seed=8, noise=1.0)
     sw = np.random.RandomState(0).uniform(0.2, 3.0, size=len(y))
     sw[:5] = 0.0
@@ -96,8 +97,8 @@ def test_warm_start_path_equals_cold_fits(kernel, direction):
 @pytest.mark.parametrize("rule", ["IT", "BT1", "BT2", "DVI"])
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_warm_start_down_to_everything_screened(rule, kernel):
-    """Walking down to a small C, the rules may fix *every* sample (all in L, spec A8):
-    the solve must then return alpha = C c without optimising anything."""
+    """Walking down to a small C, the rules may fix *every* sample (all in L, as below
+    C_min): the solve must then return alpha = C c without optimising anything."""
     X, y = make_binary(n=50, d=3, seed=0, noise=1.5)
     kw = {"gamma": 0.7} if kernel == "rbf" else {}
     model = SafeSVC(kernel=kernel, C=0.03125, screening=rule, tol=1e-9, warm_start=True,

@@ -84,7 +84,8 @@ def test_report_sample_weight_and_precomputed():
 
 
 def test_report_closed_form():
-    """Below C_min the solution is alpha = C c (spec A8): everything is screened."""
+    """Below C_min the solution is alpha = C c (Ogawa et al. 2013, Lemma 9): everything
+    is screened."""
     X, y = _binary()
     model = SafeSVC(kernel="linear", C=1e-6).fit(X, y)
     d = _check_report(model.screening_report_, len(y))

@@ -1,5 +1,6 @@
-"""Triplet sets (spec triplet 1.2, 1.3, 3.6, 8.1): counts, neighbours, norms, pair trick,
-user triplets and the memory refusal, against brute force."""
+"""Triplet sets (doc/theory/metric_learning.rst: the k-NN triplet set, H_t, computing
+with pairs): counts, neighbours, norms, pair trick, user triplets and the memory refusal,
+against brute force."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def explicit_H(X, trip):
 
 
 def brute_knn_triplets(X, y, k):
-    """Loop-based reference of spec 1.2: k nearest same-class and other-class
+    """Loop-based reference of the k-NN triplet set: k nearest same-class and other-class
     instances (squared Euclidean, ties by smaller index), all combinations."""
     out = []
     n = X.shape[0]
@@ -48,14 +49,14 @@ def brute_knn_triplets(X, y, k):
     return np.array(out)
 
 
-def test_counts_match_the_spec():
+def test_counts_match_the_k_nn_construction():
     X, y = scaled(load_iris)
     assert build_triplets(X, y, None).n_triplets == 735_000
     assert build_triplets(X, y, 5).n_triplets == 3_750
     Xw, yw = scaled(load_wine)
     assert build_triplets(Xw, yw, None).n_triplets == 1_232_288
     assert build_triplets(Xw, yw, 5).n_triplets == 4_450
-    # the two-class example of [J] section 1 and the formula of spec 1.2
+    # the two-class example of Yoshida et al. 2019, Sec. 1, and the k-NN count formula
     assert count_knn_triplets(np.repeat([0, 1], 100), None) == 1_980_000
     assert count_knn_triplets(np.repeat(np.arange(7), 330), 20) == 2310 * 400
 

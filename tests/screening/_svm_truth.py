@@ -1,11 +1,12 @@
-"""Independent ground truth for the screening tests (spec svm part G).
+"""Independent ground truth for the screening tests of the SVM rules.
 
 Nothing here imports ``sklearn_safescreen``: the exact solver is a separate dual
-coordinate descent (numpy) followed by the exact active-set polish of spec G (solve
+coordinate descent (numpy) followed by an exact active-set polish (solve
 ``Q_FF a_F = 1 - Q_FL hi_L`` on the free set), and the signed Gram matrix is built
 directly with numpy / scikit-learn.
 
-Problem (spec A1.2 with weights F2)::
+Problem (the dual of Ogawa et al. 2013, with the per-sample weights of
+doc/theory/svm_lad.rst)::
 
     max_a  -1/2 a'Qa + 1'a   s.t.  0 <= a_i <= hi_i = C c_i.
 """
@@ -19,9 +20,9 @@ from scipy.optimize import lsq_linear
 from sklearn.metrics.pairwise import pairwise_kernels
 from threadpoolctl import threadpool_limits
 
-#: margin tolerance of the *true* sets (spec G): R = q > 1 + tol, L = q < 1 - tol
+#: margin tolerance of the *true* sets: R = q > 1 + tol, L = q < 1 - tol
 MARGIN_TOL = 1e-7
-#: ground truth is accepted only below these (spec G)
+#: ground truth is accepted only below these (relative duality gap, KKT violation)
 MAX_REL_GAP = 1e-10
 MAX_KKT = 1e-9
 
@@ -48,7 +49,7 @@ KERNELS = ("linear", "rbf0.1", "rbf1", "rbf10", "poly")
 
 
 def kernel_matrix(X, kernel: str, bias: float = 0.0):
-    """``K + bias**2`` for the kernels of spec G R1 (gamma relative to d)."""
+    """``K + bias**2`` for the kernels of the safety sweep (gamma relative to d)."""
     d = X.shape[1]
     if kernel == "linear":
         K = X @ X.T
@@ -205,7 +206,7 @@ def _box_qp_ipm(hi, Q=None, Z=None, max_iter=100):
 
 # --------------------------------------------------------------- the solver ---
 class GroundTruthInaccurate(AssertionError):
-    """The reference solver missed the spec-G acceptance thresholds."""
+    """The reference solver missed the acceptance thresholds (MAX_REL_GAP, MAX_KKT)."""
 
 
 @dataclass
@@ -345,7 +346,7 @@ def solve_svm_dual(C, *, Q=None, Z=None, weights=None, alpha0=None, seed=0,
     the exact active-set polish; if that does not certify, rounds of dual coordinate
     descent (from ``alpha0`` or the best point so far) with tighter and tighter
     tolerance, each followed by the polish. With ``require``, raises
-    :class:`GroundTruthInaccurate` unless the spec-G acceptance thresholds (relative
+    :class:`GroundTruthInaccurate` unless the acceptance thresholds (relative
     gap 1e-10, KKT 1e-9) are met.
     """
     op = _Op(Q, Z)
@@ -419,7 +420,7 @@ def solve_svm_dual(C, *, Q=None, Z=None, weights=None, alpha0=None, seed=0,
 
 
 def few_cd_epochs(C, Q, epochs, *, weights=None, seed=0):
-    """A deliberately inexact dual point: ``epochs`` CD epochs from zero (spec R13)."""
+    """A deliberately inexact dual point: ``epochs`` CD epochs from zero."""
     n = Q.shape[0]
     hi = C * (np.ones(n) if weights is None else np.asarray(weights, float))
     a = np.zeros(n)
@@ -432,7 +433,7 @@ def few_cd_epochs(C, Q, epochs, *, weights=None, seed=0):
 
 # ------------------------------------------------------------------ checking ---
 def violations(res, truth: ExactSolution, weights=None):
-    """Screened samples contradicting the exact optimum (spec G R1).
+    """Screened samples contradicting the exact optimum.
 
     Returns ``(wrong_lower, wrong_upper)`` index arrays: screened into R but not in the
     true R, screened into L but not in the true L (margin tolerance 1e-7).

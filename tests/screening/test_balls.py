@@ -1,8 +1,10 @@
-"""Bounds over balls and over the intersection of two balls (spec svm A3, A6, F1(c); G R5).
+"""Bounds over balls (Ogawa et al. 2013, Lemma 1), over the intersection of two balls
+(Theorem 8) and the gap ball (doc/theory/safety.rst).
 
 ``two_ball_bounds`` is checked against a brute-force SLSQP minimisation / maximisation
-of ``z'w`` over the intersection, on random instances where all three cases of [OG]
-Theorem 8 occur, and on the degenerate situations of spec A6.6.
+of ``z'w`` over the intersection, on random instances where all three cases of Ogawa et
+al. 2013, Theorem 8 occur, and on the degenerate situations listed in
+doc/theory/svm_lad.rst.
 """
 
 import numpy as np
@@ -26,7 +28,7 @@ def _closed_form(Z, m1, r1, m2, r2):
 
 
 def _case_of_lower(z, m1, r1, m2, r2):
-    """Which branch of [OG] eq. (20) gives the lower bound (spec A6.1/A6.2)."""
+    """Which branch of Ogawa et al. 2013, eq. (20) gives the lower bound."""
     phi = m1 - m2
     pn = np.linalg.norm(phi)
     zeta = (pn**2 + r2**2 - r1**2) / (2 * pn)
@@ -70,7 +72,7 @@ def _brute(z, m1, r1, m2, r2, sign):
 
 
 def _random_instance(rng):
-    """Spec G R5: m1, m2 in R^(2..5), r1 in [0.05, 3],
+    """Random two-ball instance: m1, m2 in R^(2..5), r1 in [0.05, 3],
     r2 >= max(||phi|| - r1, 0) + U(0.01, 3) (so the balls always intersect)."""
     dim = rng.randint(2, 6)
     m1 = rng.randn(dim) * rng.uniform(0.2, 3)
@@ -82,8 +84,8 @@ def _random_instance(rng):
 
 # -------------------------------------------------------------------- tests ---
 def test_r5_intersection_closed_form_matches_brute_force():
-    """Spec G R5: (20)/(24) of [OG] Theorem 8 equal the brute-force min/max of z'w over
-    the intersection of two balls; every one of the three cases occurs."""
+    """Eqs. (20)/(24) of Ogawa et al. 2013, Theorem 8 equal the brute-force min/max of
+    z'w over the intersection of two balls; every one of the three cases occurs."""
     rng = np.random.RandomState(20240605)
     cases = {1: 0, 2: 0, 3: 0}
     errors = {1: 0.0, 2: 0.0, 3: 0.0}
@@ -106,8 +108,8 @@ def test_r5_intersection_closed_form_matches_brute_force():
 
 
 def test_r5_intersection_bounds_never_weaker_than_either_ball():
-    """Spec A6.5/A6.7: the IT bounds are at least as tight as both ball bounds (robust
-    max/min form), and lower <= upper on intersecting balls."""
+    """The IT bounds are at least as tight as both ball bounds (the max/min form of
+    doc/theory/svm_lad.rst), and lower <= upper on intersecting balls."""
     rng = np.random.RandomState(7)
     for _ in range(500):
         m1, r1, m2, r2 = _random_instance(rng)
@@ -122,7 +124,7 @@ def test_r5_intersection_bounds_never_weaker_than_either_ball():
 
 
 def test_r5_nested_balls():
-    """Spec A6.6: ball 1 inside ball 2 gives BT1 exactly; ball 2 inside ball 1 gives
+    """Degenerate case: ball 1 inside ball 2 gives BT1 exactly; ball 2 inside ball 1 gives
     BT2 exactly."""
     rng = np.random.RandomState(3)
     Z = rng.randn(50, 4)
@@ -147,8 +149,8 @@ def test_r5_nested_balls():
 
 
 def test_r5_point_ball_r1_zero():
-    """Spec A6.6: r1 = 0 (C = C_ref) with the point m1 inside ball 2: the region is the
-    single point m1, so lower = upper = z'm1 (no division by r1)."""
+    """Degenerate case: r1 = 0 (C = C_ref) with the point m1 inside ball 2: the region is
+    the single point m1, so lower = upper = z'm1 (no division by r1)."""
     rng = np.random.RandomState(4)
     Z = rng.randn(30, 3)
     m1 = np.array([0.2, 0.1, -0.3])
@@ -163,8 +165,9 @@ def test_r5_point_ball_r1_zero():
 @pytest.mark.parametrize("r1, r2", [(0.7, 1.3), (1.3, 0.7), (1.0, 1.0)])
 @pytest.mark.parametrize("offset", [0.0, 1e-15, 1e-9, 1e-6])
 def test_r5_concentric_balls(r1, r2, offset):
-    """Spec A6.6: concentric balls (||phi|| -> 0): the intersection is the smaller ball
-    (for a tiny offset it lies between that ball shrunk by the offset and the ball)."""
+    """Degenerate case: concentric balls (||phi|| -> 0): the intersection is the smaller
+    ball (for a tiny offset it lies between that ball shrunk by the offset and the
+    ball)."""
     rng = np.random.RandomState(5)
     Z = rng.randn(30, 3)
     zn = np.linalg.norm(Z, axis=1)
@@ -181,7 +184,7 @@ def test_r5_concentric_balls(r1, r2, offset):
 
 
 def test_r5_zero_norm_sample():
-    """Spec A6.6: ||z|| = 0 gives lower = upper = 0 without dividing by ||z||."""
+    """Degenerate case: ||z|| = 0 gives lower = upper = 0 without dividing by ||z||."""
     m1, r1 = np.array([0.5, 0.5]), 0.8
     m2, r2 = np.array([0.0, 0.9]), 0.7
     Z = np.array([[0.0, 0.0], [1.0, 0.0]])
@@ -193,8 +196,8 @@ def test_r5_zero_norm_sample():
 
 
 def test_r5_tangent_balls_give_the_contact_point():
-    """Spec A6: externally tangent balls (||phi|| = r1 + r2) meet in one point p, so both
-    bounds collapse to z'p."""
+    """Externally tangent balls (||phi|| = r1 + r2) meet in one point p, so both bounds
+    collapse to z'p."""
     rng = np.random.RandomState(6)
     Z = rng.randn(40, 3)
     m2 = np.array([0.0, 0.0, 0.0])
@@ -208,7 +211,7 @@ def test_r5_tangent_balls_give_the_contact_point():
 
 
 def test_disjoint_balls_are_flagged():
-    """Spec A6.6 / G R13: ||phi|| > r1 + r2 (impossible with an exact reference) is
+    """Degenerate case: ||phi|| > r1 + r2 (impossible with an exact reference) is
     reported as disjoint; overlapping balls are not."""
     Z = np.eye(2)
     m2 = np.zeros(2)
@@ -222,8 +225,8 @@ def test_disjoint_balls_are_flagged():
 
 
 def test_gap_ball_screen_tiny_example():
-    """Spec F1(c): the gap ball has radius sqrt(2 gap) around the current margins;
-    decisions are strict (a bound equal to the target does not screen)."""
+    """The gap ball (doc/theory/safety.rst) has radius sqrt(2 gap) around the current
+    margins; decisions are strict (a bound equal to the target does not screen)."""
     margins = np.array([2.0, 0.5, 1.0, 1.05, 0.95, 1.2])
     sqnorm = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 4.0])
     gap = 0.5 * 0.05**2  # radius 0.05
@@ -248,8 +251,8 @@ def test_gap_ball_screen_tiny_example():
 
 @pytest.mark.parametrize("epochs", [3, 30, 100])
 def test_gap_ball_screen_is_safe_on_an_svm(epochs):
-    """Spec F1(c): around an inexact dual point at C, the gap ball contains w*; every
-    sample it screens is on the screened side at the exact optimum."""
+    """Gap ball (doc/theory/safety.rst): around an inexact dual point at C, the gap ball
+    contains w*; every sample it screens is on the screened side at the exact optimum."""
     X, y = noisy_data(11, 200, 4)
     Q = signed_gram(X, y, "rbf1", 1.0)
     C = 2.0

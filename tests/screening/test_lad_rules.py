@@ -1,6 +1,7 @@
-"""Safety and consistency of DVI screening for LAD (spec svm B6, F1, G R7/R8/R11/R13).
+"""Safety and consistency of DVI screening for LAD (Wang et al. 2014, Corollary 15, with
+the extensions of doc/theory/svm_lad.rst: weights, inexact references, C_min).
 
-Problem (weights F2, bias as an extra feature of value ``bias``)::
+Problem (with weights, bias as an extra feature of value ``bias``)::
 
     min_w 1/2 ||w||^2 + C sum_i c_i |y_i - w'phi(x_i)|,
     dual   min_a 1/2 a'Ga - y'a,   -C c_i <= a_i <= C c_i,   G = K + bias^2.
@@ -9,7 +10,8 @@ Ground truth is independent of the library: CLARABEL (through cvxpy) on the dual
 followed by an exact active-set polish (solve ``G_EE a_E = y_E - G_EB a_B`` on the
 interpolated set E), accepted only when the KKT conditions hold to 1e-10: interpolated
 samples have |y_i - q_i| <= 1e-10 (scaled), samples at a_i = +C c_i have a non-negative
-residual, samples at -C c_i a non-positive one. True sets (signs of spec B6 / E8!):
+residual, samples at -C c_i a non-positive one. True sets (mind the signs of LAD in
+doc/theory/svm_lad.rst!):
 R = {q_i > y_i + 1e-7} (prediction above target, alpha = -C c_i), L = {q_i < y_i - 1e-7}
 (prediction below target, alpha = +C c_i).
 
@@ -37,7 +39,7 @@ MARGIN_TOL = 1e-7
 MAX_KKT = 1e-10
 HYPOTHESIS_SETTINGS = dict(derandomize=True, database=None, deadline=None, print_blob=True)
 KERNELS = ("linear", "rbf0.1", "rbf1", "rbf10", "poly")
-#: (C_ref, C) pairs of spec G R1, both directions; "cmin" = (C_min, 5 C_min)
+#: (C_ref, C) pairs of the SVM safety sweep, both directions; "cmin" = (C_min, 5 C_min)
 PAIRS = ((1.0, 2.0), (2.0, 1.0), (0.5, 0.55), (10.0, 12.0), (12.0, 10.0), ("cmin", 5.0))
 
 
@@ -47,7 +49,7 @@ class GroundTruthInaccurate(Exception):
 
 # ------------------------------------------------------------------ truth ---
 def laplace_data(seed: int, n: int, d: int, zeros: int = 0):
-    """Spec R11: X ~ N(0, I), y = X beta + Laplace(1); ``zeros`` targets set to 0."""
+    """X ~ N(0, I), y = X beta + Laplace(1); ``zeros`` targets set to 0."""
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d)
     y = X @ rng.uniform(-1.0, 1.0, d) + rng.laplace(size=n)
@@ -193,7 +195,8 @@ def test_ground_truth_matches_cvxpy_primal():
         solver=cp.CLARABEL)
     np.testing.assert_allclose(truth.pred, Xa @ w.value, atol=1e-6)
     np.testing.assert_allclose(Xa.T @ truth.alpha, w.value, atol=1e-6)
-    # signs (spec B6): alpha = +C exactly where the prediction is below the target
+    # signs (doc/theory/svm_lad.rst): alpha = +C exactly where the prediction is below the
+    # target
     below = truth.pred < y - 1e-6
     above = truth.pred > y + 1e-6
     assert below.any() and above.any()
@@ -227,7 +230,7 @@ def _pair(kernel, bias, pair, seed=0, n=150, d=4):
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("bias", [0.0, 1.0])
 def test_r11_safety_sweep(kernel, bias):
-    """Spec G R1/R11 for LAD: every (C_ref, C) pair, both directions, exact references:
+    """Safety sweep for LAD: every (C_ref, C) pair, both directions, exact references:
     DVI only screens samples of the true R / L, and its bounds contain q*."""
     _, y, G = _problem(kernel, bias)
     n_screened = 0
@@ -240,8 +243,9 @@ def test_r11_safety_sweep(kernel, bias):
 
 
 def test_matches_corollary_15_w_form():
-    """Linear kernel, exact reference: the bounds are [WWY] Corollary 15 computed from
-    w_ref explicitly: (C+C_k)/(2C_k) <w, x_i> -/+ |C-C_k|/(2C_k) ||w|| ||x_i||."""
+    """Linear kernel, exact reference: the bounds are Wang et al. 2014, Corollary 15,
+    computed from w_ref explicitly:
+    (C+C_k)/(2C_k) <w, x_i> -/+ |C-C_k|/(2C_k) ||w|| ||x_i||."""
     X, y, G = _problem("linear", 0.0)
     for C_ref, C in [(1.0, 2.0), (2.0, 1.0)]:
         truth = _exact("linear", 0.0, C_ref)
@@ -260,8 +264,8 @@ def test_matches_corollary_15_w_form():
 
 
 def test_signs_on_a_toy():
-    """Pitfall E8: a sample far above the fit goes to L (alpha = +C, at_upper), one far
-    below goes to R (alpha = -C, at_lower)."""
+    """The signs of LAD (doc/theory/svm_lad.rst): a sample far above the fit goes to L
+    (alpha = +C, at_upper), one far below goes to R (alpha = -C, at_lower)."""
     X, y, G = _problem("linear", 1.0)
     y = y.copy()
     y[0] += 50.0
@@ -278,8 +282,9 @@ def test_signs_on_a_toy():
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf1"])
 def test_r8_trivial_limit(kernel):
-    """Spec R8: with C = C_ref and an exact reference the ball is a point: DVI screens
-    exactly the samples with a nonzero residual and none of the interpolated ones."""
+    """Trivial limit: with C = C_ref and an exact reference the ball is a point: DVI
+    screens exactly the samples with a nonzero residual and none of the interpolated
+    ones."""
     _, y, G = _problem(kernel, 1.0)
     truth = _exact(kernel, 1.0, 1.0)
     res = dvi_lad(exact_reference(truth), 1.0, np.diag(G).copy(), y, np.ones(y.size))
@@ -292,8 +297,9 @@ def test_r8_trivial_limit(kernel):
 @pytest.mark.parametrize("kernel", ["linear", "rbf1", "poly"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_r7_critical_value(kernel, weighted):
-    """Spec R7 (LAD, spec B6): alpha = C c sign(y) is optimal at C_min (KKT exact) and
-    below it, and not at 1.05 C_min; lad_critical_C agrees with an own computation."""
+    """The critical value of LAD (doc/theory/svm_lad.rst): alpha = C c sign(y) is optimal
+    at C_min (KKT exact) and below it, and not at 1.05 C_min; lad_critical_C agrees with
+    an own computation."""
     X, y, G = _problem(kernel, 1.0)
     w = np.random.RandomState(1).uniform(0.0, 2.0, y.size) if weighted else np.ones(y.size)
     w[:5] = 0.0 if weighted else 1.0
@@ -346,10 +352,10 @@ _C = st.floats(0.01, 20.0, allow_nan=False, allow_infinity=False)
        ref_kind=st.sampled_from(["exact", "perturbed", "early"]),
        noise=st.sampled_from([0.1, 1.0, 10.0]))
 def test_dvi_safety_property(seed, kernel, bias, c_ref, c, n, d, weighted, ref_kind, noise):
-    """Spec R11/R13 as a property: random Laplace data (noise scale 0.1-10), kernel, bias,
+    """Safety as a property: random Laplace data (noise scale 0.1-10), kernel, bias,
     weights (some exactly 0), both path directions, exact and inexact references (the
-    gap inflation of F1(b)); no sample is screened to the wrong side and the bounds
-    contain the optimal prediction."""
+    gap inflation of doc/theory/safety.rst); no sample is screened to the wrong side and
+    the bounds contain the optimal prediction."""
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d)
     y = X @ rng.uniform(-1, 1, d) + noise * rng.laplace(size=n)
@@ -374,7 +380,7 @@ def test_dvi_safety_property(seed, kernel, bias, c_ref, c, n, d, weighted, ref_k
 @given(seed=st.integers(0, 10**6), ratio=st.floats(1.05, 30.0),
        kernel=st.sampled_from(["linear", "rbf1"]))
 def test_dvi_safety_from_closed_form(seed, ratio, kernel):
-    """From the closed form at C_min (spec B6) up to ratio * C_min: safe."""
+    """From the closed form at C_min up to ratio * C_min: safe."""
     X, y = laplace_data(seed, 100, 3)
     G = gram(X, kernel, 1.0)
     gamma, cmin = slope_and_cmin(G, y, np.ones(100))

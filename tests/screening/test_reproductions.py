@@ -1,4 +1,5 @@
-"""Reproductions of the papers' toy experiments (spec svm G R9, R10).
+"""Reproductions of the papers' toy experiments (Ogawa et al. 2013, Fig. 1; Wang et al.
+2014, Table 1).
 
 Both use linear models without bias on 2-D data; the exact solutions come from the
 test-suite's own solver (dual CD in w-form + exact active-set polish, ``_svm_truth``),
@@ -17,10 +18,10 @@ def _ref(sol):
     return BoxQPReference(sol.C, sol.alpha, sol.margins, 0.0)
 
 
-# ------------------------------------------------------------------ R9 [OG] ---
+# -------------------------------------------------- the toy of Ogawa et al. ---
 def _og_toy(seed, n=1000):
-    """[OG] Fig. 1 (spec A12.3): odd i (1-based) ~ N(-0.5 1, 1.5^2 I) with y = -1, even
-    i ~ N(+0.5 1, 1.5^2 I) with y = +1."""
+    """Ogawa et al. 2013, Fig. 1 (Sec. V-A): odd i (1-based) ~ N(-0.5 1, 1.5^2 I) with
+    y = -1, even i ~ N(+0.5 1, 1.5^2 I) with y = +1."""
     rng = np.random.RandomState(seed)
     y = np.where(np.arange(1, n + 1) % 2 == 1, -1.0, 1.0)
     X = 0.5 * y[:, None] + 1.5 * rng.randn(n, 2)
@@ -28,9 +29,9 @@ def _og_toy(seed, n=1000):
 
 
 def test_r9_og_toy_intersection_test():
-    """Spec G R9 / A12.3: n = 1000, 2-D, linear, no bias, C_ref = 5, C = 10. IT screens
-    on average >= 75% of all samples over 10 seeds (paper: > 80%), at least as many as
-    BT1 on every seed, with zero violations."""
+    """Ogawa et al. 2013, Sec. V-A: n = 1000, 2-D, linear, no bias, C_ref = 5, C = 10.
+    IT screens on average >= 75% of all samples over 10 seeds (paper: > 80%), at least as
+    many as BT1 on every seed, with zero violations."""
     it_rates, bt1_rates = [], []
     for seed in range(10):
         X, y = _og_toy(seed)
@@ -57,10 +58,10 @@ def test_r9_og_toy_intersection_test():
         f"(per seed {np.round(it_rates, 3).tolist()}; BT1 {np.mean(bt1_rates):.3f})")
 
 
-# ----------------------------------------------------------------- R10 [WWY] ---
+# --------------------------------------------------- the toys of Wang et al. ---
 def _wwy_toy(mu, seed=0, n=2000):
-    """[WWY] toys (spec B8): 1000 samples per class, class +/-: N((+/-mu, +/-mu),
-    0.75^2 I)."""
+    """The toys of Wang et al. 2014 (Table 1): 1000 samples per class, class +/-:
+    N((+/-mu, +/-mu), 0.75^2 I)."""
     rng = np.random.RandomState(seed)
     y = np.r_[np.ones(n // 2), -np.ones(n // 2)]
     X = mu * y[:, None] + 0.75 * rng.randn(n, 2)
@@ -70,17 +71,18 @@ def _wwy_toy(mu, seed=0, n=2000):
 @pytest.mark.parametrize("name, mu, min_rejection", [
     ("Toy1", 1.5, 0.98), ("Toy2", 0.75, 0.96), ("Toy3", 0.5, 0.95)])
 def test_r10_wwy_toys_dvi_path(name, mu, min_rejection):
-    """Spec G R10 / B8: 100 values of C log-spaced in [0.01, 10], DVI_s sequential with
-    the previous exact solution as reference. Mean rejection (fraction of ALL samples,
-    over the 99 screened steps) >= 0.98 / 0.96 / 0.95 for Toy1/2/3 (spec [ours]: 0.995 /
-    0.977 / 0.967) with zero violations; Toy3 rejects a large share into L (>= 0.3)."""
+    """Wang et al. 2014, Table 1: 100 values of C log-spaced in [0.01, 10], DVI_s
+    sequential with the previous exact solution as reference. Mean rejection (fraction of
+    ALL samples, over the 99 screened steps) >= 0.98 / 0.96 / 0.95 for Toy1/2/3 (our own
+    reference run, not the paper: 0.995 / 0.977 / 0.967) with zero violations; Toy3
+    rejects a large share into L (>= 0.3)."""
     X, y = _wwy_toy(mu)
     Z = y[:, None] * X
     n = len(y)
     sqnorm = np.einsum("ij,ij->i", Z, Z)
     ones = np.ones(n)
     grid = np.logspace(-2, 1, 100)
-    prev = solve_svm_dual(grid[0], Z=Z)  # "Init." in [WWY]: solved in full
+    prev = solve_svm_dual(grid[0], Z=Z)  # "Init." in Wang et al.: solved in full
     rejection, l_share = [], []
     for k, C in enumerate(grid[1:], start=1):
         res = dvi(_ref(prev), C, sqnorm, ones)

@@ -1,4 +1,5 @@
-"""Safety and consistency of the SVM screening rules BT1, BT2, IT and DVI (spec svm G).
+"""Safety and consistency of the SVM screening rules BT1, BT2, IT and DVI
+(doc/theory/svm_lad.rst; Ogawa et al. 2013, Wang et al. 2014).
 
 Ground truth is an independent exact solver (``_svm_truth``: interior point / dual CD
 followed by the exact active-set polish, accepted only at relative duality gap <= 1e-10
@@ -41,7 +42,7 @@ from sklearn_safescreen.screening import (
     screen_svm,
 )
 
-#: (C_ref, C) pairs of spec G R1; "cmin" means (C_min, 5 C_min)
+#: (C_ref, C) pairs of the safety sweep, both directions; "cmin" means (C_min, 5 C_min)
 PAIRS = ((1.0, 2.0), (2.0, 1.0), (0.5, 0.55), (10.0, 12.0), (12.0, 10.0), ("cmin", 5.0))
 BIASES = (0.0, 1.0)
 N, D, SEED = 200, 5, 2024
@@ -60,7 +61,7 @@ def _exact(kernel, bias, C, seed=SEED, n=N, d=D):
 
 
 def _cmin(Q, weights=None):
-    """C_min of [OG] Lemma 9 (own computation): 1 / max_{c_i > 0} (Q c)_i."""
+    """C_min of Ogawa et al. 2013, Lemma 9 (own computation): 1 / max_{c_i>0} (Q c)_i."""
     c = np.ones(Q.shape[0]) if weights is None else weights
     return 1.0 / np.max((Q @ c)[c > 0])
 
@@ -101,7 +102,7 @@ def _all_rules(ref, C, Q, weights=None):
 
 
 def _pair_refs(kernel, bias, pair, seed=SEED, n=N, d=D):
-    """``(reference, C, exact solution at C)`` for one (C_ref, C) pair of R1."""
+    """``(reference, C, exact solution at C)`` for one (C_ref, C) pair of PAIRS."""
     Q = _problem(kernel, bias, seed, n, d)[2]
     C_ref, C = pair
     if C_ref == "cmin":
@@ -133,7 +134,7 @@ COMBO_IDS = [f"{k}-bias{int(b)}" for k, b in COMBOS]
 
 # ------------------------------------------------------- the ground truth tool ---
 def test_ground_truth_solver_agrees_with_cvxpy():
-    """Spec G (ground truth): the test-suite's exact solver agrees with CLARABEL through
+    """Ground truth: the test-suite's exact solver agrees with CLARABEL through
     cvxpy on a small weighted RBF+bias problem and meets the acceptance thresholds."""
     X, y = noisy_data(5, 60, 3)
     Q = signed_gram(X, y, "rbf1", 1.0)
@@ -151,11 +152,11 @@ def test_ground_truth_solver_agrees_with_cvxpy():
     np.testing.assert_allclose(sol.margins, Q @ a.value, atol=1e-5)
 
 
-# ------------------------------------------------------------------ R1 safety ---
+# --------------------------------------------------------------- safety sweep ---
 @pytest.mark.parametrize("kernel, bias", COMBOS, ids=COMBO_IDS)
 def test_r1_safety_sweep(kernel, bias):
-    """Spec G R1: for every (C_ref, C) pair (both directions, and (C_min, 5 C_min)) BT1,
-    BT2, IT and DVI only screen samples that are in the true R / L at C."""
+    """Safety sweep: for every (C_ref, C) pair (both directions, and (C_min, 5 C_min))
+    BT1, BT2, IT and DVI only screen samples that are in the true R / L at C."""
     n_screened = 0
     for pair in PAIRS:
         ref, C, truth = _pair_refs(kernel, bias, pair)
@@ -174,14 +175,14 @@ _C_VALUES = st.floats(0.01, 20.0, allow_nan=False, allow_infinity=False)
        pair=st.one_of(st.sampled_from(PAIRS), st.tuples(_C_VALUES, _C_VALUES)),
        n=st.integers(100, 250), d=st.integers(2, 10))
 def test_r1_safety_property(seed, kernel, bias, pair, n, d):
-    """Spec G R1 (and R3) as a property: random noisy data, kernel, bias, size and
-    (C_ref, C) pair (the R1 pairs or arbitrary values in [0.01, 20]); no rule screens a
-    sample wrongly, every bound contains the exact margin, and IT screens a superset of
-    BT1 and BT2."""
+    """The safety sweep (and the rule ordering) as a property: random noisy data,
+    kernel, bias, size and (C_ref, C) pair (PAIRS or arbitrary values in [0.01, 20]); no
+    rule screens a sample wrongly, every bound contains the exact margin, and IT screens
+    a superset of BT1 and BT2."""
     try:
         ref, C, truth = _pair_refs(kernel, bias, pair, seed, n, d)
     except GroundTruthInaccurate:
-        reject()  # spec G: regenerate rather than trust an inaccurate ground truth
+        reject()  # regenerate rather than trust an inaccurate ground truth
     Q = _problem(kernel, bias, seed, n, d)[2]
     res = _all_rules(ref, C, Q)
     _assert_safe(res, truth, f"{kernel}, bias={bias}, pair={pair}")
@@ -189,11 +190,12 @@ def test_r1_safety_property(seed, kernel, bias, pair, n, d):
     assert np.all(res["IT"].at_upper >= (res["BT1"].at_upper | res["BT2"].at_upper))
 
 
-# ---------------------------------------------------------------- R3 ordering ---
+# -------------------------------------------------------------- rule ordering ---
 @pytest.mark.parametrize("kernel, bias", COMBOS, ids=COMBO_IDS)
 def test_r3_intersection_at_least_as_tight(kernel, bias):
-    """Spec G R3 / A6.7: per sample, IT's bounds are at least as tight as BT1's and
-    BT2's (within 1e-10), and IT screens a superset of BT1 and BT2."""
+    """IT's region is the intersection of the BT1 and BT2 balls (Ogawa et al. 2013,
+    Theorem 8): per sample, IT's bounds are at least as tight as BT1's and BT2's (within
+    1e-10), and IT screens a superset of BT1 and BT2."""
     Q = _problem(kernel, bias)[2]
     for pair in PAIRS:
         ref, C, _ = _pair_refs(kernel, bias, pair)
@@ -208,12 +210,12 @@ def test_r3_intersection_at_least_as_tight(kernel, bias):
         assert np.all(it.at_upper >= (b1.at_upper | b2.at_upper)), pair
 
 
-# ------------------------------------------------------------- R4 DVI == BT1 ---
+# ---------------------------------------------------------------- DVI == BT1 ---
 @pytest.mark.parametrize("kernel, bias", COMBOS, ids=COMBO_IDS)
 def test_r4_dvi_equals_bt1(kernel, bias):
-    """Spec G R4 / A11: DVI_s* (theta form) and BT1 (eq. 34) give the same bounds to
-    1e-12 relative and identical decisions, for exact and for inexact (gap-inflated)
-    references."""
+    """Ogawa et al. 2013, Appendix C: DVI_s* (theta form) and BT1 (their eq. 34) give the
+    same bounds to 1e-12 relative and identical decisions, for exact and for inexact
+    (gap-inflated) references."""
     Q = _problem(kernel, bias)[2]
     sq, w = np.diag(Q).copy(), np.ones(Q.shape[0])
     refs = [(_pair_refs(kernel, bias, pair)[:2]) for pair in PAIRS]
@@ -230,7 +232,7 @@ def test_r4_dvi_equals_bt1(kernel, bias):
 
 @pytest.mark.parametrize("bias", BIASES)
 def test_r4_dvi_w_form_linear(bias):
-    """Spec G R4 / B5 Corollary 12: for the linear kernel the w-form of DVI_s, computed
+    """Wang et al. 2014, Corollary 12: for the linear kernel the w-form of DVI_s, computed
     here from the explicit primal w_ref, equals the library's DVI and BT1 bounds."""
     X, y, Q = _problem("linear", bias)
     Z = y[:, None] * augment(X, bias)  # signed rows \bar x_i (bias feature included)
@@ -247,15 +249,15 @@ def test_r4_dvi_w_form_linear(bias):
             assert np.all(np.abs(res.upper - (centre + spread)) <= 1e-10 * scale), pair
 
 
-# ------------------------------------------------------- R6 ball containment ---
+# ---------------------------------------------------------- ball containment ---
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("kernel, bias", COMBOS, ids=COMBO_IDS)
 def test_r6_ball_containment(kernel, bias, weighted):
-    """Spec G R6 / A7 (and F2 for weights): the library's balls are the spec's (centre
-    m1 = c w_ref, radius |C-C_ref|/(2C_ref)||w_ref||; centre m2 = (w_ref + C z_{c s})/2,
-    radius sqrt(||m2||^2 + C(xi_ref - sum_i c_i s_i)) with the weighted hinge xi_ref) and
-    contain the exact optimum at C, checked in kernel form
-    ||w* - m||^2 = (a* - beta)'Q(a* - beta)."""
+    """The library's balls, with and without weights, are those of
+    doc/theory/svm_lad.rst (centre m1 = c w_ref, radius |C-C_ref|/(2C_ref)||w_ref||;
+    centre m2 = (w_ref + C z_{c s})/2, radius sqrt(||m2||^2 + C(xi_ref - sum_i c_i s_i))
+    with the weighted hinge xi_ref) and contain the exact optimum at C, checked in kernel
+    form ||w* - m||^2 = (a* - beta)'Q(a* - beta)."""
     Q = _problem(kernel, bias)[2]
     n = Q.shape[0]
     c_w = _weights(99, n) if weighted else np.ones(n)
@@ -296,13 +298,13 @@ def test_r6_ball_containment(kernel, bias, weighted):
                 f"{np.sqrt(max(dist_sq, 0)):.6g} > r = {r:.6g}")
 
 
-# ------------------------------------------------------------------- R7 C_min ---
+# ---------------------------------------------------------------------- C_min ---
 @pytest.mark.parametrize("kernel, bias", [("linear", 0.0), ("linear", 1.0),
                                           ("rbf1", 0.0), ("poly", 1.0)])
 def test_r7_cmin(kernel, bias):
-    """Spec G R7 / A8 (Lemma 9): critical_C(Q 1) = 1/max(Q 1); alpha = C_min 1 is optimal
-    at C_min (KKT, and equal to the exact optimum), and alpha = 1.01 C_min 1 is not
-    optimal at 1.01 C_min."""
+    """Ogawa et al. 2013, Lemma 9: critical_C(Q 1) = 1/max(Q 1); alpha = C_min 1 is
+    optimal at C_min (KKT, and equal to the exact optimum), and alpha = 1.01 C_min 1 is
+    not optimal at 1.01 C_min."""
     Q = _problem(kernel, bias)[2]
     n = Q.shape[0]
     cmin = critical_C(Q @ np.ones(n))
@@ -324,8 +326,8 @@ def test_r7_cmin(kernel, bias):
 
 
 def test_r7_cmin_with_weights():
-    """Spec A8 with weights (F2): C_min = 1/max_{c_i>0}(Q c)_i and alpha = C_min c is the
-    exact optimum at C_min."""
+    """Ogawa et al.'s Lemma 9 with weights (doc/theory/svm_lad.rst):
+    C_min = 1/max_{c_i>0}(Q c)_i and alpha = C_min c is the exact optimum at C_min."""
     X, y, Q = _problem("rbf1", 1.0)
     c = np.random.RandomState(1).uniform(0, 3, Q.shape[0])
     c[::5] = 0.0
@@ -340,8 +342,9 @@ def test_r7_cmin_with_weights():
 
 
 def test_r7_cmin_degenerate():
-    """Spec G R7 / A8 edge case: max_i (Q 1)_i <= 0 (here z_2 = -z_1, so Q 1 = 0) gives
-    C_min = inf without a division by zero; alpha = C 1 is then optimal for every C."""
+    """Ogawa et al.'s Lemma 9, edge case: max_i (Q 1)_i <= 0 (here z_2 = -z_1, so
+    Q 1 = 0) gives C_min = inf without a division by zero; alpha = C 1 is then optimal
+    for every C."""
     X = np.array([[1.0, 2.0], [1.0, 2.0]])
     y = np.array([1.0, -1.0])
     Q = signed_gram(X, y, "linear", 0.0)
@@ -356,8 +359,8 @@ def test_r7_cmin_degenerate():
 
 
 def test_r7_cmin_degenerate_estimator_does_not_crash():
-    """Spec A8 / E11: the estimator's cold start uses C_min; with max(Q 1) <= 0 it must
-    not crash and returns alpha = C 1 (w = 0)."""
+    """The estimator's cold start uses C_min; with max(Q 1) <= 0 it must not crash and
+    returns alpha = C 1 (w = 0)."""
     from sklearn_safescreen import SafeSVC
 
     X = np.array([[1.0, 2.0], [1.0, 2.0]])
@@ -367,11 +370,12 @@ def test_r7_cmin_degenerate_estimator_does_not_crash():
     np.testing.assert_allclose(np.abs(clf.dual_coef_), 3.0)
 
 
-# ---------------------------------------------------------- R8 trivial limit ---
+# ------------------------------------------------------------- trivial limit ---
 @pytest.mark.parametrize("kernel, bias", COMBOS, ids=COMBO_IDS)
 def test_r8_same_C_screens_exactly_the_non_margin_samples(kernel, bias):
-    """Spec G R8: with C = C_ref and an exact reference (r1 = 0), BT1, DVI and IT screen
-    exactly the samples with q_i != 1 (R into at_lower, L into at_upper) and leave E."""
+    """Trivial limit: with C = C_ref and an exact reference (r1 = 0), BT1, DVI and IT
+    screen exactly the samples with q_i != 1 (R into at_lower, L into at_upper) and
+    leave E."""
     Q = _problem(kernel, bias)[2]
     for C in (1.0, 10.0):
         sol = _exact(kernel, bias, C)
@@ -390,14 +394,15 @@ def test_r8_same_C_screens_exactly_the_non_margin_samples(kernel, bias):
         np.testing.assert_array_equal(res["BT1"].upper, q)
 
 
-# ------------------------------------------------ R13 inexact references ---
+# ---------------------------------------------------- inexact references ---
 @settings(max_examples=40, **HYPOTHESIS_SETTINGS)
 @given(seed=st.integers(0, 10**6), kernel=st.sampled_from(KERNELS),
        bias=st.sampled_from(BIASES), pair=st.sampled_from(PAIRS[:5]),
        epochs=st.sampled_from([1, 2, 3, 5]))
 def test_r13_inexact_reference_is_safe(seed, kernel, bias, pair, epochs):
-    """Spec G R13 / F1: a reference stopped after a few CD epochs, passed with its true
-    full duality gap, never makes BT1, BT2, IT or DVI screen a sample wrongly."""
+    """Inexact references (doc/theory/safety.rst): a reference stopped after a few CD
+    epochs, passed with its true full duality gap, never makes BT1, BT2, IT or DVI screen
+    a sample wrongly."""
     n, d = 150, 4
     Q = _problem(kernel, bias, seed, n, d)[2]
     C_ref, C = pair
@@ -418,9 +423,9 @@ def test_r13_inexact_reference_is_safe(seed, kernel, bias, pair, epochs):
        bias=st.sampled_from(BIASES), pair=st.sampled_from(PAIRS),
        inexact=st.booleans())
 def test_r13_sample_weights_are_safe(seed, kernel, bias, pair, inexact):
-    """Spec F2 / G R13: with sample weights c_i in [0, 3] (some exactly 0), box
-    0 <= alpha_i <= C c_i, all four rules are safe (exact reference, closed form at
-    C_min, or a 3-epoch reference with its gap), and zero-weight samples are never
+    """Weights and inexact references: with sample weights c_i in [0, 3] (some exactly
+    0), box 0 <= alpha_i <= C c_i, all four rules are safe (exact reference, closed form
+    at C_min, or a 3-epoch reference with its gap), and zero-weight samples are never
     screened."""
     n, d = 150, 4
     Q = _problem(kernel, bias, seed, n, d)[2]
@@ -445,7 +450,7 @@ def test_r13_sample_weights_are_safe(seed, kernel, bias, pair, inexact):
 
 
 def test_r16_zero_norm_and_duplicate_samples():
-    """Spec G R16 / A6.6: with zero-norm samples (z_i = 0, so z_i'w = 0 < 1) and
+    """Edge cases: with zero-norm samples (z_i = 0, so z_i'w = 0 < 1) and
     duplicated samples (a singular Q), every rule stays safe and puts the zero-norm
     samples into L (alpha = C), never into R."""
     X, y = noisy_data(17, 150, 3)
@@ -465,9 +470,10 @@ def test_r16_zero_norm_and_duplicate_samples():
 
 # ----------------------------------------------------- disjoint / dispatch ---
 def test_r13_disjoint_balls_fall_back_to_bt2():
-    """Spec A6.6 / G R13: if the two balls come out disjoint (only possible with an
-    inconsistent input; here a stale ``q_matvec`` that returns zeros), IT does not use
-    the intersection: it reports the fallback and returns exactly BT2's bounds."""
+    """A degenerate case of IT (doc/theory/svm_lad.rst): if the two balls come out
+    disjoint (only possible with an inconsistent input; here a stale ``q_matvec`` that
+    returns zeros), IT does not use the intersection: it reports the fallback and returns
+    exactly BT2's bounds."""
     X, y, Q = _problem("rbf1", 1.0)
     sol = _exact("rbf1", 1.0, 1.0)
     ref = _ref(sol)

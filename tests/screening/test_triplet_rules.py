@@ -1,8 +1,9 @@
-"""Bounds and rules of safe triplet screening (spec triplet 2, 3, 4, 8.4-8.9, 8.11).
+"""Bounds and rules of safe triplet screening (Yoshida et al. 2019, Secs. 3, 4 and 6.1;
+doc/theory/metric_learning.rst): the balls, the rules and range screening.
 
 The "true" optimum is a solve to relative gap 1e-13; a screened triplet whose true value
 lies within the DGB band sqrt(2 gap / lam) ||H_t|| of its threshold is inconclusive, not
-a failure (spec 8.7). Rules are checked against cvxpy/CLARABEL on their inner problems.
+a failure. Rules are checked against cvxpy/CLARABEL on their inner problems.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def reference_at(ts, gamma, diagonal, lam0, quality, rng, M_exact):
 
 
 def all_balls(ts, gamma, diagonal, M_ref, lam0, lam):
-    """Every bound of spec 2 for the target lam from a reference at lam0."""
+    """Every ball (GB ... RRPB) for the target lam from a reference at lam0."""
     ev = tp.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam)
     ev0 = tp.TripletProblem(ts, gamma, diagonal).evaluate(M_ref, lam0)
     eps = tb.rrpb_eps(ev0.gap, lam0)
@@ -105,7 +106,8 @@ def test_rpb_refuses_an_inexact_reference():
 
 
 def test_theorem_relations_with_an_exact_reference():
-    """Thm 7 (PGB = RPB), Thm 8 (DGB = 2 RPB, internally tangent), RRPB special cases."""
+    """Yoshida et al. 2019, Thm 7 (PGB = RPB), Thm 8 (DGB = 2 RPB, internally tangent),
+    RRPB special cases."""
     X, y, ts = make_data(7, n=30, d=3, k=3)
     gamma = 0.05
     lam_L, G_pos = tp.closed_form(ts, gamma, False)
@@ -183,7 +185,7 @@ def test_sphere_and_linear_rule_values_equal_cvxpy(seed):
 @settings(max_examples=25, **HYP)
 @given(seed=st.integers(0, 10**6))
 def test_bounds_hold_for_sampled_points(seed):
-    """Spec 8.11: for PSD X in the ball, sphere min <= <X,H> <= sphere max, and the
+    """Property: for PSD X in the ball, sphere min <= <X,H> <= sphere max, and the
     linear-rule bounds hold whenever <P,X> >= 0."""
     rng = np.random.RandomState(seed)
     d = 3
@@ -316,7 +318,7 @@ def exact_hinge(X, ts, lam, diagonal):
 
 def test_screened_sets_never_cross_on_a_path_and_gb_linear_beats_pgb():
     """Along a short path: every bound's decisions are safe, and GB + linear screens a
-    superset of the PGB sphere rule (spec 2.2, 8.5)."""
+    superset of the PGB sphere rule (Yoshida et al. 2019, Sec. 3.2)."""
     X, y, ts = make_data(11, n=45, d=3, k=4)
     gamma = 0.05
     lam_L, G_pos = tp.closed_form(ts, gamma, False)
@@ -342,7 +344,8 @@ def test_screened_sets_never_cross_on_a_path_and_gb_linear_beats_pgb():
 # ------------------------------------------------------------------- ranges ---
 @pytest.mark.parametrize("perturb", [0.0, 1e-3])
 def test_rrpb_ranges_are_safe_on_a_grid(perturb):
-    """Spec 8.9: for every solved lam inside a triplet's range, membership holds."""
+    """Range screening (Yoshida et al. 2019, Theorem 10, and the derived L-range): for
+    every solved lam inside a triplet's range, membership holds."""
     X, y, ts = make_data(5, n=36, d=3, k=3)
     gamma = 0.05
     lam_L, G_pos = tp.closed_form(ts, gamma, False)
@@ -412,8 +415,8 @@ def test_compiled_dynamic_sphere_equals_the_generic_rule(seed):
     assert n_screened > 0
 
 
-# ------------------------------------------------- spec 8.10 reproduction ---
-IRIS_TABLE = {  # t: (|R*|, |L*|) of spec 8.10 (full iris, 735,000 triplets)
+# ------------------------------------------------------ iris reproduction ---
+IRIS_TABLE = {  # t: (|R*|, |L*|) of our reference run (full iris, 735,000 triplets)
     1: (150, 734_488), 2: (1_520, 731_625), 5: (19_847, 707_843), 10: (82_208, 629_697),
     20: (221_243, 494_518), 30: (343_515, 375_636), 40: (439_567, 282_654),
     50: (506_101, 220_756), 60: (556_255, 172_006), 70: (594_950, 134_936),
@@ -422,12 +425,15 @@ IRIS_TABLE = {  # t: (|R*|, |L*|) of spec 8.10 (full iris, 735,000 triplets)
 
 
 def test_iris_screening_rate_reference():
-    """Spec 8.3 and 8.10: full iris (MinMaxScaler to [-1, 1]), all 735,000 triplets,
-    gamma = 0.05, lambda_t = 0.9^t lambda_L, each solved to relative gap 1e-10 with warm
-    starts; path screening rates of GB, PGB, DGB and RRPB from the previous solution.
-    Assertions (i)-(vi) of spec 8.10. The reference used LIBSVM's iris.scale, i.e. the
-    original UCI values of samples 35 and 38, which scikit-learn corrected: they are put
-    back (with scikit-learn's values lambda_L is 0.06% higher)."""
+    """The iris setting of Yoshida et al. 2019, Sec. 7, on the full data set: iris
+    (MinMaxScaler to [-1, 1]), all 735,000 triplets, gamma = 0.05, lambda_t = 0.9^t
+    lambda_L from the closed form, each solved to relative gap 1e-10 with warm starts;
+    path screening rates of GB, PGB, DGB and RRPB from the previous solution. The counts
+    and rates are those of our own reference run, not numbers of the paper; assertions
+    (i)-(vi): safety, PGB ~ RRPB (Theorem 7), DGB <= RRPB (Theorem 8), GB collapsing at
+    small lambda, a high RRPB rate, the table's counts. The reference used LIBSVM's
+    iris.scale, i.e. the original UCI values of samples 35 and 38, which scikit-learn
+    corrected: they are put back (with scikit-learn's values lambda_L is 0.06% higher)."""
     from sklearn.datasets import load_iris
     from sklearn.preprocessing import MinMaxScaler
 
@@ -439,7 +445,7 @@ def test_iris_screening_rate_reference():
     gamma = 0.05
     ml = SafeMetricLearner(k=None, tol=1e-10, warm_start=True, max_iter=10**6)
     lam_L = ml._critical_value(X, y)
-    assert lam_L == pytest.approx(2.0763e7, rel=1e-4)  # spec 8.3
+    assert lam_L == pytest.approx(2.0763e7, rel=1e-4)  # closed form, reference run
     rates = {name: [] for name in ("GB", "PGB", "DGB", "RRPB")}
     lam_prev, M_prev, gap_prev, loss_prev, ts = lam_L, None, 0.0, None, None
     for t in range(1, 200):
@@ -474,7 +480,7 @@ def test_iris_screening_rate_reference():
                 lam_prev - lam) < 0.01:
             break
         loss_prev, lam_prev, M_prev, gap_prev = loss, lam, ml.metric_, ml.dual_gap_
-    assert t == 128  # the path criterion of spec 5.3 stops where the reference did
+    assert t == 128  # Yoshida et al.'s path criterion stops where the reference did
     r = {k: np.array(v) for k, v in rates.items()}
     assert np.max(np.abs(r["PGB"] - r["RRPB"])) <= 0.005  # (ii) Thm 7
     assert np.all(r["DGB"] <= r["RRPB"] + 1e-12)  # (iii) Thm 8
