@@ -361,3 +361,15 @@ def test_eps_path_snaps_a_step_one_ulp_short_of_stop(monkeypatch):
     res = estimator_path(SafeSVC(kernel="linear"), X, y, "eps-path", stop=2.0,
                          attributes=[])
     assert res.values.tolist() == [res.critical_value, 2.0]
+
+
+def test_verbose_path_says_closed_form_not_screened(capsys):
+    """At the critical value the fit is solved in closed form, with or without screening:
+    the progress line says so instead of reporting 100% screened."""
+    X, y = data(n=80)
+    res = estimator_path(SafeSVC(kernel="linear", screening=None), X, y, n_values=3,
+                         attributes=[], verbose=1)
+    lines = capsys.readouterr().out.splitlines()
+    assert res.reports[0].closed_form and not res.reports[-1].closed_form
+    assert "closed form" in lines[0] and "screened" not in lines[0]
+    assert "closed form" not in lines[-1] and "screened=   0.0%" in lines[-1]
