@@ -198,9 +198,11 @@ class RegularizationPathCV(BaseSearchCV):
                      sample_weight=fit_params.get(self._prefix + "sample_weight"))
         self.critical_value_ = grid.critical
         if self.values is not None and not isinstance(self.values, str):
-            values = self.values.tolist() if isinstance(self.values, np.ndarray) \
-                else list(self.values)
-            return values, grid.order
+            # the user's own objects, as GridSearchCV's ParameterGrid yields them (an
+            # array's elements are NumPy scalars there, not Python numbers)
+            values = self.values
+            return list(np.atleast_1d(values) if isinstance(values, np.ndarray)
+                        else values), grid.order
         return [float(v) for v in grid.values], grid.order
 
     @_fit_context(prefer_skip_nested_validation=False)

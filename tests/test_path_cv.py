@@ -316,3 +316,23 @@ def test_same_as_grid_search_hypothesis(seed, n, logs):
     search = RegularizationPathCV(SafeSVC(**TIGHT), values=[10.0**v for v in logs],
                                   cv=KFold(3, shuffle=True, random_state=seed))
     assert_same_as_grid_search(search, X, y)
+
+
+@pytest.mark.parametrize("values", [[1, 10], (1, 10), np.array([1, 10]),
+                                    np.array([0.5, 2.0]), [np.int64(1), 10.0]])
+def test_best_params_are_the_users_values_as_in_grid_search(values):
+    """best_params_, cv_results_['params'] and param_C hold the candidates exactly as
+    GridSearchCV holds them: the user's objects (an int stays an int), and an array's
+    elements as NumPy scalars."""
+    X, y = binary(n=90)
+    est = SafeSVC(**TIGHT)
+    search = RegularizationPathCV(est, values=values, cv=3).fit(X, y)
+    grid = GridSearchCV(est, {"C": values}, cv=3).fit(X, y)
+    assert search.best_params_ == grid.best_params_
+    assert type(search.best_params_["C"]) is type(grid.best_params_["C"])
+    assert [type(p["C"]) for p in search.cv_results_["params"]] == \
+        [type(p["C"]) for p in grid.cv_results_["params"]]
+    assert search.cv_results_["param_C"].dtype == grid.cv_results_["param_C"].dtype
+    if not isinstance(values, np.ndarray):  # the very objects passed
+        assert any(search.best_params_["C"] is v for v in values)
+    assert search.best_estimator_.C == search.best_params_["C"]
