@@ -26,9 +26,11 @@ def run_cli(*argv, timeout=120):
 
 
 def table(out: str) -> list[list[str]]:
-    """The per-value rows (lines starting with a number)."""
-    return [line.split() for line in out.splitlines()
-            if re.match(r"^\s*\d[\d.e+-]*\s+\d+\.\d%", line)]
+    """The per-value rows (lines starting with a number); a value solved in closed form
+    on every fold has "closed form" as its screening rate, here one field."""
+    lines = [line.replace("closed form", "closed-form") for line in out.splitlines()]
+    return [line.split() for line in lines
+            if re.match(r"^\s*\d[\d.e+-]*\s+(\d+\.\d%|closed-form)", line)]
 
 
 @pytest.fixture
@@ -47,7 +49,8 @@ def test_default_run():
     assert len(rows) == 20
     values = [float(r[0]) for r in rows]
     assert values == sorted(values) and values[-1] == 10
-    assert all(0 <= float(r[1].rstrip("%")) <= 100 for r in rows)
+    assert rows[0][1] == "closed-form"  # C_min
+    assert all(0 <= float(r[1].rstrip("%")) <= 100 for r in rows[1:])
     best = re.search(r"best C = ([\d.e+-]+), CV score ([\d.]+)", res.stdout)
     assert best and float(best.group(2)) == max(float(r[3]) for r in rows)
     assert re.search(r"GridSearchCV: +[\d.]+ s .* same best C: yes", res.stdout)
@@ -200,3 +203,16 @@ def test_single_class_file_is_an_error(capsys, tmp_path):
     dump_svmlight_file(np.eye(6), np.ones(6), str(path))
     code, out, err = run_main(capsys, "--dataset", str(path), "--no-compare", "--quiet")
     assert code == 1 and "single class" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("screening", ["none", "IT"])
+def test_closed_form_is_not_called_screened(capsys, screening):
+    """At C_min every fold's fit has the closed-form solution: the table says so rather
+    than "100.0%" screened (which --screening none cannot have done)."""
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--screening",
+                              screening, "--n-values", "3", "--no-compare", "--quiet")
+    assert code == 0, err
+    rates = [r[1] for r in table(out)]
+    assert rates[0] == "closed-form" and "100.0%" not in out
+    if screening == "none":
+        assert rates[1:] == ["0.0%", "0.0%"]
