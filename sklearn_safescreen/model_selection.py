@@ -317,8 +317,9 @@ class RegularizationPathCV(BaseSearchCV):
         return self
 
     def _print_table(self) -> None:
-        """One line per value in walk order: value, screening rate (or "closed form"
-        where every fold's fit was solved in closed form: nothing was screened there),
+        """One line per value in walk order: value, screening rate (or "closed-form",
+        one field like the rates, where every fold's fit was solved in closed form:
+        nothing was screened there),
         mean fit time and, when there is a refit metric, the CV score and its standard
         deviation."""
         results = self.cv_results_
@@ -338,7 +339,7 @@ class RegularizationPathCV(BaseSearchCV):
             c = params.index(value)
             rate = f"{results['mean_screening_rate'][c]:.1%}"
             if closed_form[:, k].all():
-                rate = "closed form"
+                rate = "closed-form"
             elif closed_form[:, k].any():
                 rate, mixed = rate + "*", True
             line = f"{value:>11.4g} {rate:>11} {results['mean_fit_time'][c]:>13.4f}"

@@ -503,7 +503,7 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
             _check_memory(sols[-1], len(sols), budget)
         if verbose:
             # a closed-form fit decided every variable by formula: none was screened
-            done = (f"{'closed form':<16}" if getattr(report, "closed_form", False)
+            done = (f"{'closed-form':<16}" if getattr(report, "closed_form", False)
                     else f"screened={rates[-1]:7.1%}")
             print(f"[path] {param_name}={value:<11.5g} {done} "
                   f"gap={gap:9.2e} iter={n_iter:<6d} time={elapsed:.3f}s")

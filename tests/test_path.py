@@ -371,5 +371,5 @@ def test_verbose_path_says_closed_form_not_screened(capsys):
                          attributes=[], verbose=1)
     lines = capsys.readouterr().out.splitlines()
     assert res.reports[0].closed_form and not res.reports[-1].closed_form
-    assert "closed form" in lines[0] and "screened" not in lines[0]
-    assert "closed form" not in lines[-1] and "screened=   0.0%" in lines[-1]
+    assert "closed-form" in lines[0] and "screened" not in lines[0]
+    assert "closed-form" not in lines[-1] and "screened=   0.0%" in lines[-1]

@@ -339,7 +339,7 @@ def test_best_params_are_the_users_values_as_in_grid_search(values):
 
 
 def test_table_marks_closed_form_values(capsys):
-    """The verbose table: "closed form" where every fold's fit was solved in closed form
+    """The verbose table: "closed-form" where every fold's fit was solved in closed form
     (nothing was screened there), a starred rate with a footnote where only some were."""
     from sklearn_safescreen.path import critical_value
 
@@ -360,12 +360,12 @@ def test_table_marks_closed_form_values(capsys):
     # below every fold's critical value, then above them all
     out, rows, closed = table([crit[0] / 2, crit[-1] * 100])
     assert closed[:, 0].all() and not closed[:, 1].any()
-    assert "closed form" in rows[0] and "%" not in rows[0]
-    assert "closed form" not in rows[1] and "%* " not in rows[1]
+    assert rows[0].split()[1] == "closed-form" and "%" not in rows[0]
+    assert "closed-form" not in rows[1] and "%* " not in rows[1]
     assert "some folds" not in out
     # first between them: the folds whose critical value is above it solve it in closed
     # form, the others do not
     out, rows, closed = table([float(np.sqrt(crit[0] * crit[-1])), crit[-1] * 100])
     assert closed[:, 0].any() and not closed[:, 0].all()
-    assert "%* " in rows[0] and "closed form" not in rows[0]
+    assert "%* " in rows[0] and "closed-form" not in rows[0]
     assert "\n* some folds were solved in closed form" in out
