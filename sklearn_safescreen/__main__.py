@@ -67,7 +67,9 @@ def _build_parser() -> argparse.ArgumentParser:
             "and folds. --dataset breast_cancer is a quick run on small data.")),
         epilog=(
             "datasets:\n" + "\n".join(f"  {k:<14} {v}" for k, v in DATASETS.items())
-            + "\n  FILE           any LIBSVM/svmlight file (sklearn's load_svmlight_file)"
+            + "\n  FILE           any LIBSVM/svmlight file (sklearn's load_svmlight_file; "
+            "densified for\n                 --estimator metric, which needs dense input, "
+            "when it fits in memory)"
             "\n\nestimators:\n" + "\n".join(f"  {k:<14} {v}" for k, v in ESTIMATORS.items())
             + "\n\nexamples:\n"
             f"  {PROG}\n"
@@ -81,12 +83,14 @@ def _build_parser() -> argparse.ArgumentParser:
                       "(default: synthetic; diabetes for --estimator lad, wine for "
                       "--estimator metric)")
     data.add_argument("--max-samples", type=int, default=None, metavar="N",
-                      help="use a random subset of N samples (default: all)")
+                      help="use a random subset of N samples, stratified by class for "
+                      "svc and metric (default: all)")
     data.add_argument("--scale", action="store_true",
                       help="standardise features in a Pipeline (without centring for "
                       "sparse files)")
-    data.add_argument("--estimator", default="svc", choices=list(ESTIMATORS),
-                      help="the Safe estimator (default: svc)")
+    data.add_argument("--estimator", default=None, choices=list(ESTIMATORS),
+                      help="the Safe estimator (default: svc; lad for a regression "
+                      "dataset such as diabetes or a file with a continuous target)")
     data.add_argument("--kernel", default="linear", choices=["linear", "rbf", "poly"],
                       help="SafeSVC kernel (default: linear)")
     data.add_argument("--gamma", type=float, default=None,
@@ -153,7 +157,8 @@ def _check_args(parser: argparse.ArgumentParser, args) -> None:
         if not values or not all(np.isfinite(v) and v > 0 for v in values):
             parser.error("--values must be finite numbers > 0")
         args.values = values
-    if args.grid == "eps-path" and args.estimator != "svc" and args.values is None:
+    if args.grid == "eps-path" and args.estimator not in (None, "svc") \
+            and args.values is None:
         parser.error("--grid eps-path is defined for --estimator svc only")
     if args.plot is not None:
         folder = os.path.dirname(os.path.abspath(args.plot))
@@ -162,9 +167,11 @@ def _check_args(parser: argparse.ArgumentParser, args) -> None:
 
 
 def _load(args):
-    """(X, y, description, is_regression)."""
+    """(X, y, description, continuous): ``continuous`` when the target is a regression
+    target (a shipped regression dataset, or a file whose target is continuous)."""
     from sklearn import datasets as skd
     from sklearn.preprocessing import MinMaxScaler, StandardScaler
+    from sklearn.utils.multiclass import type_of_target
 
     from . import datasets as ours
 
@@ -187,7 +194,7 @@ def _load(args):
         else:
             X, y = ours.make_wang_toy(int(name[-1]), random_state=0)
         desc = DATASETS[name].split(": ", 1)[1].split(", the benchmark")[0]
-        regression = DATASETS[name].startswith("regression")
+        continuous = DATASETS[name].startswith("regression")
     else:
         if not os.path.isfile(name):
             raise ValueError(f"--dataset {name!r} is neither a shipped dataset "
@@ -200,14 +207,63 @@ def _load(args):
                              ) from exc
         if X.shape[0] < 2:
             raise ValueError(f"{name} has {X.shape[0]} sample(s); need at least 2")
-        desc = f"{os.path.basename(name)}, {X.shape[0]} x {X.shape[1]}, sparse"
-        regression = args.estimator == "lad"
-    if args.max_samples is not None and args.max_samples < X.shape[0]:
-        idx = np.sort(np.random.RandomState(0).choice(X.shape[0], args.max_samples,
-                                                      replace=False))
-        X, y = X[idx], y[idx]
-        desc += f", subset of {args.max_samples}"
-    return X, y, desc, regression
+        # the format is always read as a sparse matrix: say how sparse the data is
+        density = X.nnz / max(X.shape[0] * X.shape[1], 1)
+        desc = (f"{os.path.basename(name)}, {X.shape[0]} x {X.shape[1]}, svmlight file, "
+                f"{density:.1%} non-zero")
+        continuous = type_of_target(y) == "continuous"
+    return X, y, desc, continuous
+
+
+def _choose_estimator(args, continuous: bool, desc: str) -> None:
+    """Set ``args.estimator``: SafeLAD by default on a regression target, and a
+    classifier is refused on one (it would treat every target value as a class)."""
+    if args.estimator is None:
+        args.estimator = "lad" if continuous else "svc"
+        if continuous:
+            print(f"note: {desc.split(',')[0]} has a regression target: using --estimator "
+                  "lad (SafeLAD); SafeSVC is a classifier")
+    elif continuous and args.estimator != "lad":
+        raise ValueError(f"{desc.split(',')[0]} has a regression (continuous) target, but "
+                         f"--estimator {args.estimator} is a classifier; use --estimator lad")
+
+
+def _subsample(X, y, n: int, stratify: bool):
+    """``n`` samples drawn with a fixed seed; for a classifier, each class keeps its share
+    (largest remainders, at least one sample of every class when ``n`` allows), so that a
+    small subset still has every class in every training fold."""
+    rng = np.random.RandomState(0)
+    if not stratify:
+        return np.sort(rng.choice(X.shape[0], n, replace=False))
+    classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
+    share = n * counts / counts.sum()
+    take = np.minimum(np.floor(share).astype(int), counts)
+    if n >= classes.size:
+        take = np.maximum(take, 1)
+    while take.sum() > n:  # (only after raising empty shares to one)
+        take[np.argmax(take)] -= 1
+    order = np.argsort(-(share - take), kind="stable")
+    for c in order[:n - take.sum()]:  # the largest remainders get the samples left
+        take[c] += 1
+    # one loop per class (not per sample): a random subset of each class
+    idx = [rng.choice(np.flatnonzero(codes == c), take[c], replace=False)
+           for c in range(classes.size)]
+    return np.sort(np.concatenate(idx))
+
+
+def _check_classes(y, subset: bool) -> None:
+    """Refuse data on which some training fold would lack a class (its fits fail and
+    its scores are nan): a class needs at least two samples, which stratified folds
+    put in different test folds."""
+    classes, counts = np.unique(y, return_counts=True)
+    if classes.size < 2:
+        raise ValueError("the dataset has a single class")
+    rare = counts.argmin()
+    if counts[rare] < 2:
+        where = "the --max-samples subset" if subset else "the dataset"
+        raise ValueError(f"class {classes[rare]} has a single sample in {where}: the "
+                         "fold that tests it would train without it and fail; use more "
+                         "samples")
 
 
 def _estimator(args, n_features: int, sparse: bool):
@@ -248,6 +304,58 @@ def _estimator(args, n_features: int, sparse: bool):
     return est, name
 
 
+def _densify(X, name: str):
+    """The dense array of a sparse ``X``, for an estimator that needs dense input; refused
+    with the figure when it would take more than a quarter of the available memory."""
+    from ._utils.memory import check_memory
+
+    check_memory(X.shape[0] * X.shape[1] * np.dtype(np.float64).itemsize,
+                 f"{name} needs dense input: the {X.shape[0]} x {X.shape[1]} data densified",
+                 "use --max-samples, or --estimator svc or lad (which take sparse input)",
+                 fraction=0.25)
+    return X.toarray()
+
+
+def _check_scores(search) -> None:
+    """Refuse a result with a nan CV score: its "best" value would be meaningless."""
+    res = search.cv_results_
+    for key in (k for k in res if k.startswith("mean_test_")):
+        missing = np.isnan(np.asarray(res[key], dtype=float))
+        if missing.any():
+            metric = key[len("mean_test_"):]
+            failed = sum(int(np.isnan(np.asarray(res[f"split{s}_test_{metric}"],
+                                                 dtype=float)).sum())
+                         for s in range(search.n_splits_))
+            raise ValueError(
+                f"{missing.sum()} of {missing.size} values have no CV {metric} (nan): "
+                f"{failed} of {missing.size * search.n_splits_} fits failed or could not "
+                "be scored (see the warnings above), so there is no best value; use more "
+                "samples (--max-samples) or fewer folds (--cv)")
+
+
+def _explain_tie(short: str, values, grid, search, diff: float, tol: float,
+                 regression: bool) -> str:
+    """Why GridSearchCV and the path can pick different best values. Both argmaxes run
+    over scores that differ by at most ``diff`` at each value, so each search's best
+    scores within ``2 * diff`` of the other's best in either search: a tie, ``diff``
+    coming from fits solved to ``tol`` only."""
+    g = grid.cv_results_["mean_test_score"]
+    p = search.cv_results_["mean_test_score"]
+    gi, pi = grid.best_index_, search.best_index_
+    gap = max(g[gi] - g[pi], p[pi] - p[gi])
+    return textwrap.fill(
+        f"{short}={values[gi]:.6g} (GridSearchCV's best) and {short}={values[pi]:.6g} (the "
+        f"path's) score {g[gi]:.4f} and {g[pi]:.4f} in GridSearchCV, {p[gi]:.4f} and "
+        f"{p[pi]:.4f} in the path. Every fit is solved to a relative duality gap of "
+        f"--tol={tol:g} only, which "
+        + ("moves the predictions slightly" if regression else
+           "can put test samples near the decision boundary on either side")
+        + f": the two searches' scores differ by up to {diff:.1e} at a value, so "
+        f"two values that score within 2 x {diff:.1e} of each other (here {gap:.1e}) can "
+        "swap ranks. A tie, not a different answer; a smaller --tol narrows it.",
+        88, initial_indent="  ", subsequent_indent="  ")
+
+
 def _run(args) -> int:
     import scipy.sparse as sp
     from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
@@ -256,11 +364,25 @@ def _run(args) -> int:
     from .path import make_grid, resolve_path_param
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
-    X, y, desc, regression = _load(args)
+    X, y, desc, continuous = _load(args)
+    _choose_estimator(args, continuous, desc)
+    regression = args.estimator == "lad"
+    subset = args.max_samples is not None and args.max_samples < X.shape[0]
+    if subset:
+        idx = _subsample(X, y, args.max_samples, stratify=not regression)
+        X, y = X[idx], y[idx]
+        desc += f", {'stratified ' if not regression else ''}subset of {args.max_samples}"
+    if not regression:
+        _check_classes(y, subset)
     estimator, name = _estimator(args, X.shape[1], sp.issparse(X))
-    if not regression and np.unique(y).size < 2:
-        raise ValueError("the dataset has a single class")
     param, prefix, safe = resolve_path_param(estimator)
+    # the Safe step's own tags: a Pipeline's are its first step's (the --scale scaler
+    # takes sparse input, the metric learner after it does not)
+    if sp.issparse(X) and not safe.__sklearn_tags__().input_tags.sparse:
+        X = _densify(X, name)
+        desc += ", densified"
+        estimator, name = _estimator(args, X.shape[1], False)  # (the scaler may centre)
+        param, prefix, safe = resolve_path_param(estimator)
     short = param.rsplit("__", 1)[-1]
     if args.values is not None:
         values = np.asarray(args.values)
@@ -289,6 +411,7 @@ def _run(args) -> int:
     if args.quiet:
         search._print_table()
     res = search.cv_results_
+    _check_scores(search)
     print(f"best {short} = {search.best_params_[param]:.6g}, CV score "
           f"{search.best_score_:.4f}")
     print(f"RegularizationPathCV: {t_path:.2f} s (refit {search.refit_time_:.2f} s)")
@@ -302,10 +425,12 @@ def _run(args) -> int:
         t_grid = time.perf_counter() - t0
         diff = float(np.max(np.abs(grid.cv_results_["mean_test_score"]
                                    - res["mean_test_score"])))
-        same = grid.best_params_[param] == search.best_params_[param]
+        same = grid.best_index_ == search.best_index_
         print(f"GridSearchCV:         {t_grid:.2f} s ({t_grid / t_path:.1f}x the path's "
               f"time); max score difference {diff:.1e}, same best {short}: "
-              f"{'yes' if same else 'no'}")
+              f"{'yes' if same else 'no, a tie within tolerance'}")
+        if not same:
+            print(_explain_tie(short, values, grid, search, diff, args.tol, regression))
     if args.plot:
         from .plotting import plot_screening_path
 

@@ -101,7 +101,10 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     verbose : int, default=0
         Print one line per path step (value, screened counts, gap, epochs, time).
     random_state : int, RandomState or None, default=None
-        Seeds the coordinate permutations (the optimum does not depend on it).
+        Seeds the coordinate permutations (the optimum does not depend on it). ``None``
+        uses a fixed seed, so that repeated fits on the same data give the same model
+        (as LinearSVC's do), down to samples whose decision value is exactly 0; pass a
+        RandomState for permutations that differ between fits.
     cache_size : float, default=200
         Memory (MB) of the kernel row cache (kept across warm-started fits).
 

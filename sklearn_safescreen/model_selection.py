@@ -198,9 +198,11 @@ class RegularizationPathCV(BaseSearchCV):
                      sample_weight=fit_params.get(self._prefix + "sample_weight"))
         self.critical_value_ = grid.critical
         if self.values is not None and not isinstance(self.values, str):
-            values = self.values.tolist() if isinstance(self.values, np.ndarray) \
-                else list(self.values)
-            return values, grid.order
+            # the user's own objects, as GridSearchCV's ParameterGrid yields them (an
+            # array's elements are NumPy scalars there, not Python numbers)
+            values = self.values
+            return list(np.atleast_1d(values) if isinstance(values, np.ndarray)
+                        else values), grid.order
         return [float(v) for v in grid.values], grid.order
 
     @_fit_context(prefer_skip_nested_validation=False)
@@ -315,21 +317,35 @@ class RegularizationPathCV(BaseSearchCV):
         return self
 
     def _print_table(self) -> None:
-        """One line per value in walk order: value, screening rate, mean fit time and,
-        when there is a refit metric, the CV score and its standard deviation."""
+        """One line per value in walk order: value, screening rate (or "closed-form",
+        one field like the rates, where every fold's fit was solved in closed form:
+        nothing was screened there),
+        mean fit time and, when there is a refit metric, the CV score and its standard
+        deviation."""
         results = self.cv_results_
         metric = "score" if not self.multimetric_ else self.refit
         key = f"mean_test_{metric}" if isinstance(metric, str) else None
         params = [p[self.param_name_] for p in results["params"]]
         short = self.param_name_.rsplit("__", 1)[-1]
-        head = f"{short:>11} {'screened':>9} {'fit time (s)':>13}"
+        # closed_form[s, k]: fold s's fit at path_values_[k] had the closed-form solution
+        closed_form = np.array([[getattr(r, "closed_form", False) for r in fold]
+                                for fold in self.path_reports_], dtype=bool)
+        head = f"{short:>11} {'screened':>11} {'fit time (s)':>13}"
         if key in results:
             head += f" {'CV ' + key[10:]:>12} {'+/-':>7}"
         print(head)
-        for value in self.path_values_:
+        mixed = False
+        for k, value in enumerate(self.path_values_):
             c = params.index(value)
-            line = (f"{value:>11.4g} {results['mean_screening_rate'][c]:>9.1%} "
-                    f"{results['mean_fit_time'][c]:>13.4f}")
+            rate = f"{results['mean_screening_rate'][c]:.1%}"
+            if closed_form[:, k].all():
+                rate = "closed-form"
+            elif closed_form[:, k].any():
+                rate, mixed = rate + "*", True
+            line = f"{value:>11.4g} {rate:>11} {results['mean_fit_time'][c]:>13.4f}"
             if key in results:
                 line += f" {results[key][c]:>12.4f} {results['std' + key[4:]][c]:>7.4f}"
             print(line)
+        if mixed:
+            print("* some folds were solved in closed form at this value (counted as "
+                  "100% decided)")

@@ -502,17 +502,31 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
         elif eps_path:  # its length is not known in advance
             _check_memory(sols[-1], len(sols), budget)
         if verbose:
-            print(f"[path] {param_name}={value:<11.5g} screened={rates[-1]:7.1%} "
+            # a closed-form fit decided every variable by formula: none was screened
+            done = (f"{'closed-form':<16}" if getattr(report, "closed_form", False)
+                    else f"screened={rates[-1]:7.1%}")
+            print(f"[path] {param_name}={value:<11.5g} {done} "
                   f"gap={gap:9.2e} iter={n_iter:<6d} time={elapsed:.3f}s")
         if eps_path and i == len(grid) - 1 and len(grid) < _EPS_PATH_MAX_VALUES:
             nxt = step._eps_path_next(eps, stop)
             if nxt is not None:
-                grid.append(nxt)
+                grid.append(_snap_to_stop(nxt, stop))
         i += 1
     return PathResult(param_name=param_name, values=np.asarray(walked), reports=reports,
                       times=np.asarray(times), n_iter=np.asarray(iters, dtype=np.int64),
                       dual_gaps=np.asarray(gaps), screening_rates=np.asarray(rates),
                       solutions=sols, critical_value=critical, estimator=est)
+
+
+#: Relative distance under which an eps-path value is the stop value up to rounding.
+_STOP_RTOL = 64 * np.finfo(np.float64).eps
+
+
+def _snap_to_stop(value: float, stop: float) -> float:
+    """``stop`` itself when ``value`` is ``stop`` up to rounding: a step computed as
+    ``C * (stop / C)`` may land an ulp short of ``stop``, and the path would then end
+    with a value indistinguishable from ``stop`` followed by ``stop``."""
+    return float(stop) if abs(value - stop) <= _STOP_RTOL * stop else float(value)
 
 
 def _path_kwargs(params: dict) -> dict:

@@ -96,7 +96,10 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
     verbose : int, default=0
         Print one line per path step (value, screened counts, gap, time).
     random_state : int, RandomState or None, default=None
-        Seeds the coordinate permutations (the optimum does not depend on it).
+        Seeds the coordinate permutations (the optimum does not depend on it). ``None``
+        uses a fixed seed, so that repeated fits on the same data give the same model
+        (as LinearSVC's do), down to samples whose decision value is exactly 0; pass a
+        RandomState for permutations that differ between fits.
     n_jobs : int, default=None
         One-vs-rest classes solved in parallel through joblib.
     cache_size : float, default=200

@@ -28,7 +28,7 @@ def run_cli(*argv, timeout=120):
 def table(out: str) -> list[list[str]]:
     """The per-value rows (lines starting with a number)."""
     return [line.split() for line in out.splitlines()
-            if re.match(r"^\s*\d[\d.e+-]*\s+\d+\.\d%", line)]
+            if re.match(r"^\s*\d[\d.e+-]*\s+(\d+\.\d%|closed-form)", line)]
 
 
 @pytest.fixture
@@ -47,7 +47,8 @@ def test_default_run():
     assert len(rows) == 20
     values = [float(r[0]) for r in rows]
     assert values == sorted(values) and values[-1] == 10
-    assert all(0 <= float(r[1].rstrip("%")) <= 100 for r in rows)
+    assert rows[0][1] == "closed-form"  # C_min
+    assert all(0 <= float(r[1].rstrip("%")) <= 100 for r in rows[1:])
     best = re.search(r"best C = ([\d.e+-]+), CV score ([\d.]+)", res.stdout)
     assert best and float(best.group(2)) == max(float(r[3]) for r in rows)
     assert re.search(r"GridSearchCV: +[\d.]+ s .* same best C: yes", res.stdout)
@@ -131,7 +132,7 @@ def test_svmlight_file_and_explicit_values(capsys, svm_file):
     code, out, err = run_main(capsys, "--dataset", svm_file, "--values", "10,0.01,0.1,1",
                               "--cv", "3", "--no-compare", "--quiet")
     assert code == 0, err
-    assert "data.svm, 120 x 8, sparse" in out
+    assert "data.svm, 120 x 8, svmlight file, 100.0% non-zero" in out
     assert [float(r[0]) for r in table(out)] == [0.01, 0.1, 1.0, 10.0]
     assert err == ""  # --quiet: no progress
 
@@ -200,3 +201,131 @@ def test_single_class_file_is_an_error(capsys, tmp_path):
     dump_svmlight_file(np.eye(6), np.ones(6), str(path))
     code, out, err = run_main(capsys, "--dataset", str(path), "--no-compare", "--quiet")
     assert code == 1 and "single class" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("screening", ["none", "IT"])
+def test_closed_form_is_not_called_screened(capsys, screening):
+    """At C_min every fold's fit has the closed-form solution: the table says so rather
+    than "100.0%" screened (which --screening none cannot have done)."""
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--screening",
+                              screening, "--n-values", "3", "--no-compare", "--quiet")
+    assert code == 0, err
+    rates = [r[1] for r in table(out)]
+    assert rates[0] == "closed-form" and "100.0%" not in out
+    if screening == "none":
+        assert rates[1:] == ["0.0%", "0.0%"]
+
+
+# ------------------------------------------------- a new user's first runs ---
+def test_svmlight_file_is_described_by_its_density(capsys, tmp_path):
+    """The format is always read as a sparse matrix; the description gives the data's
+    actual density instead of calling every file "sparse"."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 20) * (rng.rand(80, 20) < 0.1)
+    path = tmp_path / "sparse.svm"
+    dump_svmlight_file(X, np.repeat([0, 1], 40), str(path))
+    code, out, err = run_main(capsys, "--dataset", str(path), "--values", "0.1,1",
+                              "--cv", "3", "--no-compare", "--quiet")
+    assert code == 0, err
+    density = np.count_nonzero(X) / X.size
+    assert f"sparse.svm, 80 x 20, svmlight file, {density:.1%} non-zero" in out
+
+
+def test_metric_learner_on_an_svmlight_file_is_densified(capsys, svm_file):
+    code, out, err = run_main(capsys, "--dataset", svm_file, "--estimator", "metric",
+                              "--n-values", "3", "--cv", "3", "--no-compare", "--quiet")
+    assert code == 0, err
+    assert "SafeMetricLearner + 3-NN on data.svm" in out and ", densified" in out
+    assert len(table(out)) == 3
+
+
+def test_densifying_beyond_memory_is_refused_with_the_figure(capsys, svm_file,
+                                                             monkeypatch):
+    from sklearn_safescreen._utils import memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 4096)
+    code, out, err = run_main(capsys, "--dataset", svm_file, "--estimator", "metric",
+                              "--scale", "--no-compare", "--quiet")
+    assert code == 1 and err.count("\n") == 1, err
+    assert "needs dense input" in err and "120 x 8" in err and "GiB" in err
+    assert "--max-samples" in err
+
+
+def test_tiny_subset_is_stratified(capsys):
+    """A random 10 of breast cancer's 569 samples left one class with a single sample:
+    its fold's fits failed and the table was all nan, with a "best C"."""
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--max-samples", "10",
+                              "--n-values", "4", "--no-compare", "--quiet")
+    assert code == 0, err
+    assert "stratified subset of 10" in out and "nan" not in out
+    assert all(np.isfinite(float(r[3])) for r in table(out))
+
+
+def test_class_with_a_single_sample_is_refused(capsys):
+    code, out, err = run_main(capsys, "--dataset", "iris", "--max-samples", "4",
+                              "--no-compare", "--quiet")
+    assert code == 1 and err.count("\n") == 1
+    assert "single sample" in err and "--max-samples subset" in err
+
+
+def test_nan_scores_exit_non_zero_with_the_reason(capsys):
+    """ROC AUC is undefined on a test fold of one class: no best value can be chosen."""
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--max-samples", "10",
+                              "--scoring", "roc_auc", "--n-values", "3", "--no-compare",
+                              "--quiet")
+    assert code == 1
+    assert "best C" not in out
+    last = err.strip().splitlines()[-1]
+    assert "error: 3 of 3 values have no CV score (nan)" in last and "--cv" in last
+
+
+def test_regression_dataset_uses_safelad(capsys):
+    code, out, err = run_main(capsys, "--dataset", "diabetes", "--n-values", "3", "--cv",
+                              "3", "--no-compare", "--quiet")
+    assert code == 0, err
+    assert "using --estimator lad (SafeLAD)" in out and "SafeLAD on diabetes" in out
+    assert "SafeSVC" not in out.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize("estimator", ["svc", "metric"])
+def test_classifier_on_a_regression_target_is_refused(capsys, tmp_path, estimator):
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    path = tmp_path / "reg.svm"
+    dump_svmlight_file(X, X[:, 0] * 3.7 + 0.1, str(path))
+    for dataset in ("diabetes", str(path)):
+        code, out, err = run_main(capsys, "--dataset", dataset, "--estimator", estimator,
+                                  "--no-compare", "--quiet")
+        assert code == 1 and err.count("\n") == 1
+        assert "regression" in err and "--estimator lad" in err
+    code, out, err = run_main(capsys, "--dataset", str(path), "--n-values", "3", "--cv",
+                              "3", "--no-compare", "--quiet")
+    assert code == 0 and "SafeLAD on reg.svm" in out, err
+
+
+def test_eps_path_lists_the_stop_value_once(capsys):
+    code, out, err = run_main(capsys, "--dataset", "ogawa_toy", "--grid", "eps-path",
+                              "--eps", "1e-3", "--stop", "1", "--cv", "3", "--no-compare",
+                              "--quiet")
+    assert code == 0, err
+    values = [r[0] for r in table(out)]
+    assert values[-1] == "1" and values.count("1") == 1
+
+
+def test_different_best_value_is_explained_as_a_tie(capsys):
+    """Fits solved to a loose --tol: GridSearchCV and the path may pick different best
+    values (here they do); the line says why, with the scores that show the tie."""
+    code, out, err = run_main(capsys, "--dataset", "wang_toy3", "--tol", "1e-1",
+                              "--n-values", "20", "--cv", "3", "--quiet")
+    assert code == 0, err
+    line = re.search(r"max score difference ([\d.e+-]+), same best C: (.*)", out)
+    assert line, out
+    if line.group(2) != "yes":
+        assert line.group(2) == "no, a tie within tolerance"
+        text = " ".join(out.split("same best C: no", 1)[1].split())
+        scores = re.search(r"score ([\d.]+) and ([\d.]+) in GridSearchCV, ([\d.]+) and "
+                           r"([\d.]+) in the path", text)
+        g_best, g_other, p_other, p_best = map(float, scores.groups())
+        diff = float(line.group(1))
+        assert g_best >= g_other and p_best >= p_other
+        assert max(g_best - g_other, p_best - p_other) <= 2 * diff + 2e-4
+        assert "--tol=0.1" in text and "tie" in text

@@ -335,3 +335,43 @@ def test_eps_path_reproduces_algorithm_1_on_the_ogawa_toy(seed):
     assert 1.5e-4 < v[0] < 3.5e-4 and v[-1] == pytest.approx(1e4)
     assert 40 <= len(v) <= 48
     assert 1.10 <= np.median(v[1:] / v[:-1]) <= 1.20
+
+
+@pytest.mark.parametrize("stop", [1.0, 0.1])
+def test_eps_path_ends_exactly_at_stop_once(stop):
+    """A step computed as C * (stop / C) can land an ulp short of ``stop``: the grid must
+    then end at ``stop`` itself, not at that value followed by ``stop`` (which the
+    command line printed as C=1 twice). Data on which the step rule lands there."""
+    from sklearn_safescreen.datasets import make_ogawa_toy
+
+    X, y = make_ogawa_toy(random_state=0)
+    grid = make_grid(SafeSVC(kernel="linear", random_state=0), X, y, "eps-path",
+                     eps=1e-3, stop=stop)
+    assert grid[-1] == stop
+    assert np.all(np.diff(grid) > 0)
+    assert not np.any(np.isclose(grid[:-1], stop, rtol=1e-9, atol=0)), grid[-3:]
+
+
+def test_eps_path_snaps_a_step_one_ulp_short_of_stop(monkeypatch):
+    """Whatever an estimator's step rule returns, a value within rounding of ``stop`` is
+    ``stop``: the walk ends there (one fit), with no near-duplicate value."""
+    def step_an_ulp_short(self, eps, stop):
+        return None if self.C >= stop else np.nextafter(stop, 0.0)
+
+    monkeypatch.setattr(SafeSVC, "_eps_path_next", step_an_ulp_short)
+    X, y = data(n=60)
+    res = estimator_path(SafeSVC(kernel="linear"), X, y, "eps-path", stop=2.0,
+                         attributes=[])
+    assert res.values.tolist() == [res.critical_value, 2.0]
+
+
+def test_verbose_path_says_closed_form_not_screened(capsys):
+    """At the critical value the fit is solved in closed form, with or without screening:
+    the progress line says so instead of reporting 100% screened."""
+    X, y = data(n=80)
+    res = estimator_path(SafeSVC(kernel="linear", screening=None), X, y, n_values=3,
+                         attributes=[], verbose=1)
+    lines = capsys.readouterr().out.splitlines()
+    assert res.reports[0].closed_form and not res.reports[-1].closed_form
+    assert "closed-form" in lines[0] and "screened" not in lines[0]
+    assert "closed-form" not in lines[-1] and "screened=   0.0%" in lines[-1]

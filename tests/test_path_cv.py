@@ -316,3 +316,56 @@ def test_same_as_grid_search_hypothesis(seed, n, logs):
     search = RegularizationPathCV(SafeSVC(**TIGHT), values=[10.0**v for v in logs],
                                   cv=KFold(3, shuffle=True, random_state=seed))
     assert_same_as_grid_search(search, X, y)
+
+
+@pytest.mark.parametrize("values", [[1, 10], (1, 10), np.array([1, 10]),
+                                    np.array([0.5, 2.0]), [np.int64(1), 10.0]])
+def test_best_params_are_the_users_values_as_in_grid_search(values):
+    """best_params_, cv_results_['params'] and param_C hold the candidates exactly as
+    GridSearchCV holds them: the user's objects (an int stays an int), and an array's
+    elements as NumPy scalars."""
+    X, y = binary(n=90)
+    est = SafeSVC(**TIGHT)
+    search = RegularizationPathCV(est, values=values, cv=3).fit(X, y)
+    grid = GridSearchCV(est, {"C": values}, cv=3).fit(X, y)
+    assert search.best_params_ == grid.best_params_
+    assert type(search.best_params_["C"]) is type(grid.best_params_["C"])
+    assert [type(p["C"]) for p in search.cv_results_["params"]] == \
+        [type(p["C"]) for p in grid.cv_results_["params"]]
+    assert search.cv_results_["param_C"].dtype == grid.cv_results_["param_C"].dtype
+    if not isinstance(values, np.ndarray):  # the very objects passed
+        assert any(search.best_params_["C"] is v for v in values)
+    assert search.best_estimator_.C == search.best_params_["C"]
+
+
+def test_table_marks_closed_form_values(capsys):
+    """The verbose table: "closed-form" where every fold's fit was solved in closed form
+    (nothing was screened there), a starred rate with a footnote where only some were."""
+    from sklearn_safescreen.path import critical_value
+
+    X, y = binary(n=90)
+    cv = StratifiedKFold(3)
+    crit = sorted(critical_value(SafeSVC(kernel="linear"), X[tr], y[tr])
+                  for tr, _ in cv.split(X, y))
+    assert crit[0] < crit[-1]
+
+    def table(values):
+        search = RegularizationPathCV(SafeSVC(kernel="linear"), values=values, cv=cv,
+                                      verbose=1).fit(X, y)
+        out = capsys.readouterr().out
+        rows = [line for line in out.splitlines() if line.lstrip()[:1].isdigit()]
+        closed = np.array([[r.closed_form for r in fold] for fold in search.path_reports_])
+        return out, rows, closed
+
+    # below every fold's critical value, then above them all
+    out, rows, closed = table([crit[0] / 2, crit[-1] * 100])
+    assert closed[:, 0].all() and not closed[:, 1].any()
+    assert rows[0].split()[1] == "closed-form" and "%" not in rows[0]
+    assert "closed-form" not in rows[1] and "%* " not in rows[1]
+    assert "some folds" not in out
+    # first between them: the folds whose critical value is above it solve it in closed
+    # form, the others do not
+    out, rows, closed = table([float(np.sqrt(crit[0] * crit[-1])), crit[-1] * 100])
+    assert closed[:, 0].any() and not closed[:, 0].all()
+    assert "%* " in rows[0] and "closed-form" not in rows[0]
+    assert "\n* some folds were solved in closed form" in out
