@@ -2,7 +2,7 @@
 Model selection along a safely screened path
 ============================================
 
-:class:`~sklearn_safescreen.path.RegularizationPathCV` is a drop-in replacement for
+:class:`~sklearn_safescreen.RegularizationPathCV` is a drop-in replacement for
 ``GridSearchCV`` over the regularisation parameter of a Safe estimator. Per fold it walks
 the grid from the most to the least regularised value with warm starts: each solution
 proves that some samples cannot change the next optimum (safe screening) and removes

@@ -73,12 +73,12 @@ class RegularizationPathCV(BaseSearchCV):
         ``"metric__alpha"``; inferred when the estimator contains exactly one Safe
         estimator.
     values : {"geometric", "eps-path"}, array-like or None, default=None
-        The grid (see :func:`make_grid`). ``None``/``"geometric"``: ``n_values`` values
-        spaced geometrically from the critical value of the whole training set (e.g.
-        :math:`C_{\min}`) to ``stop`` (default critical/``eps`` for C-like parameters,
-        critical*``eps`` for alpha-like ones). ``"eps-path"``: SafeSVC's
-        :math:`\varepsilon`-path (Ogawa et al. 2013) computed once on the whole training
-        set.
+        The grid (see :func:`~sklearn_safescreen.path.make_grid`).
+        ``None``/``"geometric"``: ``n_values`` values spaced geometrically from the
+        critical value of the whole training set (e.g. :math:`C_{\min}`) to ``stop``
+        (default critical/``eps`` for C-like parameters, critical*``eps`` for alpha-like
+        ones). ``"eps-path"``: SafeSVC's :math:`\varepsilon`-path (Ogawa et al. 2013)
+        computed once on the whole training set.
         Array-like: explicit positive values; ``cv_results_`` lists them in the given
         order (as GridSearchCV would), the walk sorts them.
     n_values : int, default=30
@@ -139,7 +139,7 @@ class RegularizationPathCV(BaseSearchCV):
     See Also
     --------
     sklearn.model_selection.GridSearchCV : the same search, refitting from scratch.
-    estimator_path : one path on one data set.
+    sklearn_safescreen.path.estimator_path : one path on one data set.
 
     Notes
     -----

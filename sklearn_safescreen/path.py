@@ -559,7 +559,7 @@ def svm_path(X, y, Cs=None, **params) -> PathResult:
 
 
 def lad_path(X, y, Cs=None, **params) -> PathResult:
-    """SafeLAD solutions along a path of ``C`` (see :func:`svm_path`)."""
+    """SafeLAD solutions along a path of ``C`` (see :func:`~sklearn_safescreen.path.svm_path`)."""
     from .lad import SafeLAD
 
     kw = _path_kwargs(params)
@@ -568,7 +568,7 @@ def lad_path(X, y, Cs=None, **params) -> PathResult:
 
 def metric_learning_path(X, y, alphas=None, **params) -> PathResult:
     """SafeMetricLearner solutions along a path of ``alpha``, from the critical value
-    down (see :func:`svm_path`)."""
+    down (see :func:`~sklearn_safescreen.path.svm_path`)."""
     from .metric_learning import SafeMetricLearner
 
     kw = _path_kwargs(params)
