@@ -17,7 +17,7 @@ semidefinite by construction), which keeps it a valid upper bound.
 from libc.math cimport fabs, floor, isfinite, log2, pow, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_lapack cimport dsyevd
+from scipy.linalg.cython_lapack cimport dsyevd, dsyevr
 
 
 cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
@@ -360,3 +360,45 @@ def psd_parts(A):
     with nogil:
         psd_parts_c(&a[0, 0], d, &pp[0, 0], &pn[0, 0], &work[0])
     return Pp, Pn
+
+
+cdef bint _eigh_lapack_r(int n, double* W, double* w, double* Z, double* work,
+                        int* iwork, int* isuppz) noexcept nogil:
+    """LAPACK dsyevr (relatively robust representations), for the benchmark only."""
+    cdef char jobz = b"V", rng = b"A", uplo = b"U"
+    cdef double vl = 0.0, vu = 0.0, abstol = 0.0
+    cdef int il = 0, iu = 0, m = 0, info = 0, lwork = 26 * n, liwork = 10 * n
+    dsyevr(&jobz, &rng, &uplo, &n, W, &n, &vl, &vu, &il, &iu, &abstol, &m, w, Z, &n,
+           isuppz, work, &lwork, iwork, &liwork, &info)
+    return info == 0
+
+
+def _repeat_eigh(A, Py_ssize_t repeats, str method):
+    """Decompose ``A`` ``repeats`` times with ``method`` ("ql", "dsyevd" or "dsyevr"),
+    without the GIL; returns whether every call succeeded. For
+    ``benchmarks/bench_eigh.py``, which checks the size at which the solver switches from
+    QL to LAPACK."""
+    cdef double[:, ::1] a = _square(A)
+    cdef int d = a.shape[0]
+    cdef int code = {"ql": 0, "dsyevd": 1, "dsyevr": 2}[method]
+    if d == 0:
+        raise ValueError("empty matrix")
+    cdef double[::1] w = np.empty(d)
+    cdef double[:, ::1] W = np.empty((d, d))
+    cdef double[:, ::1] Z = np.empty((d, d))
+    cdef double[::1] work = np.empty(max(eigh_workspace(d), 26 * d) + 1)
+    cdef int[::1] iwork = np.empty(10 * d, dtype=np.intc)
+    cdef int[::1] isuppz = np.empty(2 * d, dtype=np.intc)
+    cdef Py_ssize_t r
+    cdef bint ok = True
+    with nogil:
+        for r in range(repeats):
+            memcpy(&W[0, 0], &a[0, 0], d * d * sizeof(double))
+            if code == 0:
+                ok = _tql2(d, &W[0, 0], &w[0], &work[0]) and ok
+            elif code == 1:
+                ok = _eigh_lapack(d, &W[0, 0], &w[0], &work[0]) and ok
+            else:
+                ok = _eigh_lapack_r(d, &W[0, 0], &w[0], &Z[0, 0], &work[0], &iwork[0],
+                                    &isuppz[0]) and ok
+    return ok
