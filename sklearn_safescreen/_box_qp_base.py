@@ -115,8 +115,10 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         """
         data = self._validated_inputs(X, y, sample_weight)
         kernel_params, bias = self._kernel_setup(data.X, data.sample_weight)
-        fingerprint = data_fingerprint(*data.content, data.weights, self.kernel,
-                                       kernel_params, bias,
+        # the weights follow from the content (X, y, sample_weight) and class_weight,
+        # so the parameter stands for them (hashing them again cost a fifth of a step)
+        fingerprint = data_fingerprint(*data.content, getattr(self, "class_weight", None),
+                                       self.kernel, kernel_params, bias,
                                        needs_psd_check(self.kernel, self.screening))
         state = getattr(self, "_path", None)
         if self.warm_start and state is not None and state.fingerprint == fingerprint:

@@ -239,7 +239,7 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         weights = sw * (cw[y_ind] if cw is not None else 1.0)
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")
-        content = (digest,) if digest is not None else (X, y_ind)
+        content = (digest,) if digest is not None else (X, y_ind, sw)
         return FitData(X, y_ind, sw, weights, content, classes)
 
     def _make_paths(self, Xa, kernel, data: FitData) -> list[SVMPath]:

@@ -490,3 +490,29 @@ def test_class_weight_zero_for_a_class_is_allowed_and_string_labels_are_keys():
     assert set(m.predict(X)) <= {"neg", "pos"}
     with pytest.raises(ValueError, match=r"names \['nope'\]"):
         SafeSVC(kernel="linear", class_weight={"nope": 1.0}).fit(X, labels)
+
+
+@pytest.mark.parametrize("change", ["class_weight", "sample_weight"])
+def test_warm_start_sees_changed_weights(change):
+    """The warm-start fingerprint covers the weights through the data's content and
+    ``class_weight``: changing either starts a new problem (screening from the old one's
+    reference would be unsafe; the suite turns a repair into an error) and gives the
+    cold fit's answer."""
+    rng = np.random.RandomState(3)
+    X = rng.randn(300, 5)
+    y = (X[:, 0] + 0.5 * rng.randn(300) > 0).astype(int)
+    sw = np.ones(300)
+    model = SafeSVC(kernel="linear", C=1.0, tol=1e-8, warm_start=True).fit(X, y, sw)
+    before = model._path.fingerprint
+    if change == "class_weight":
+        model.set_params(class_weight={0: 1.0, 1: 5.0})
+        cold = SafeSVC(kernel="linear", C=1.0, tol=1e-8, class_weight={0: 1.0, 1: 5.0})
+        sw2 = sw
+    else:
+        sw2 = sw.copy()
+        sw2[y == 1] = 5.0
+        cold = SafeSVC(kernel="linear", C=1.0, tol=1e-8)
+    model.fit(X, y, sw2)
+    assert model._path.fingerprint != before
+    cold.fit(X, y, sw2)
+    np.testing.assert_allclose(model.coef_, cold.coef_, rtol=1e-4, atol=1e-6)
