@@ -224,16 +224,18 @@ def start_point(const double[::1] alpha0, const double[::1] lo, const double[::1
     cdef Py_ssize_t i, n = alpha0.shape[0]
     cdef const unsigned char[::1] low = np.ascontiguousarray(at_lower).view(np.uint8)
     cdef const unsigned char[::1] up = np.ascontiguousarray(at_upper).view(np.uint8)
+    cdef double a
     out = np.empty(n)
     cdef double[::1] o = out
     with nogil:
+        # selects instead of branches: the compiler vectorises the loop (its branches
+        # followed no pattern and cost 7 ns a sample)
         for i in range(n):
-            if low[i]:
-                o[i] = lo[i]
-            elif up[i]:
-                o[i] = hi[i]
-            else:
-                o[i] = min(max(alpha0[i], lo[i]), hi[i])
+            a = alpha0[i]
+            a = a if a > lo[i] else lo[i]
+            a = a if a < hi[i] else hi[i]
+            a = hi[i] if up[i] else a
+            o[i] = lo[i] if low[i] else a
     return out
 
 
@@ -243,16 +245,14 @@ def seed_point(const double[::1] alpha, const double[::1] lo, const double[::1] 
     at an end of the reference's box go to that end of the new box, the others keep
     their value clipped to it."""
     cdef Py_ssize_t i, n = alpha.shape[0]
-    cdef double a
+    cdef double a, c
     out = np.empty(n)
     cdef double[::1] o = out
     with nogil:
-        for i in range(n):
+        for i in range(n):  # selects, not branches (see start_point)
             a = alpha[i]
-            if a > 0.0 and a >= hi[i] * scale:  # at the top of the reference's box
-                o[i] = hi[i]
-            elif a < 0.0 and a <= lo[i] * scale:  # at its bottom
-                o[i] = lo[i]
-            else:
-                o[i] = min(max(a, lo[i]), hi[i])
+            c = a if a > lo[i] else lo[i]
+            c = c if c < hi[i] else hi[i]
+            c = hi[i] if (a > 0.0) & (a >= hi[i] * scale) else c  # top of the old box
+            o[i] = lo[i] if (a < 0.0) & (a <= lo[i] * scale) else c  # its bottom
     return out
