@@ -15,9 +15,10 @@
 (d)    Usefulness: k-NN test accuracy after the metric selected by 3-fold
        RegularizationPathCV (wine, digits), next to Euclidean k-NN, metric-learn's LMNN
        and scikit-learn's NeighborhoodComponentsAnalysis. metric-learn 0.7.0 (its
-       latest release) calls scikit-learn's check_array / check_X_y with the keyword
-       ``force_all_finite``, which scikit-learn 1.8 removed (renamed
-       ``ensure_all_finite`` in 1.6): this script wraps the two functions inside
+       latest release) needs a shim with scikit-learn 1.8 or later (1.9 here): it calls
+       scikit-learn's check_array / check_X_y with the keyword ``force_all_finite``,
+       which scikit-learn 1.8 removed (renamed ``ensure_all_finite`` in 1.6), so every
+       fit raises TypeError; this script wraps the two functions inside
        ``metric_learn._util`` only, translating that one keyword, and changes nothing
        else (see ``_metric_learn_lmnn``).
 
@@ -40,6 +41,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import sklearn
 from sklearn.datasets import load_digits, load_iris, load_wine, make_classification
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier, NeighborhoodComponentsAnalysis
@@ -47,6 +49,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler
 
 from sklearn_safescreen.metric_learning import SafeMetricLearner
+from sklearn_safescreen.path import critical_value
 
 # the authors' C++ code on a 2-core machine (issue 5): wine, iris
 CPP = {"wine": {"none": 151.6, "rrpb": 13.9, "active": 32.1, "active+rrpb": 9.5},
@@ -131,7 +134,7 @@ def bench_paths(name, X, y, quick, repeats=3):
 
 
 def bench_scale(name, X, y, max_steps):
-    lam_L = SafeMetricLearner(k=10)._critical_value(X, y)
+    lam_L = critical_value(SafeMetricLearner(k=10), X, y)
     tracemalloc.start()
     r = walk_path(X, y, lam0=lam_L, ratio=0.9, max_steps=max_steps, screening="rrpb+pgb")
     peak = tracemalloc.get_traced_memory()[1]
@@ -152,7 +155,7 @@ def bench_accuracy(name, X, y, k_triplets, quick):
     t0 = time.process_time()
     knn = KNeighborsClassifier(n_neighbors=5).fit(Xtr, ytr)
     rows.append(("Euclidean 5-NN", knn.score(Xte, yte), time.process_time() - t0))
-    lam_L = SafeMetricLearner(k=k_triplets)._critical_value(Xtr, ytr)
+    lam_L = critical_value(SafeMetricLearner(k=k_triplets), Xtr, ytr)
     pipe = Pipeline([("metric", SafeMetricLearner(k=k_triplets, tol=1e-5)),
                      ("knn", KNeighborsClassifier(n_neighbors=5))])
     values = lam_L * 0.5 ** np.arange(1, 12 if quick else 24)
@@ -382,12 +385,15 @@ def main():
             lines.append(f"| {name} | {method} | {score:.3f} | {t:.2f} |")
     lines += [
         "",
-        f"LMNN is metric-learn {_metric_learn_version()} (its latest release). As released "
-        "it fails with scikit-learn 1.9 (`TypeError: check_X_y() got an unexpected "
-        "keyword argument 'force_all_finite'`: scikit-learn renamed the keyword "
-        "`ensure_all_finite` in 1.6 and removed the old name in 1.8); the benchmark wraps "
+        f"LMNN is metric-learn {_metric_learn_version()} (its latest release), which needs "
+        f"a shim to run with scikit-learn 1.8 or later ({sklearn.__version__} here): as "
+        "released every fit fails with `TypeError: check_X_y() got an unexpected "
+        "keyword argument 'force_all_finite'` (scikit-learn renamed the keyword "
+        "`ensure_all_finite` in 1.6 and removed the old name in 1.8). The benchmark wraps "
         "`check_array` / `check_X_y` inside `metric_learn._util` only, translating that "
-        "keyword, and runs it otherwise unchanged (`_metric_learn_lmnn` in the script). "
+        "keyword, and runs it otherwise unchanged (`_metric_learn_lmnn` in the script; "
+        "the tests that compare SafeMetricLearner's metric-learn interface with "
+        "metric-learn's own methods use the same shim). "
         "Fit times are process CPU seconds; SafeMetricLearner's includes the whole "
         "3-fold cross-validated choice of alpha (a path of fits per fold and a refit), "
         "LMNN's and NCA's one fit with fixed settings.",

@@ -21,13 +21,16 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import MinMaxScaler
 
 from sklearn_safescreen.metric_learning import SafeMetricLearner
+from sklearn_safescreen.path import critical_value
 
 X, y = load_wine(return_X_y=True)
 X = MinMaxScaler((-1, 1)).fit_transform(X)
 Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
 
 learner = SafeMetricLearner(k=5, warm_start=True, tol=1e-6)
-lam_L = learner._critical_value(Xtr, ytr)  # above it, M* = G_+ / alpha exactly
+# the critical value lambda_L of the training data (after a fit: critical_alpha_); above
+# it, M* = G_+ / alpha exactly
+lam_L = critical_value(learner, Xtr, ytr)
 alphas = lam_L * 0.8 ** np.arange(1, 50)
 rates, scores = [], []
 for alpha in alphas:

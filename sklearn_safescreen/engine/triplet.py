@@ -41,7 +41,7 @@ from ..problems.triplet_problem import (
 from ..problems.triplets import TripletSet
 from ..screening import triplet_bounds as tb
 from ..screening._triplet_fast import iterate_ball_codes
-from ..screening.triplet import screen_triplets
+from ..screening.triplet import SdpSchedule, screen_triplets
 from ..solvers import psd_gradient as pg
 from .certify import Certificate, certified_solve
 from .report import ScreeningEvent, ScreeningReport
@@ -111,6 +111,9 @@ class TripletPath:
         self.critical_alpha, self.G_pos = closed_form(ts, gamma, diagonal)
         self.reference: TripletReference | None = None
         self.step: float | None = None  # the solver's last step, for a warm start
+        # the SDP rule's schedule: its budget grows with the solver's iterations along
+        # the path
+        self.sdp_schedule = SdpSchedule()
 
     def fit(self, alpha: float, settings: TripletSettings,
             report: ScreeningReport) -> TripletOutcome:
@@ -154,14 +157,18 @@ class TripletPath:
             report.add(ScreeningEvent("RRPB-range", "range", alpha, n_R, n_L, n_t, dt))
             settings.log(f"alpha={alpha:<10.4g} range     R={n_R:<8d} L={n_L:<8d} "
                          f"time={dt:.3e}s")
+        schedule = self.sdp_schedule if settings.rule == "sdp" else None
+        if schedule is not None:
+            schedule.start_fit()
         if bound in ("rrpb", "rrpb+pgb", "rpb"):
             t0 = time.perf_counter()
             ball = (tb.rpb(ref0.M, ref0.alpha, alpha) if ref0.exact and bound == "rpb"
                     else tb.rrpb(ref0.M, ref0.alpha, alpha, ref0.eps))
-            if settings.rule == "sdp":
+            if schedule is not None and schedule.due():
                 idx = np.flatnonzero(status == STATUS_ACTIVE).astype(np.int32)
                 res = screen_triplets(ts, ball, "sdp", gamma, diag, idx,
-                                      ref_values=ref0.z[idx])
+                                      ref_values=ref0.z[idx], max_eig=schedule.budget)
+                schedule.record(res.n_sdp, res.n_eig)
                 status[idx[res.to_R]] = STATUS_R
                 status[idx[res.to_L]] = STATUS_L
                 n_R, n_L = int(res.to_R.sum()), int(res.to_L.sum())
@@ -172,13 +179,16 @@ class TripletPath:
             report.add(ScreeningEvent(ball.name, "reference", alpha, n_R, n_L, n_t, dt))
             settings.log(f"alpha={alpha:<10.4g} reference {ball.name:<5} R={n_R:<8d} "
                          f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
-        hook = None if bound is None else DynamicScreening(ts, alpha, report, settings)
+        hook = (None if bound is None
+                else DynamicScreening(ts, alpha, report, settings, schedule))
         reduced = _ReducedTriplets(TripletProblem(ts, gamma, diag, status),
                                    start_point(ref0, alpha), alpha, hook, self.step,
                                    report, settings)
         result = certified_solve(reduced, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=f"SafeMetricLearner at alpha={alpha:.6g}")
         self.step = reduced.step
+        if schedule is not None:
+            schedule.end_fit(result.n_iter)
         report.set_final(int(np.count_nonzero(reduced.problem.status == STATUS_R)),
                          int(np.count_nonzero(reduced.problem.status == STATUS_L)))
         cert = result.certificate
@@ -304,12 +314,16 @@ class DynamicScreening(pg.ScreeningHook):
 
     The sphere rule with GB/PGB/DGB on a full metric is offered to the solver as its
     built-in compiled test (:attr:`compiled`); other rules run here, between compiled
-    stretches. :attr:`time` accumulates the rule's time.
+    stretches. With ``rule="sdp"`` every ball's sphere and linear rules run first, then,
+    when ``schedule`` says so (:class:`~..screening.triplet.SdpSchedule`), the SDP stage
+    on the triplets that no ball decided. :attr:`time` accumulates the rule's time.
     """
 
     def __init__(self, ts: TripletSet, alpha: float, report: ScreeningReport,
-                 settings: TripletSettings):
+                 settings: TripletSettings, schedule: SdpSchedule | None = None):
         self.ts, self.alpha, self.report, self.settings = ts, alpha, report, settings
+        self.schedule = (SdpSchedule() if schedule is None and settings.rule == "sdp"
+                         else schedule)
         bound, diag = settings.bound, settings.diagonal
         self.use_gb = bound == "gb"
         self.use_pgb = bound in ("pgb", "rrpb+pgb")
@@ -333,15 +347,18 @@ class DynamicScreening(pg.ScreeningHook):
             return self._record(problem, problem.work[codes == 2],
                                 problem.work[codes == 1], self.names, ev, t0, True)
         M, diag = ev.M, s.diagonal
+        # the half-spaces of the linear rule contain the PSD cone: the SDP rule's cheap
+        # stage uses them too
+        planes = s.rule in ("linear", "sdp")
         balls = []
         if self.use_gb:
-            balls.append(tb.gb_linear(M, ev.grad, alpha, diag) if s.rule == "linear"
+            balls.append(tb.gb_linear(M, ev.grad, alpha, diag) if planes
                          else tb.gb(M, ev.grad, alpha))
         if self.use_pgb:
             balls.append(tb.pgb(M, ev.grad, alpha, diag))
         if self.use_dgb:
             ball = tb.dgb(M, ev.gap, alpha)
-            if s.rule == "linear":
+            if planes:
                 ball.plane = -psd_split(M - ev.grad / (2 * alpha), diag)[1]
             balls.append(ball)
         if s.bound == "cdgb":
@@ -351,11 +368,27 @@ class DynamicScreening(pg.ScreeningHook):
         idx = problem.work
         to_R = np.zeros(idx.size, dtype=bool)
         to_L = np.zeros(idx.size, dtype=bool)
+        cheap = "linear" if planes else s.rule
         for ball in balls:
-            res = screen_triplets(ts, ball, s.rule, s.gamma, diag, idx, ref_values=ev.z,
+            res = screen_triplets(ts, ball, cheap, s.gamma, diag, idx, ref_values=ev.z,
                                   x0_values=ev.z, values=problem.values)
             to_R |= res.to_R
             to_L |= res.to_L
+        if s.rule == "sdp":
+            # (the solver checks every ``interval`` iterations)
+            self.schedule.credit(self.calls * s.interval)
+        if s.rule == "sdp" and self.schedule.due():
+            n_sdp = n_eig = 0
+            for ball in balls:  # only the triplets no ball decided
+                res = screen_triplets(ts, ball, "sdp", s.gamma, diag, idx,
+                                      ref_values=ev.z, x0_values=ev.z,
+                                      values=problem.values, decided=to_R | to_L,
+                                      max_eig=self.schedule.budget - n_eig)
+                n_sdp += res.n_sdp
+                n_eig += res.n_eig
+                to_R |= res.to_R
+                to_L |= res.to_L
+            self.schedule.record(n_sdp, n_eig)
         to_L &= ~to_R  # cannot both hold for a safe ball; stay conservative
         return self._record(problem, idx[to_R], idx[to_L],
                             "+".join(b.name for b in balls), ev, t0, s.bound != "cdgb")

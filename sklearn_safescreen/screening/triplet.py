@@ -16,9 +16,17 @@ Theorems 11-12). Comparisons are strict and radii inflated (``doc/theory/safety.
 
 Costs per pass: :math:`\langle H_t,Q\rangle` and :math:`\langle H_t,P\rangle` through the
 pair quadratic forms (O(n_pairs d^2) + O(1) per triplet); sphere and linear
-rules O(1) per triplet; the SDP rule O(d^3) per dual-ascent step and candidate triplet
-(only triplets the cheaper rules left, which pass the :math:`X_0` precheck); the
-diagonal rule O(d) per bisection step.
+rules O(1) per triplet; the diagonal rule O(d) per bisection step. The SDP rule costs
+O(d^3) per dual-ascent step and candidate, so it runs on the triplets the cheaper rules
+leave, in stages that each skip the triplets it provably cannot screen: the sphere and
+linear rules (the PSD cone lies in the half-space, so what they screen the SDP rule
+screens too); the points :math:`tQ` of the ball (O(1): with a PSD centre,
+:math:`t\in[\max(0,1-r/\|Q\|),1+r/\|Q\|]`) and the PSD point :math:`X_0`; the projection of
+the ball's extreme point :math:`[Q\mp rH_t/\|H_t\|]_+` (one eigendecomposition); then the
+dual ascent, which stops on failure once the tangent lines of the concave dual cap it
+below the radius. A PSD point of the ball on the threshold's side proves that no dual
+value exceeds the radius, so these stages change the cost, not the decisions.
+:class:`SdpSchedule` decides when the SDP stage runs and bounds its cost by the solver's.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ class TripletScreening:
     to_L: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
+    n_sdp: int = 0  # triplets the SDP stage decided beyond the cheaper rules
+    n_eig: int = 0  # eigendecompositions the SDP stage spent
 
     @property
     def n_screened(self) -> int:
@@ -90,7 +100,8 @@ def linear_bounds(hq, hn, r, ph, pq, pp):
 def screen_triplets(ts: TripletSet, ball: Ball, rule: str, gamma: float, diagonal: bool,
                     idx: np.ndarray, ref_values: np.ndarray | None = None,
                     x0_values: np.ndarray | None = None,
-                    values=None) -> TripletScreening:
+                    values=None, decided: np.ndarray | None = None,
+                    max_eig: int | None = None) -> TripletScreening:
     r"""Apply ``rule`` with ``ball`` to the triplets ``idx``.
 
     Parameters
@@ -99,7 +110,8 @@ def screen_triplets(ts: TripletSet, ball: Ball, rule: str, gamma: float, diagona
     ball : Ball
     rule : {"sphere", "linear", "sdp"}
         ``"linear"`` uses ``ball.plane`` (sphere when the ball has none); ``"sdp"``
-        intersects with the PSD cone (closed form for a diagonal metric).
+        applies the linear rule, then intersects with the PSD cone (closed form for a
+        diagonal metric) on the triplets still undecided (see the module docstring).
     gamma : float
         Smoothing (0 for the hinge).
     diagonal : bool
@@ -114,6 +126,12 @@ def screen_triplets(ts: TripletSet, ball: Ball, rule: str, gamma: float, diagona
     values : callable, optional
         ``values(A)`` returns :math:`\langle H_t,A\rangle` over ``idx`` (e.g. through
         the compact pairs of the solver's working set); default: through all pairs.
+    decided : ndarray of bool, optional
+        Triplets of ``idx`` already decided (e.g. by another ball): the SDP stage skips
+        them.
+    max_eig : int, optional
+        Budget of the SDP stage in eigendecompositions (see :class:`SdpSchedule`): no
+        candidate is started once it is spent (the rest stay undecided). Default: none.
     """
     if rule not in TRIPLET_RULES:
         raise ValueError(f"unknown rule {rule!r}; expected one of {TRIPLET_RULES}")
@@ -128,7 +146,7 @@ def screen_triplets(ts: TripletSet, ball: Ball, rule: str, gamma: float, diagona
         hq = values(Q)
     hn = ts.hnorm[idx]
     lower, upper = sphere_bounds(hq, hn, r)
-    if rule == "linear" and ball.plane is not None:
+    if rule in ("linear", "sdp") and ball.plane is not None:
         P = ball.plane
         pp = float(np.sum(P * P))
         if pp > 0.0:
@@ -137,26 +155,119 @@ def screen_triplets(ts: TripletSet, ball: Ball, rule: str, gamma: float, diagona
             lo_lin, up_lin = linear_bounds(hq, hn, r, ph, pq, pp)
             lower, upper = np.maximum(lower, lo_lin), np.minimum(upper, up_lin)
     to_R, to_L = decide(lower, upper, gamma)
+    n_sdp = n_eig = 0
     if rule == "sdp":
+        open_ = ~(to_R | to_L) if decided is None else ~(to_R | to_L | decided)
         if diagonal:
-            cand = np.flatnonzero(~(to_R | to_L))
+            cand = np.flatnonzero(open_)
             lo_d, up_d = diag_pass(ts.diff, ts.pos, ts.neg, idx[cand],
                                     np.ascontiguousarray(Q, dtype=np.float64), r * r)
             lower[cand] = np.maximum(lower[cand], lo_d)
             upper[cand] = np.minimum(upper[cand], up_d)
-            to_R, to_L = decide(lower, upper, gamma)
+            new_R, new_L = decide(lower, upper, gamma)
+            n_sdp = int(np.count_nonzero((new_R & ~to_R) | (new_L & ~to_L)))
+            to_R, to_L = new_R, new_L
         else:
             x0 = hq if (ball.psd_center or x0_values is None) else x0_values
             if not ball.psd_center and x0_values is None:
                 raise ValueError("the SDP rule with a non-PSD centre needs x0_values")
-            # candidates: undecided and with the PSD point X0 outside the band (3.2)
-            cand = np.flatnonzero(~(to_R | to_L) & ((x0 > 1.0) | (x0 < 1.0 - gamma)))
+            # candidates: undecided, with the PSD point X0 outside the band (3.2) and, for
+            # a PSD centre, every point tQ of the ball beyond the threshold
+            want_R, want_L = x0 > 1.0, x0 < 1.0 - gamma
+            if ball.psd_center:
+                want_R, want_L = _scaled_center_filter(hq, Q, r, gamma, want_R, want_L)
+            cand = np.flatnonzero(open_ & (want_R | want_L))
             if cand.size:
-                codes = sdp_pass(ts.diff, ts.pos, ts.neg, idx[cand],
-                                  np.ascontiguousarray(Q, dtype=np.float64), r * r,
-                                  np.ascontiguousarray(x0[cand]), gamma, ball.psd_center,
-                                  ts.hnorm)
+                codes, n_eig = sdp_pass(
+                    ts.diff, ts.pos, ts.neg, idx[cand],
+                    np.ascontiguousarray(Q, dtype=np.float64), r * r,
+                    np.ascontiguousarray(x0[cand]), gamma, ball.psd_center, ts.hnorm,
+                    True, -1 if max_eig is None else int(max_eig))
                 to_R[cand[codes == 2]] = True
                 to_L[cand[codes == 1]] = True
-    return TripletScreening(to_R, to_L, lower, upper)
+                n_sdp = int(np.count_nonzero(codes))
+    return TripletScreening(to_R, to_L, lower, upper, n_sdp, n_eig)
 
+
+def _scaled_center_filter(hq, Q, r, gamma, want_R, want_L):
+    r"""Drop the candidates a point :math:`tQ` of the ball already rules out: for a PSD
+    centre, :math:`tQ` is PSD and in the ball for
+    :math:`t\in[\max(0,1-r/\|Q\|),\,1+r/\|Q\|]`, and :math:`\langle tQ,H_t\rangle=t\,\langle
+    Q,H_t\rangle` is linear in t, so its extremes are at the ends (O(1) per triplet)."""
+    nq = float(np.linalg.norm(Q))
+    if nq == 0.0:
+        return np.zeros_like(want_R), want_L  # Q = 0: the value 0 is in the set
+    lo_t, hi_t = max(0.0, 1.0 - r / nq), 1.0 + r / nq
+    v_lo, v_hi = lo_t * hq, hi_t * hq
+    return (want_R & (np.minimum(v_lo, v_hi) > 1.0),
+            want_L & (np.maximum(v_lo, v_hi) < 1.0 - gamma))
+
+
+class SdpSchedule:
+    """When, and how much, the SDP stage of ``rule="sdp"`` runs (the cheaper rules run at
+    every check).
+
+    The SDP stage costs O(d^3) per candidate where the other rules cost O(1), and often
+    decides nothing they did not (e.g. far from the solution, where every ball is
+    large). Two deterministic limits (they count checks, iterations and
+    eigendecompositions, not seconds, so a fit does not depend on the machine's load):
+
+    * **budget**: the stage may spend at most ``per_iteration`` eigendecompositions per
+      solver iteration made so far (:meth:`credit`; along a warm-started path the
+      iterations of the earlier fits count too). Every solver iteration makes one
+      eigendecomposition of the same size (the projection) and more work besides, so
+      with the default 1 the rule costs at most about as much as the solver, plus one
+      pass of the cheap filters per check;
+    * **yield**: after a check at which it decides no triplet beyond the cheaper rules,
+      it is skipped at the next 1, 2, 4, ... checks (the wait doubles at every
+      fruitless evaluation); a check at which it decides something makes the next check
+      evaluate it again. :meth:`start_fit` resets the wait (a new ``alpha`` is a new
+      problem), not the budget.
+    """
+
+    def __init__(self, per_iteration: float = 1.0):
+        self.per_iteration = float(per_iteration)
+        self.iterations = 0.0  # solver iterations credited, earlier fits included
+        self._fit_base = 0.0
+        self.spent = 0  # eigendecompositions spent
+        self.wait = 0
+        self.backoff = 0
+        self.n_evaluated = 0
+        self.n_skipped = 0
+
+    @property
+    def budget(self) -> int:
+        """Eigendecompositions the stage may spend now."""
+        return max(int(self.per_iteration * self.iterations) - self.spent, 0)
+
+    def start_fit(self) -> None:
+        """A new fit (a new ``alpha``): the wait is reset, the budget kept."""
+        self._fit_base = self.iterations
+        self.wait = self.backoff = 0
+
+    def end_fit(self, n_iter: int) -> None:
+        """The fit made ``n_iter`` solver iterations in all."""
+        self.iterations = self._fit_base + float(n_iter)
+
+    def credit(self, n_iter: int) -> None:
+        """The current fit's solver has made ``n_iter`` iterations so far."""
+        self.iterations = max(self.iterations, self._fit_base + float(n_iter))
+
+    def due(self) -> bool:
+        """Whether this check evaluates the SDP stage (else it is counted as skipped)."""
+        if self.wait > 0 or self.budget <= 0:
+            self.wait = max(self.wait - 1, 0)
+            self.n_skipped += 1
+            return False
+        return True
+
+    def record(self, n_decided: int, n_eig: int) -> None:
+        """The SDP stage was evaluated: it decided ``n_decided`` triplets beyond the
+        cheaper rules and spent ``n_eig`` eigendecompositions."""
+        self.n_evaluated += 1
+        self.spent += int(n_eig)
+        if n_decided > 0:
+            self.backoff = self.wait = 0
+        else:
+            self.backoff = max(1, 2 * self.backoff)
+            self.wait = self.backoff

@@ -488,3 +488,111 @@ def test_iris_screening_rate_reference():
     assert r["RRPB"].mean() >= 0.9  # (v)
     assert r["RRPB"].mean() == pytest.approx(0.9616, abs=2e-3)
     assert r["DGB"].mean() == pytest.approx(0.9165, abs=2e-3)
+
+
+# ------------------------------------------------------- the SDP rule's cost ---
+def psd_ball_instance(seed, d, radius):
+    """Triplets and a PSD-centred ball whose triplet values straddle the thresholds."""
+    X, y, ts = make_data(seed, n=30, d=d, k=3)
+    rng = np.random.RandomState(seed)
+    L = rng.randn(d, d)
+    Q = L @ L.T
+    Q *= 1.5 / np.median(np.abs(tp.triplet_values(ts, Q, False)))
+    return ts, tb.Ball("test", Q, radius * np.linalg.norm(Q), psd_center=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("d", [3, 6])
+def test_sdp_shortcuts_skip_work_not_decisions(seed, d):
+    """The projected extreme point and the tangent-line exit only skip dual ascents that
+    cannot screen: the fast kernel decides what the plain ascent decides, for fewer
+    eigendecompositions; the scaled-centre filter and the linear stage of
+    screen_triplets do not change the decisions either."""
+    from sklearn_safescreen.screening._triplet_fast import sdp_pass
+
+    gamma = 0.05
+    n_decided = 0
+    for radius in (0.1, 0.4, 0.9):
+        ts, ball = psd_ball_instance(seed, d, radius)
+        idx = np.arange(ts.n_triplets, dtype=np.int32)
+        x0 = tp.triplet_values(ts, ball.center, False)
+        args = (ts.diff, ts.pos, ts.neg, idx, ball.center, ball.radius ** 2, x0, gamma,
+                True, ts.hnorm)
+        fast, n_fast = sdp_pass(*args, True)
+        plain, n_plain = sdp_pass(*args, False)
+        np.testing.assert_array_equal(fast, plain)
+        assert n_fast < n_plain
+        # the rule: the sphere rule, then the plain ascent on every undecided candidate
+        sph = screen_triplets(ts, ball, "sphere", gamma, False, idx)
+        want_R, want_L = sph.to_R | (plain == 2), sph.to_L | (plain == 1)
+        res = screen_triplets(ts, ball, "sdp", gamma, False, idx)
+        np.testing.assert_array_equal(res.to_R, want_R)
+        np.testing.assert_array_equal(res.to_L, want_L)
+        assert res.n_sdp == int(np.count_nonzero((want_R | want_L) & ~(sph.to_R | sph.to_L)))
+        n_decided += res.n_sdp
+    assert n_decided > 0
+
+
+def test_sdp_budget_bounds_the_eigendecompositions():
+    from sklearn_safescreen.screening._triplet_fast import sdp_pass
+
+    ts, ball = psd_ball_instance(0, 4, 0.4)
+    idx = np.arange(ts.n_triplets, dtype=np.int32)
+    x0 = tp.triplet_values(ts, ball.center, False)
+    args = (ts.diff, ts.pos, ts.neg, idx, ball.center, ball.radius ** 2, x0, 0.05, True,
+            ts.hnorm, True)
+    full, n_full = sdp_pass(*args)
+    assert np.count_nonzero(full) > 0
+    for budget in (0, 1, 7, n_full // 3):
+        codes, n_eig = sdp_pass(*args, budget)
+        assert n_eig <= budget
+        # a budget only leaves triplets undecided (never another decision)
+        assert np.all((codes == 0) | (codes == full))
+    res = screen_triplets(ts, ball, "sdp", 0.05, False, idx, max_eig=5)
+    assert res.n_eig <= 5
+
+
+def test_sdp_rule_screens_what_the_linear_rule_screens():
+    """The half-space of the linear rule contains the PSD cone, so the SDP rule runs it
+    first (and screens at least as much)."""
+    X, y, ts = make_data(3, n=45, d=3, k=4)
+    gamma = 0.05
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
+    M = G_pos / lam_L
+    lam = 0.3 * lam_L
+    ev = tp.TripletProblem(ts, gamma, False).evaluate(M, lam)
+    idx = np.arange(ts.n_triplets, dtype=np.int32)
+    n_plane = 0
+    for ball in (tb.pgb(M, ev.grad, lam, False), tb.gb_linear(M, ev.grad, lam, False)):
+        lin = screen_triplets(ts, ball, "linear", gamma, False, idx, x0_values=ev.z)
+        sph = screen_triplets(ts, ball, "sphere", gamma, False, idx, x0_values=ev.z)
+        sdp = screen_triplets(ts, ball, "sdp", gamma, False, idx, x0_values=ev.z)
+        assert np.all(sdp.to_R >= lin.to_R) and np.all(sdp.to_L >= lin.to_L)
+        n_plane += lin.n_screened - sph.n_screened
+    assert n_plane > 0  # the planes did decide something here
+
+
+def test_sdp_schedule_backs_off_and_keeps_within_its_budget():
+    from sklearn_safescreen.screening.triplet import SdpSchedule
+
+    s = SdpSchedule()
+    s.start_fit()
+    assert not s.due()  # no solver iteration yet: no budget
+    s.credit(10)
+    assert s.budget == 10
+    pattern = []
+    for _ in range(16):  # it never pays: evaluated at checks 0, 2, 5, 10
+        due = s.due()
+        pattern.append(due)
+        if due:
+            s.record(0, 1)
+        s.credit(10 * (len(pattern) + 1))
+    assert [i for i, due in enumerate(pattern) if due] == [0, 2, 5, 10]
+    s.record(3, 1)  # it paid: the next check evaluates it again
+    assert s.due()
+    assert s.spent == 5 and s.budget == s.iterations - 5
+    s.end_fit(40)  # the fit made 40 iterations in all
+    assert s.iterations == 40
+    s.start_fit()  # a new alpha: the wait is reset, the budget is kept
+    s.record(0, 40)
+    assert s.budget == 0 and not s.due()
