@@ -151,7 +151,7 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     >>> y = X @ [1.0, -2.0, 0.5] + rng.laplace(size=200)
     >>> model = SafeLAD(C=1.0).fit(X, y)
     >>> np.round(model.coef_, 1)
-    array([ 1. , -2. ,  0.5])
+    array([ 1. , -2.1,  0.6])
     """
 
     _parameter_constraints: dict = {

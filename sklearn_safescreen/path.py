@@ -270,7 +270,7 @@ def critical_value(estimator, X, y, *, param_name: str | None = None,
     The most regularised value at which the solution is known in closed form: for
     SafeSVC and SafeLAD :math:`C_{\\min}` (every ``C`` below it has the closed-form
     solution), for SafeMetricLearner the :math:`\\lambda_L` above which the metric is
-    :math:`G_+/\alpha`. A path starts there. For a Pipeline, the steps before the Safe
+    :math:`G_+/\\alpha`. A path starts there. For a Pipeline, the steps before the Safe
     estimator are fitted on ``X`` first.
 
     Parameters
@@ -294,7 +294,7 @@ def critical_value(estimator, X, y, *, param_name: str | None = None,
     >>> from sklearn_safescreen.path import critical_value
     >>> X, y = load_iris(return_X_y=True)
     >>> round(critical_value(SafeMetricLearner(), X, y))
-    4479
+    454735
     """
     _, prefix, _ = resolve_path_param(estimator, param_name)
     return _critical_value(estimator, prefix, X, y, sample_weight)
