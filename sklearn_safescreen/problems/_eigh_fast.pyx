@@ -6,7 +6,7 @@ call the ``cdef`` versions declared in ``_eigh_fast.pxd`` without the GIL; the `
 functions are their Python faces.
 
 Householder tridiagonalisation and implicit QL (EISPACK ``tred2``/``tql2``) for
-d <= 24, faster than LAPACK's drivers at the sizes of the projection and of the gap
+d <= 32, faster than LAPACK's drivers at the sizes of the projection and of the gap
 (``benchmarks/bench_eigh.py``, results in ``doc/benchmarks.md``); LAPACK's ``dsyevd``
 above, or if QL does not converge. Only orthogonality of the eigenvectors matters for
 safety: a PSD part is rebuilt from the kept eigenpairs, so it is PSD whatever the
@@ -28,7 +28,7 @@ import numpy as np
 
 cdef enum:
     # Largest dimension handled by the compiled QL eigensolver (LAPACK above).
-    SMALL_EIGH = 24
+    SMALL_EIGH = 32
 
 
 cdef bint _tql2(int n, double* W, double* d, double* e) noexcept nogil:

@@ -14,9 +14,9 @@ from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.solvers import psd_gradient as pg
 
 
-@pytest.mark.parametrize("d", [1, 2, 5, 13, 24, 30])
+@pytest.mark.parametrize("d", [1, 2, 5, 13, 24, 32, 40])
 def test_small_eigensolver_against_numpy(d):
-    """The compiled QL eigensolver (d <= 24; LAPACK above) on random, rank-deficient,
+    """The compiled QL eigensolver (d <= 32; LAPACK above) on random, rank-deficient,
     repeated-eigenvalue and zero matrices: orthonormal rows, exact reconstruction, the
     same spectrum as numpy."""
     rng = np.random.RandomState(d)
