@@ -23,6 +23,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -248,7 +249,7 @@ def test_warm_start_changed_data_starts_afresh():
                        (X[::-1].copy(), y[::-1].copy(), {}), (0.5 * X, y, {}),
                        (X, y, {"kernel": "rbf"})]:
         model.set_params(**kw).fit(XX, yy)
-        cold = clone(model).set_params(warm_start=False).fit(XX, yy)
+        cold = clone(model).set_params(warm_start=False, screening=None).fit(XX, yy)
         np.testing.assert_allclose(model.predict(XX), cold.predict(XX), atol=1e-6)
     # same data again: the previous solution is the reference (a "reference" event)
     model.set_params(C=2.0).fit(X, y)
@@ -271,7 +272,7 @@ def test_warm_start_same_arrays_changed_in_place_are_validated_again(where):
         model.fit(X, y)
     target[7] = kept + 0.25
     model.fit(X, y)
-    cold = clone(model).set_params(warm_start=False).fit(X.copy(), y.copy())
+    cold = clone(model).set_params(warm_start=False, screening=None).fit(X.copy(), y.copy())
     np.testing.assert_allclose(model.predict(X), cold.predict(X), atol=1e-6)
     assert "_input_memo" not in pickle.loads(pickle.dumps(model)).__dict__
 
@@ -470,7 +471,7 @@ def test_verbose_lines(capsys):
 
 
 # ------------------------------------------------------ property: exactness ---
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(25), deadline=None, derandomize=True, database=None,
           print_blob=True)
 @given(seed=st.integers(0, 10_000), log_c_ref=st.floats(-3.0, 2.0),
        ratio=st.sampled_from([0.1, 0.5, 0.9, 1.0, 1.1, 2.0, 10.0]),
@@ -526,7 +527,8 @@ def test_content_digest_detects_changes():
     X[5, 1] += 3.0  # in place: same object, new content
     model.set_params(C=2.0).fit(X, y)
     cold = SafeLAD(C=2.0, tol=1e-10).fit(X, y)
-    np.testing.assert_allclose(model.predict(X), cold.predict(X), atol=1e-6)
+    plain = SafeLAD(C=2.0, tol=1e-10, screening=None).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), plain.predict(X), atol=1e-6)
     # started afresh: the same internal path from C_min as the cold fit
     assert [e.value for e in model.screening_report_.events] == \
         [e.value for e in cold.screening_report_.events]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -114,7 +115,8 @@ def test_path_equals_cold_fits_and_is_exact():
     assert res.critical_value == pytest.approx(res.values[0])
     assert res.reports[0].screening_rate == 1.0  # closed form at C_min
     for C, sol in zip(res.values, res.solutions, strict=True):
-        cold = SafeSVC(kernel="linear", C=C, tol=1e-9, max_iter=100000).fit(X, y)
+        cold = SafeSVC(kernel="linear", C=C, tol=1e-9, max_iter=100000,
+                       screening=None).fit(X, y)
         f_path = hinge_objective(X, y, sol["coef_"], sol["intercept_"], C)
         f_cold = hinge_objective(X, y, cold.coef_, cold.intercept_, C)
         assert f_path == pytest.approx(f_cold, rel=1e-7)
@@ -170,7 +172,7 @@ def E_bruteforce(alpha, Q, c, C, rho):
     return (P - D) / P
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 10_000), st.floats(-3, 3))
 def test_hinge_sums_match_direct_sum(seed, log_rho):
     rng = np.random.RandomState(seed)
@@ -180,7 +182,7 @@ def test_hinge_sums_match_direct_sum(seed, log_rho):
     np.testing.assert_allclose(_hinge_sums(q, c, rhos), direct, rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([1e-2, 1e-3]))
 def test_eps_step_keeps_the_rescaled_solution_eps_good(seed, eps):
     """Every C in [C_prev, C_next] satisfies E <= eps (brute force on a fine grid), and
@@ -295,7 +297,7 @@ def test_solution_attributes_and_memory_refusal(monkeypatch):
     assert len(svm_path(X, y, kernel="linear", n_values=50, attributes=[])) == 50
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(20, 80), d=st.integers(1, 5),
        logs=st.lists(st.floats(-3, 1), min_size=1, max_size=5),
        weighted=st.booleans(), multiclass=st.booleans())

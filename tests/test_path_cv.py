@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -305,7 +306,7 @@ def test_same_as_grid_search_metric_learning_pipeline():
     np.testing.assert_allclose(alone.transform(X), alone.best_estimator_.transform(X))
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(40, 100),
        logs=st.lists(st.floats(-3, 1), min_size=2, max_size=4, unique=True))
 def test_same_as_grid_search_hypothesis(seed, n, logs):

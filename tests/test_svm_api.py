@@ -374,13 +374,14 @@ def test_warm_start_switching_rules_along_path():
 
 
 try:
+    from _profiles import examples
     from hypothesis import given, settings
     from hypothesis import strategies as st
 except ImportError:  # pragma: no cover
     given = None
 
 if given is not None:
-    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=examples(60), deadline=None, derandomize=True, database=None,
               print_blob=True)
     @given(seed=st.integers(0, 10_000), log_c_ref=st.floats(-3.0, 2.0),
            ratio=st.sampled_from([0.1, 0.5, 0.9, 1.0, 1.1, 2.0, 10.0]),

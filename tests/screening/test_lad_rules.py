@@ -28,6 +28,7 @@ from functools import cache
 import cvxpy as cp
 import numpy as np
 import pytest
+from _profiles import examples
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 from sklearn.metrics.pairwise import pairwise_kernels
@@ -345,7 +346,7 @@ def _perturbed(truth, G, y, h_ref, rng, kind):
 _C = st.floats(0.01, 20.0, allow_nan=False, allow_infinity=False)
 
 
-@settings(max_examples=40, **HYPOTHESIS_SETTINGS)
+@settings(max_examples=examples(40), **HYPOTHESIS_SETTINGS)
 @given(seed=st.integers(0, 10**6), kernel=st.sampled_from(KERNELS),
        bias=st.sampled_from([0.0, 1.0, 3.0]), c_ref=_C, c=_C,
        n=st.integers(40, 150), d=st.integers(1, 8), weighted=st.booleans(),
@@ -376,7 +377,7 @@ def test_dvi_safety_property(seed, kernel, bias, c_ref, c, n, d, weighted, ref_k
     assert not (res.at_lower & (w == 0)).any() and not (res.at_upper & (w == 0)).any()
 
 
-@settings(max_examples=15, **HYPOTHESIS_SETTINGS)
+@settings(max_examples=examples(15), **HYPOTHESIS_SETTINGS)
 @given(seed=st.integers(0, 10**6), ratio=st.floats(1.05, 30.0),
        kernel=st.sampled_from(["linear", "rbf1"]))
 def test_dvi_safety_from_closed_form(seed, ratio, kernel):

@@ -16,6 +16,7 @@ from functools import cache
 import cvxpy as cp
 import numpy as np
 import pytest
+from _profiles import examples
 from _svm_truth import (
     HYPOTHESIS_SETTINGS,
     KERNELS,
@@ -169,7 +170,7 @@ def test_r1_safety_sweep(kernel, bias):
 _C_VALUES = st.floats(0.01, 20.0, allow_nan=False, allow_infinity=False)
 
 
-@settings(max_examples=40, **HYPOTHESIS_SETTINGS)
+@settings(max_examples=examples(40), **HYPOTHESIS_SETTINGS)
 @given(seed=st.integers(0, 10**6), kernel=st.sampled_from(KERNELS),
        bias=st.sampled_from(BIASES),
        pair=st.one_of(st.sampled_from(PAIRS), st.tuples(_C_VALUES, _C_VALUES)),
@@ -395,7 +396,7 @@ def test_r8_same_C_screens_exactly_the_non_margin_samples(kernel, bias):
 
 
 # ---------------------------------------------------- inexact references ---
-@settings(max_examples=40, **HYPOTHESIS_SETTINGS)
+@settings(max_examples=examples(40), **HYPOTHESIS_SETTINGS)
 @given(seed=st.integers(0, 10**6), kernel=st.sampled_from(KERNELS),
        bias=st.sampled_from(BIASES), pair=st.sampled_from(PAIRS[:5]),
        epochs=st.sampled_from([1, 2, 3, 5]))
@@ -418,7 +419,7 @@ def test_r13_inexact_reference_is_safe(seed, kernel, bias, pair, epochs):
     assert results["IT"].info["fallback"] is None
 
 
-@settings(max_examples=30, **HYPOTHESIS_SETTINGS)
+@settings(max_examples=examples(30), **HYPOTHESIS_SETTINGS)
 @given(seed=st.integers(0, 10**6), kernel=st.sampled_from(KERNELS),
        bias=st.sampled_from(BIASES), pair=st.sampled_from(PAIRS),
        inexact=st.booleans())

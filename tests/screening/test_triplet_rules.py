@@ -11,6 +11,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
+from _profiles import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -75,7 +76,7 @@ def all_balls(ts, gamma, diagonal, M_ref, lam0, lam):
 
 
 # -------------------------------------------------------------- containment ---
-@settings(max_examples=12, **HYP)
+@settings(max_examples=examples(12), **HYP)
 @given(seed=st.integers(0, 10**6), diagonal=st.booleans(),
        quality=st.sampled_from(["exact", "gap1e-2", "gap1e-6", "random"]),
        ratio=st.sampled_from([0.5, 0.9, 1.0, 1.3]))
@@ -182,7 +183,7 @@ def test_sphere_and_linear_rule_values_equal_cvxpy(seed):
         assert llo[0] >= lo[0] - 1e-12 and lup[0] <= up[0] + 1e-12
 
 
-@settings(max_examples=25, **HYP)
+@settings(max_examples=examples(25), **HYP)
 @given(seed=st.integers(0, 10**6))
 def test_bounds_hold_for_sampled_points(seed):
     """Property: for PSD X in the ball, sphere min <= <X,H> <= sphere max, and the
@@ -268,7 +269,7 @@ def test_diagonal_rule_equals_cvxpy(seed):
 
 
 # ------------------------------------------------------------------- safety ---
-@settings(max_examples=20, **HYP)
+@settings(max_examples=examples(20), **HYP)
 @given(seed=st.integers(0, 10**6), diagonal=st.booleans(), hinge=st.booleans(),
        quality=st.sampled_from(["exact", "gap1e-2", "random"]),
        rule=st.sampled_from(["sphere", "linear", "sdp"]))

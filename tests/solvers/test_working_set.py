@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _box_models import check_against_truth, kernel_problem, linear_problem
+from _profiles import examples
 from _svm_truth import (
     HYPOTHESIS_SETTINGS,
     augment,
@@ -76,7 +77,7 @@ def test_working_set_respects_prefixed_variables_and_warm_start():
     check_against_truth(problem, res, truth, 1e-9)
 
 
-@settings(max_examples=12, **HYPOTHESIS_SETTINGS)
+@settings(max_examples=examples(12), **HYPOTHESIS_SETTINGS)
 @given(seed=st.integers(0, 10_000), log_c=st.floats(-2.5, 2.0),
        kernel=st.sampled_from(["linear", "rbf"]), up=st.booleans())
 def test_screened_path_equals_unscreened_on_working_set_sizes(seed, log_c, kernel, up):

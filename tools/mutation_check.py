@@ -1,0 +1,226 @@
+"""Mutation check of the safety tests: do deliberate bugs in the screening code fail them?
+
+Each mutation below weakens one safety ingredient (the gap inflation of a reference, a
+radius constant, a threshold, the gap a path step hands to the rules). The script copies
+the repository into a temporary directory (tracked files plus the built extensions, with
+their timestamps, so that only a mutated ``.pyx`` is recompiled), applies one mutation
+at a time, rebuilds the copy's extensions when a ``.pyx`` changed, runs the tests that
+guard that ingredient and restores the file (and the extension) afterwards. A mutation
+*survives* when fewer than ``--min-failures`` tests fail. The source tree is never
+touched.
+
+Usage (from the repository root, with the package's extensions built in place)::
+
+    python tools/mutation_check.py                  # every mutation
+    python tools/mutation_check.py --list
+    python tools/mutation_check.py svm_ball_sqrt_gap triplet_rrpb_eps
+    python tools/mutation_check.py --pytest-args="-n 2"
+
+Exit status 1 if a mutation survives or does not apply (the code it targets changed:
+update the mutation with it), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the new safety tests, run for every mutation
+SAFETY = ("tests/screening/test_radii.py", "tests/screening/test_inexact_references.py",
+          "tests/screening/test_triplet_oracle.py")
+SVM = (*SAFETY, "tests/screening/test_svm_rules.py")
+LAD = (*SAFETY, "tests/screening/test_lad_rules.py")
+TRIPLET = (*SAFETY, "tests/screening/test_triplet_rules.py")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    what: str
+
+
+MUTATIONS = (
+    Mutation("path_step_gap0", "sklearn_safescreen/engine/box_qp.py",
+             "res = self.screen(rule, ref, C)",
+             "res = self.screen(rule, BoxQPReference(ref.C, ref.alpha, ref.margins, 0.0), C)",
+             (*SVM, "tests/screening/test_lad_rules.py"),
+             "the box-QP path step hands the rules its reference with gap 0"),
+    Mutation("stored_reference_gap0", "sklearn_safescreen/engine/box_qp.py",
+             "reduced.margins,\n                                        max(cert.gap, 0.0))",
+             "reduced.margins,\n                                        0.0)",
+             (*SVM, "tests/screening/test_lad_rules.py"),
+             "a box-QP step stores its solution as reference with gap 0"),
+    Mutation("svm_ball_sqrt_gap", "sklearn_safescreen/screening/balls.py",
+             "delta = np.sqrt(2.0 * max(ref.gap, 0.0))",
+             "delta = np.sqrt(max(ref.gap, 0.0))", (*SVM, *LAD[2:]),
+             "BT1/IT/LAD-DVI reference ball inflated by sqrt(gap), not sqrt(2 gap)"),
+    Mutation("svm_dvi_sqrt_gap", "sklearn_safescreen/screening/svm.py",
+             "delta = np.sqrt(2.0 * max(ref.gap, 0.0))",
+             "delta = np.sqrt(max(ref.gap, 0.0))", SVM,
+             "SVM DVI inflated by sqrt(gap), not sqrt(2 gap)"),
+    Mutation("lad_gap0", "sklearn_safescreen/screening/lad.py",
+             "centre, radius, _ = reference_ball(ref, C)",
+             "centre, radius, _ = reference_ball(BoxQPReference(ref.C, ref.alpha, ref.margins,"
+             " 0.0), C)", LAD,
+             "LAD DVI ignores the reference's gap"),
+    Mutation("gap_ball_radius_30pct", "sklearn_safescreen/screening/balls.py",
+             "np.sqrt(2.0 * max(gap, 0.0)), SCREEN_RTOL)",
+             "0.3 * np.sqrt(2.0 * max(gap, 0.0)), SCREEN_RTOL)",
+             (*SVM, "tests/solvers"),
+             "gap-safe screening during solves with 30% of the radius"),
+    Mutation("scaled_sphere_threshold", "sklearn_safescreen/screening/_triplet_fast.pyx",
+             "slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
+             "            if lower > 1.0 + slack:\n                status[t] = 2",
+             "slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
+             "            if lower > 0.9 + slack:\n                status[t] = 2",
+             TRIPLET, "RRPB sphere pass screens into R from a lower bound above 0.9"),
+    Mutation("triplet_rrpb_eps", "sklearn_safescreen/screening/triplet_bounds.py",
+             "return float(np.sqrt(2.0 * max(gap0, 0.0) / lam0))",
+             "return float(np.sqrt(max(gap0, 0.0) / lam0))", TRIPLET,
+             "RRPB epsilon sqrt(gap/lambda0), not sqrt(2 gap/lambda0)"),
+    Mutation("triplet_rrpb_radius_eps", "sklearn_safescreen/screening/triplet_bounds.py",
+             "(d + lam0 + lam) / (2.0 * lam) * eps",
+             "(d + lam0 + lam) / (4.0 * lam) * eps", TRIPLET,
+             "RRPB radius with half its epsilon term"),
+    Mutation("triplet_stored_gap0", "sklearn_safescreen/engine/triplet.py",
+             "ref = TripletReference(alpha, reduced.M, cert.gap,",
+             "ref = TripletReference(alpha, reduced.M, 0.0,", TRIPLET,
+             "a triplet step stores its solution as reference with gap 0"),
+    Mutation("triplet_ranges_gap0", "sklearn_safescreen/engine/triplet.py",
+             "m, eps = float(np.linalg.norm(ref.M)), ref.eps",
+             "m, eps = float(np.linalg.norm(ref.M)), 0.0", TRIPLET,
+             "RRPB range screening computed as if the reference were exact"),
+    Mutation("triplet_ranges_eps_half", "sklearn_safescreen/screening/triplet_bounds.py",
+             "    eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)\n    n = z.shape[0]",
+             "    eps = 0.5 * eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)\n"
+             "    n = z.shape[0]", TRIPLET,
+             "RRPB ranges with half the epsilon"),
+    Mutation("triplet_range_lo_eps", "sklearn_safescreen/screening/_triplet_fast.pyx",
+             "lo[t] = max(lam0 * (hm - z_lo + 2 * eps * ht)",
+             "lo[t] = max(lam0 * (hm - z_lo + eps * ht)", TRIPLET,
+             "the lower end of an R range with half its epsilon term (compiled)"),
+)
+
+
+def copy_repository(dest: Path) -> None:
+    """Tracked files and the built extensions (and generated C), timestamps kept."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
+                             capture_output=True).stdout.decode().split("\0")
+    built = [str(p.relative_to(ROOT)) for pattern in ("*.so", "*.pyd", "*.c", "*.cpp")
+             for p in (ROOT / "sklearn_safescreen").rglob(pattern)]
+    if not any(name.endswith((".so", ".pyd")) for name in built):
+        sys.exit("no built extension found: run `python setup.py build_ext --inplace` first")
+    for name in [*tracked, *built]:
+        if not name or not (ROOT / name).is_file():
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+
+
+def build(copy: Path) -> None:
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+                          cwd=copy, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"rebuilding the mutated copy failed:\n{proc.stderr[-3000:]}")
+
+
+def run_tests(copy: Path, tests, extra: list[str]) -> tuple[int, int, str]:
+    """(failed + errors, passed, summary line) of one pytest run in the copy."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-o", "console_output_style=classic", *extra, *tests],
+                          cwd=copy, capture_output=True, text=True, env=env)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    summary = lines[-1] if lines else proc.stderr.strip()[-300:]
+
+    def count(word):
+        m = re.search(rf"(\d+) {word}", summary)
+        return int(m.group(1)) if m else 0
+
+    return count("failed") + count("error"), count("passed"), summary.strip("= ")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--min-failures", type=int, default=2,
+                        help="failing tests needed to kill a mutation (default 2)")
+    parser.add_argument("--pytest-args", default="", help="extra pytest arguments")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the unmutated run of the tests")
+    args = parser.parse_args(argv)
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name:26s} {m.path}: {m.what}")
+        return 0
+    chosen = [m for m in MUTATIONS if not args.names or m.name in args.names]
+    unknown = set(args.names) - {m.name for m in MUTATIONS}
+    if unknown:
+        parser.error(f"unknown mutations: {sorted(unknown)}")
+    extra = args.pytest_args.split()
+    rows, bad = [], False
+    with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
+        copy = Path(tmp) / "repo"
+        copy_repository(copy)
+        if not args.no_baseline:
+            tests = sorted({t for m in chosen for t in m.tests})
+            failed, passed, summary = run_tests(copy, tests, extra)
+            print(f"baseline (no mutation): {summary}", flush=True)
+            if failed or not passed:
+                print("the tests fail without a mutation: fix that first")
+                return 1
+        for m in chosen:
+            target = copy / m.path
+            source = target.read_text()
+            if source.count(m.old) != 1:
+                rows.append((m, "NOT APPLIED", f"pattern found {source.count(m.old)} times"))
+                bad = True
+                continue
+            compiled = m.path.endswith(".pyx")
+            saved = {}
+            if compiled:  # keep the good extension and C file to restore them
+                stem = target.with_suffix("")
+                for p in [*target.parent.glob(stem.name + ".*")]:
+                    if p.suffix in (".so", ".pyd", ".c", ".cpp"):
+                        saved[p] = p.read_bytes()
+            t0 = time.perf_counter()
+            try:
+                target.write_text(source.replace(m.old, m.new))
+                if compiled:
+                    build(copy)
+                failed, passed, summary = run_tests(copy, m.tests, extra)
+            finally:
+                shutil.copy2(ROOT / m.path, target)
+                for p, data in saved.items():
+                    p.write_bytes(data)
+                    os.utime(p)  # newer than the restored .pyx: nothing to rebuild
+            killed = failed >= args.min_failures
+            bad |= not killed
+            rows.append((m, "killed" if killed else "SURVIVED",
+                         f"{failed} failed, {passed} passed ({time.perf_counter() - t0:.0f} s)"))
+            print(f"{m.name:26s} {rows[-1][1]:9s} {rows[-1][2]}", flush=True)
+    print("\nmutation                   verdict   tests")
+    for m, verdict, detail in rows:
+        print(f"{m.name:26s} {verdict:9s} {detail}\n{'':37s}{m.what}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
