@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import threading
 
 from sklearn.utils._param_validation import validate_parameter_constraints
 from threadpoolctl import ThreadpoolController
@@ -106,38 +107,72 @@ def _param_names(cls) -> tuple:
     return tuple(BaseEstimator._get_param_names.__func__(cls))
 
 
-def single_blas_thread():
-    """Context limiting BLAS to one thread.
+class _SingleBlasThread:
+    """Context limiting every loaded BLAS library to one thread, restoring each one's
+    setting on exit.
 
-    The solvers do many small matrix-vector products (margins of a working set, Newton
-    systems of a few hundred variables); with several BLAS threads each costs a thread
-    wake-up, and on a machine where anything else runs, OpenBLAS threads spin against
-    it: measured here, one path step took 10x longer. The controller is built once
-    (about 1 ms) and each limit costs about 0.1 ms.
+    The solvers make many small BLAS calls (margins of a working set, Newton systems of
+    a few hundred variables, the d x d products of the triplet solver); with several
+    BLAS threads each call wakes them, and they spin on the CPU the fit needs: measured
+    here, one SVM path step took 10x longer, and the digits metric-learning path of
+    ``benchmarks/bench_metric_learning.py`` used twice the CPU time for a longer wall
+    time. Parallelism comes from joblib instead (one-vs-rest tasks, folds). numpy and
+    scipy each bring an OpenBLAS; the controllers are found once, and a limit then costs
+    a few microseconds (threadpoolctl's own ``limit`` costs about 25 us a fit).
     """
-    global _BLAS_CONTROLLER
-    if _BLAS_CONTROLLER is None:
-        _BLAS_CONTROLLER = ThreadpoolController()
-    return _BLAS_CONTROLLER.limit(limits=SOLVER_BLAS_THREADS, user_api="blas")
+
+    _libs = None
+    # fits may run on several threads at once (one-vs-rest tasks, folds): the first to
+    # enter sets the limit and the last to leave restores the libraries' settings.
+    # OpenBLAS ignores a limit set from a thread other than the main one, so code that
+    # runs fits on threads (RegularizationPathCV) enters this context first, in the
+    # calling thread; the fits' own entries then only count.
+    _lock = threading.Lock()
+    _depth = 0
+    _saved: list = []
+
+    def __enter__(self):
+        cls = _SingleBlasThread
+        with cls._lock:
+            if cls._depth == 0:
+                if cls._libs is None:
+                    cls._libs = tuple(
+                        ThreadpoolController().select(user_api="blas").lib_controllers)
+                cls._saved = []
+                for lib in cls._libs:
+                    n = lib.get_num_threads()
+                    if n is not None and n != SOLVER_BLAS_THREADS:
+                        lib.set_num_threads(SOLVER_BLAS_THREADS)
+                        cls._saved.append((lib, n))
+            cls._depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        cls = _SingleBlasThread
+        with cls._lock:
+            cls._depth -= 1
+            if cls._depth == 0:
+                for lib, n in cls._saved:
+                    lib.set_num_threads(n)
+                cls._saved = []
+        return False
+
+
+def single_blas_thread() -> _SingleBlasThread:
+    """Context limiting BLAS to one thread within a fit (see :class:`_SingleBlasThread`)."""
+    return _SingleBlasThread()
 
 
 #: BLAS threads inside a fit (see :func:`single_blas_thread`).
 SOLVER_BLAS_THREADS = 1
-_BLAS_CONTROLLER = None
-
-#: Fits on fewer entries of X than this skip the BLAS limit.
-_SMALL_FIT_ENTRIES = 100_000
 
 
 def limit_blas_threads(fit):
     """Decorator: run an estimator's ``fit`` under :func:`single_blas_thread`."""
 
     @functools.wraps(fit)
-    def wrapper(self, X, *args, **kwargs):
-        shape = getattr(X, "shape", (0, 0))
-        if len(shape) < 2 or shape[0] * shape[1] < _SMALL_FIT_ENTRIES:
-            return fit(self, X, *args, **kwargs)  # the limit itself costs ~0.1 ms
+    def wrapper(self, *args, **kwargs):
         with single_blas_thread():
-            return fit(self, X, *args, **kwargs)
+            return fit(self, *args, **kwargs)
 
     return wrapper

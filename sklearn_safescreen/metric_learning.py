@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, memoised_validation
-from .base import MemoisedParams, PathEstimatorMixin
+from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
 from .engine.report import ScreeningReport
 from .engine.triplet import BOUNDS, TripletPath, TripletSettings
 from .problems._eigh_fast import eigh_rows
@@ -395,6 +395,7 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
 
     # ---------------------------------------------------------------- fit ---
     @_fit_context(prefer_skip_nested_validation=True)
+    @limit_blas_threads
     def fit(self, X, y, triplets=None) -> SafeMetricLearner:
         """Learn the metric.
 

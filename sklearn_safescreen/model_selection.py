@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, indexable
 
+from .base import single_blas_thread
 from .path import GRID_KINDS, _grid, _step_of, resolve_path_param
 
 
@@ -259,12 +260,15 @@ class RegularizationPathCV(BaseSearchCV):
         # processes to start and import the package (measured, 20000 x 50, 5 folds, 30
         # values, n_jobs=2: 2.0-2.3 s on threads, 3.2 s for loky's first search, 1.7-2.0 s
         # once its workers run; sequential 2.6 s). A joblib backend context (loky, dask)
-        # takes precedence.
-        folds = Parallel(n_jobs=self.n_jobs, prefer="threads",
-                         verbose=10 if self.verbose > 0 else 0)(
-            delayed(_walk_fold)(base, X, y, train, test, self.param_name_, prefix, walk, s,
-                                self.n_splits_, kwargs)
-            for s, (train, test) in enumerate(splits))
+        # takes precedence. BLAS is limited to one thread here, in the calling thread:
+        # OpenBLAS ignores a limit set from a worker thread, so the fits' own limit would
+        # not hold for folds on threads.
+        with single_blas_thread():
+            folds = Parallel(n_jobs=self.n_jobs, prefer="threads",
+                             verbose=10 if self.verbose > 0 else 0)(
+                delayed(_walk_fold)(base, X, y, train, test, self.param_name_, prefix, walk,
+                                    s, self.n_splits_, kwargs)
+                for s, (train, test) in enumerate(splits))
 
         # GridSearchCV's order: candidate-major, then split
         position = np.empty(n_cand, dtype=np.intp)
