@@ -111,25 +111,74 @@ def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
 
 
 # -------------------------------------------------------------- construction ---
-def _nearest(X, anchors, candidates, k, exclude_self):
-    """Indices (into ``candidates``) of the k nearest candidates of every anchor.
+#: Candidates per block in the bound of :func:`_nearest`.
+_BLOCK = 64
 
-    Exact squared distances from differences (no expansion, so ties are true ties),
-    ordered by (distance, index) through a stable sort over index-sorted candidates
-    (a deterministic tie rule). Chunked over anchors to bound the temporary memory.
+
+def _nearest(X, anchors, candidates, k, exclude_self):
+    r"""Indices (into ``candidates``) of the k nearest candidates of every anchor.
+
+    The order is that of the exact squared distances computed from differences
+    (:math:`\sum_j(a_j-c_j)^2`, so ties are true ties), ties broken by candidate
+    position (a deterministic rule; ``candidates`` are index-sorted). Chunked over
+    anchors to bound the temporary memory (about 64 MB).
+
+    Finding them is cheap: squared distances through one matrix product per chunk
+    (:math:`\|a\|^2+\|c\|^2-2a^\top c`, BLAS), whose rounding error is at most
+    ``tol`` per anchor (below), keep only the candidates within ``2 tol`` of an upper
+    bound ``U`` of the k-th smallest of these approximate distances, and rank those by
+    their exact distances. Every true k-nearest candidate is kept: its exact distance
+    is at most the k-th exact distance, which is at most the k-th approximate one plus
+    ``tol``, so its approximate distance is at most ``U + 2 tol``. ``U`` is the k-th
+    smallest of the minima of blocks of ``_BLOCK`` candidates (tight in practice: about
+    k candidates per anchor are kept).
     """
     n_a, n_c, d = anchors.size, candidates.size, X.shape[1]
     out = np.empty((n_a, k), dtype=np.int64)
-    chunk = max(1, int(2e6 // max(n_c * d, 1)))  # <= 16 MB of temporaries
+    if n_a == 0 or k == 0:
+        return out
     C = X[candidates]
+    c_sq = np.einsum("ij,ij->i", C, C)
+    # |fl(x) - x| <= gamma_{d+2} (|a|^2 + |c|^2 + 2|a||c|) for each of the three terms
+    # and their sum, whatever BLAS's summation order; 4x that, with u = eps / 2
+    gamma = 4.0 * (d + 4) * np.finfo(np.float64).eps
+    c_max = float(c_sq.max())
+    chunk = max(1, int(8e6 // max(n_c, 1)))
+    block_starts = np.arange(0, n_c, _BLOCK)
+    n_blocks = block_starts.size
     for s in range(0, n_a, chunk):
-        A = X[anchors[s:s + chunk]]
-        dist = ((A[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+        rows_idx = anchors[s:s + chunk]
+        A = X[rows_idx]
+        a_sq = np.einsum("ij,ij->i", A, A)
+        approx = (A @ C.T) * -2.0
+        approx += a_sq[:, None]
+        approx += c_sq[None, :]
+        m = A.shape[0]
         if exclude_self:
-            rows = np.arange(A.shape[0])
-            dist[rows, s + rows] = np.inf  # anchors == candidates, same order
-        order = np.argsort(dist, axis=1, kind="stable")
-        out[s:s + chunk] = order[:, :k]
+            approx[np.arange(m), s + np.arange(m)] = np.inf  # anchors == candidates
+        tol = gamma * 2.0 * (a_sq + c_max)
+        # the k-th smallest of the block minima: k distinct candidates lie at or below
+        # it, so it bounds the k-th smallest distance from above (a partition of every
+        # row cost 20x more, measured on 2000 x 20000)
+        minima = np.minimum.reduceat(approx, block_starts, axis=1)
+        if n_blocks >= k:
+            bound = np.partition(minima, k - 1, axis=1)[:, k - 1]
+        else:  # too few blocks: the row's own k-th smallest
+            bound = np.partition(approx, k - 1, axis=1)[:, k - 1]
+        thr = bound + 2.0 * tol
+        # only the blocks whose minimum is within the threshold hold candidates
+        b_row, b_idx = np.nonzero(minima <= thr[:, None])
+        cols = block_starts[b_idx][:, None] + np.arange(_BLOCK)
+        inside = cols < n_c
+        cols = np.minimum(cols, n_c - 1)
+        hit = (approx[b_row[:, None], cols] <= thr[b_row][:, None]) & inside
+        pair, _ = np.nonzero(hit)
+        row, pos = b_row[pair], cols[hit]
+        exact = ((A[row] - C[pos]) ** 2).sum(axis=1)
+        order = np.lexsort((pos, exact, row))
+        counts = np.bincount(row, minlength=m)
+        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        out[s:s + m] = pos[order][first[:, None] + np.arange(k)]
     return out
 
 
