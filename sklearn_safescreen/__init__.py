@@ -1,6 +1,7 @@
 """Scikit-learn estimators whose solvers use safe screening."""
 
 from ._utils.warnings import ScreeningRepairWarning
+from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR, doubly_sparse_path
 from .engine.report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
 from .metric_learning import SafeMetricLearner
@@ -11,10 +12,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "RegularizationPathCV",
+    "SafeDoublySparseSVC",
+    "SafeDoublySparseSVR",
     "SafeLAD",
     "SafeMetricLearner",
     "SafeSVC",
     "ScreeningEvent",
     "ScreeningRepairWarning",
     "ScreeningReport",
+    "doubly_sparse_path",
 ]

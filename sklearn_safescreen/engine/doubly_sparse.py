@@ -1,0 +1,248 @@
+r"""The path step of the doubly sparse models (SafeDoublySparseSVC, SafeDoublySparseSVR).
+
+A :class:`DoublySparsePath` is one binary (or regression) problem walked along a path
+of :math:`\lambda`: its data and its last solution, which is the next step's screening
+reference and start point. One step at :math:`\lambda` (Shibagaki et al. 2016):
+
+1. **closed form** at or above :math:`\lambda_{\max}`: :math:`w = 0`;
+2. **reference**: the previous solution (a cold fit: the closed form at
+   :math:`\lambda_{\max}`) is a feasible pair of the new problem; its duality gap at
+   :math:`\lambda` gives the balls, and simultaneous screening fixes features at zero
+   and samples at :math:`\alpha_i = 0` or at the end of their box;
+3. **solve** the reduced problem by coordinate descent
+   (:mod:`~sklearn_safescreen.solvers.doubly_sparse_cd`) with **dynamic screening**:
+   each time the reduced gap has fallen tenfold since the last event, the rules run
+   again at the current pair and the problem shrinks further, until screened and
+   kept variables cover almost everything;
+4. **certify and repair** on the full problem
+   (:func:`~.certify.certified_solve`): the full gap at :math:`(w, \alpha(w))`, every
+   fixed variable checked against the full problem's balls.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..problems.doubly_sparse import DoublySparseData, ReducedProblem, full_gap
+from ..screening.doubly_sparse import (
+    contradicted_features,
+    contradicted_samples,
+    radii,
+    screen_doubly_sparse,
+)
+from ..solvers.doubly_sparse_cd import coordinate_descent
+from .certify import Certificate, certified_solve
+from .report import ScreeningEvent, ScreeningReport
+
+#: A new screening event when the reduced gap has fallen by this factor since the last
+#: one (the paper's dynamic schedule).
+RESCREEN_FACTOR = 0.1
+#: Rules stop being evaluated for a kind once this fraction of its variables is decided
+#: (screened or kept).
+DECIDED_FRACTION = 0.99
+
+
+@dataclass
+class StepOutcome:
+    """What one path step returns to the estimator."""
+
+    w: np.ndarray
+    alpha: np.ndarray
+    gap: float
+    n_iter: int
+    converged: bool
+
+
+class _ReducedDoublySparse:
+    """The certify loop's view of one step: the reduced problem, the decisions on the
+    full problem's variables, the start point, and the report."""
+
+    def __init__(self, data: DoublySparseData, lam: float, beta: float, rule: str | None,
+                 w: np.ndarray, report: ScreeningReport, priority: np.ndarray,
+                 name: str, value: float):
+        self.data, self.lam, self.beta, self.rule = data, lam, beta, rule
+        self.value = value  # the step's name in the report
+        self.report, self.priority, self.name = report, priority, name
+        n, d = data.n_samples, data.n_features
+        self.features = np.zeros(d, dtype=bool)  # proven w_j = 0
+        self.at_zero = np.zeros(n, dtype=bool)  # proven alpha_i = 0
+        self.at_box = np.zeros(n, dtype=bool)  # proven at the end of the box
+        self.box_value = np.zeros(n)
+        self.kept_features = np.zeros(d, dtype=bool)
+        self.kept_samples = np.zeros(n, dtype=bool)
+        self.w = np.array(w, dtype=np.float64)
+        self._rebuild()
+        self.last_event_gap = np.inf
+        self.moment = "reference"
+
+    # -- the reduced problem from the decisions
+    def _rebuild(self) -> None:
+        rows = np.flatnonzero(~(self.at_zero | self.at_box))
+        cols = np.flatnonzero(~self.features)
+        self.red = ReducedProblem.build(self.data, rows, cols, self.at_box, self.box_value)
+        self.u = self.w[cols].copy()
+
+    def _order(self) -> np.ndarray:
+        return np.argsort(self.priority[self.red.cols], kind="stable")
+
+    def _decided_enough(self) -> tuple[bool, bool]:
+        d, n = self.data.n_features, self.data.n_samples
+        f = (self.features | self.kept_features).sum() >= DECIDED_FRACTION * d
+        s = (self.at_zero | self.at_box | self.kept_samples).sum() >= DECIDED_FRACTION * n
+        return bool(f), bool(s)
+
+    def _screen(self, t, gap) -> None:
+        """One screening event at the current reduced pair; shrinks the problem."""
+        done_f, done_s = self._decided_enough()
+        mode = self.rule
+        if mode == "simultaneous":
+            mode = "samples" if done_f else "features" if done_s else mode
+        elif (mode == "features" and done_f) or (mode == "samples" and done_s):
+            return
+        if done_f and done_s:
+            return
+        start = time.perf_counter()
+        red = self.red
+        event = screen_doubly_sparse(red, self.u, t, gap, self.lam, self.beta, mode,
+                                     self.kept_features[red.cols],
+                                     self.kept_samples[red.rows])
+        self.kept_features[red.cols] = event.kept_features
+        self.kept_samples[red.rows] = event.kept_samples
+        if event.n_features or event.n_samples:
+            self.features[red.cols[event.features]] = True
+            self.at_zero[red.rows[event.at_zero]] = True
+            box_rows = red.rows[event.at_box]
+            self.at_box[box_rows] = True
+            self.box_value[box_rows] = event.box_value[event.at_box]
+            self.w[red.cols] = self.u
+            self.w[red.cols[event.features]] = 0.0
+            self.red = red.shrink(~(event.at_zero | event.at_box), ~event.features,
+                                  event.at_box, event.box_value)
+            self.u = self.u[~event.features]
+        rule_time = time.perf_counter() - start
+        value = self.value
+        self.report.add(ScreeningEvent(self.rule, self.moment, value, event.n_features, 0,
+                                       self.data.n_features, rule_time, 0.0, self.name,
+                                       "features"))
+        self.report.add(ScreeningEvent(self.rule, self.moment, value,
+                                       int(event.at_zero.sum()), int(event.at_box.sum()),
+                                       self.data.n_samples, 0.0, 0.0, self.name,
+                                       "samples"))
+        self.moment = "dynamic"
+
+    # -- the certify loop's interface
+    def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
+        epochs = 0
+        while True:
+            target = tol
+            screening = self.rule is not None and not all(self._decided_enough())
+            if screening and np.isfinite(self.last_event_gap):
+                target = max(tol, RESCREEN_FACTOR * self.last_event_gap)
+            start = time.perf_counter()
+            if screening and not np.isfinite(self.last_event_gap):
+                res = coordinate_descent(self.red, self.u, self.lam, self.beta, np.inf, 0,
+                                         self._order())
+            else:
+                res = coordinate_descent(self.red, self.u, self.lam, self.beta, target,
+                                         max_iter - epochs, self._order())
+            self.u = res.u
+            self.w[self.red.cols] = self.u
+            epochs += res.epochs
+            self.report.add(ScreeningEvent(
+                self.rule or "none", "solve", self.value, 0, 0, self.data.n_features, 0.0,
+                time.perf_counter() - start, self.name, "features"))
+            if res.gap.gap <= tol:
+                return epochs, True
+            if epochs >= max_iter:
+                return epochs, False
+            if screening:
+                t = self.red.margins(self.u)  # fresh: the balls need the margins of u
+                gap = self.red.gap(self.u, t, self.lam, self.beta)
+                self.last_event_gap = gap.gap
+                self._screen(t, gap)
+
+    def certify(self) -> Certificate:
+        data = self.data
+        w = np.zeros(data.n_features)
+        w[self.red.cols] = self.u
+        self.w = w
+        g, t, alpha = full_gap(data, w, self.lam, self.beta)
+        self.t_full, self.alpha_full, self.gap_full = t, alpha, g
+        r_D, r_P = radii(g, self.lam, self.beta, data.gamma, data.n_samples)
+        n = data.n_samples
+        col_norm = np.sqrt(data.col_sq_c)
+        row_norm = np.sqrt(data.row_sq)
+        wrong_f = self.features & contradicted_features(g.s, col_norm, r_D, g.s_error,
+                                                        self.lam, n)
+        fixed = self.at_zero | self.at_box
+        wrong_s = fixed & contradicted_samples(t, row_norm, r_P, g.t_error, data.y,
+                                               data.weights, self.at_zero, self.box_value,
+                                               data.hinge, data.gamma, data.epsilon)
+        loose_f = self.features & (np.abs(g.s) > self.lam * n)
+        target = np.where(self.at_zero, 0.0, self.box_value)
+        loose_s = fixed & (alpha != target)
+        return Certificate(g.gap, g.gap, (wrong_f, wrong_s),
+                           int(wrong_f.sum() + wrong_s.sum()), (loose_f, loose_s),
+                           int(loose_f.sum() + loose_s.sum()))
+
+    def release(self, which, proven: bool) -> None:
+        feats, samples = which
+        self.features &= ~feats
+        self.at_zero &= ~samples
+        self.at_box &= ~samples
+        self.box_value[samples] = 0.0
+        self.kept_features[:] = False
+        self.kept_samples[:] = False
+        self._rebuild()
+        if proven:
+            self.report.add(ScreeningEvent(self.rule or "none", "repair", self.value,
+                                           -int(feats.sum()), 0, self.data.n_features,
+                                           task=self.name, kind="features"))
+            self.report.add(ScreeningEvent(self.rule or "none", "repair", self.value,
+                                           -int(samples.sum()), 0, self.data.n_samples,
+                                           task=self.name, kind="samples"))
+
+
+class DoublySparsePath:
+    """One doubly sparse problem walked along a path of :math:`\\lambda` (see the
+    module); ``name`` labels the one-vs-rest task in reports."""
+
+    def __init__(self, data: DoublySparseData, name: str = ""):
+        self.data, self.name = data, name
+        self.lam_max = data.lambda_max()
+        self.w: np.ndarray | None = None  # the last solution (the next reference)
+        self.lam: float | None = None
+
+    def fit(self, lam: float, beta: float, *, rule: str | None, tol: float,
+            max_iter: int, rng: np.random.RandomState, report: ScreeningReport,
+            describe: str, value: float | None = None) -> StepOutcome:
+        """Solve at ``lam`` (L1 weight; ``lam * beta`` is the L2 weight) from the last
+        solution, certified on the full problem. The last solution is a feasible
+        reference whatever ``lam`` and ``beta``. ``value`` is what the report calls
+        the step (the estimator's ``alpha``; default ``lam``)."""
+        value = lam if value is None else value
+        data = self.data
+        n, d = data.n_samples, data.n_features
+        if lam >= self.lam_max:
+            w = np.zeros(d)
+            alpha = data.dual_point(np.zeros(n))
+            self.w, self.lam = w, lam
+            report.add(ScreeningEvent("closed_form", "closed_form", value, d, 0, d,
+                                      task=self.name, kind="features"))
+            report.set_final(d, 0, "features", closed_form=True)
+            at_box = int((alpha != 0).sum())
+            report.set_final(n - at_box, at_box, "samples", closed_form=True)
+            return StepOutcome(w, alpha, 0.0, 0, True)
+        w0 = np.zeros(d) if self.w is None else self.w
+        priority = rng.permutation(d)
+        task = _ReducedDoublySparse(data, lam, beta, rule, w0, report, priority,
+                                    self.name, value)
+        result = certified_solve(task, tol=tol, max_iter=max_iter, describe=describe)
+        self.w, self.lam = task.w, lam
+        report.set_final(int(task.features.sum()), 0, "features")
+        report.set_final(int(task.at_zero.sum()), int(task.at_box.sum()), "samples")
+        return StepOutcome(task.w, task.alpha_full, result.certificate.gap,
+                           result.n_iter, result.converged)
