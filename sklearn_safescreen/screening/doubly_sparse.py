@@ -137,14 +137,16 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
                          lam: float, beta: float, mode: str = "simultaneous",
                          kept_features: np.ndarray | None = None,
                          kept_samples: np.ndarray | None = None,
-                         max_rounds: int = 100) -> DoublySparseScreen:
+                         max_rounds: int = 100, start: str = "features"
+                         ) -> DoublySparseScreen:
     """One screening event at the pair :math:`(u, \\alpha(u))` of ``red`` whose gap is
     ``gap`` (``t`` its margins): the feature and sample steps alternated to their
     fixpoint (``"simultaneous"``), or one of them alone (``"features"``,
     ``"samples"``).
 
     Variables in ``kept_features`` / ``kept_samples`` (local masks, proven not at a bound
-    earlier at this :math:`\\lambda`) are not tested again.
+    earlier at this :math:`\\lambda`) are not tested again. ``start`` is the step the
+    alternation begins with; the fixpoint does not depend on it.
     """
     if mode not in DOUBLY_SPARSE_RULES:
         raise ValueError(f"unknown screening mode {mode!r}")
@@ -176,56 +178,67 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
     row_slack = (red.max_nnz + 4) * EPS * red.row_sq
     alpha_shift_sq = 0.0  # sum over decided samples of (alpha - alpha_bar)^2 / c
     w_shift_sq = 0.0  # sum over decided features of u_j^2
-    new_f = np.zeros(d, dtype=bool)
-    new_s = np.zeros(m, dtype=bool)
+    unfolded_s = np.zeros(m, dtype=bool)  # decided, not yet in the feature step's terms
+    unfolded_f = np.zeros(d, dtype=bool)  # decided, not yet in the sample step's terms
+    steps = [k for k in (("features", "samples") if start == "features"
+                         else ("samples", "features"))
+             if (k == "features" and do_features) or (k == "samples" and do_samples)]
+    pending = dict.fromkeys(steps, True)  # a step whose inputs changed since it ran
     rounds = 0
-    while rounds < max_rounds:
+    while any(pending.values()) and rounds < max_rounds:
         rounds += 1
-        if new_s.any():  # the samples decided last round enter the feature step
-            idx = np.flatnonzero(new_s)
-            shift = np.where(at_box[idx], box_value[idx], 0.0) - alpha[idx]
-            rows = red.csr[idx] if red.sparse else red.X[idx]
-            s += _dense(rows.T @ shift)
-            sq = rows.multiply(rows) if red.sparse else rows * rows
-            col_sq -= _dense(sq.T @ c[idx])
-            alpha_shift_sq += float((shift * shift / c[idx]).sum())
-            s_err += product_error(red.max_nnz, np.sqrt(red.col_sq_c),
-                                   float(np.sqrt((shift * shift / c[idx]).sum())))
-        if do_features and (rounds == 1 or new_s.any()):
-            rho_D = np.sqrt(max(r_D * r_D - alpha_shift_sq, 0.0))
-            col_norm = np.sqrt(np.maximum(col_sq, 0.0) + col_slack)
-            open_f = ~features & ~kept_f
-            new_f = open_f & screen_features(s, col_norm, rho_D, s_err, lam, n)
-            kept_f |= open_f & ~new_f & keep_features(s, col_norm, rho_D, s_err, u, r_P,
-                                                      lam, n)
-            features |= new_f
-        else:
-            new_f = np.zeros(d, dtype=bool)
-        if new_f.any():  # the features decided this round enter the sample step
-            idx = np.flatnonzero(new_f)
-            cols = red.X[:, idx]
-            tt -= _dense(cols @ u[idx])
-            sq = cols.multiply(cols) if red.sparse else cols * cols
-            row_sq -= _dense(sq.sum(axis=1))
-            w_shift_sq += float(u[idx] @ u[idx])
-            t_err += product_error(red.max_nnz, np.sqrt(red.row_sq),
-                                   float(np.sqrt(u[idx] @ u[idx])))
-        if do_samples and (rounds == 1 or new_f.any()):
-            rho_P = np.sqrt(max(r_P * r_P - w_shift_sq, 0.0))
-            row_norm = np.sqrt(np.maximum(row_sq, 0.0) + row_slack)
-            z, b, bv, k = sample_decisions(tt, row_norm, rho_P, t_err, y, c,
-                                           data.hinge, data.gamma, data.epsilon)
-            open_s = ~(at_zero | at_box) & ~kept_s
-            new_z, new_b = open_s & z, open_s & b
-            kept_s |= open_s & ~new_z & ~new_b & k
-            at_zero |= new_z
-            at_box |= new_b
-            box_value = np.where(new_b, bv, box_value)
-            new_s = new_z | new_b
-        else:
-            new_s = np.zeros(m, dtype=bool)
-        if not (new_s.any() and do_features) and not (new_f.any() and do_samples):
-            break
+        for step in steps:
+            if not pending[step]:
+                continue
+            pending[step] = False
+            if step == "features":
+                if unfolded_s.any():  # the dual ball's section at the decided samples
+                    idx = np.flatnonzero(unfolded_s)
+                    unfolded_s[:] = False
+                    shift = np.where(at_box[idx], box_value[idx], 0.0) - alpha[idx]
+                    rows = red.csr[idx] if red.sparse else red.X[idx]
+                    s += _dense(rows.T @ shift)
+                    sq = rows.multiply(rows) if red.sparse else rows * rows
+                    col_sq -= _dense(sq.T @ c[idx])
+                    part = float((shift * shift / c[idx]).sum())
+                    alpha_shift_sq += part
+                    s_err += product_error(red.max_nnz, np.sqrt(red.col_sq_c),
+                                           float(np.sqrt(part)))
+                rho_D = np.sqrt(max(r_D * r_D - alpha_shift_sq, 0.0))
+                col_norm = np.sqrt(np.maximum(col_sq, 0.0) + col_slack)
+                open_f = ~features & ~kept_f
+                new_f = open_f & screen_features(s, col_norm, rho_D, s_err, lam, n)
+                kept_f |= open_f & ~new_f & keep_features(s, col_norm, rho_D, s_err, u,
+                                                          r_P, lam, n)
+                if new_f.any():
+                    features |= new_f
+                    unfolded_f |= new_f
+                    pending["samples"] = do_samples
+            else:
+                if unfolded_f.any():  # the primal ball's section at the decided features
+                    idx = np.flatnonzero(unfolded_f)
+                    unfolded_f[:] = False
+                    cols = red.X[:, idx]
+                    tt -= _dense(cols @ u[idx])
+                    sq = cols.multiply(cols) if red.sparse else cols * cols
+                    row_sq -= _dense(sq.sum(axis=1))
+                    part = float(u[idx] @ u[idx])
+                    w_shift_sq += part
+                    t_err += product_error(red.max_nnz, np.sqrt(red.row_sq),
+                                           float(np.sqrt(part)))
+                rho_P = np.sqrt(max(r_P * r_P - w_shift_sq, 0.0))
+                row_norm = np.sqrt(np.maximum(row_sq, 0.0) + row_slack)
+                z, b, bv, k = sample_decisions(tt, row_norm, rho_P, t_err, y, c,
+                                               data.hinge, data.gamma, data.epsilon)
+                open_s = ~(at_zero | at_box) & ~kept_s
+                new_z, new_b = open_s & z, open_s & b
+                kept_s |= open_s & ~new_z & ~new_b & k
+                if new_z.any() or new_b.any():
+                    at_zero |= new_z
+                    at_box |= new_b
+                    box_value = np.where(new_b, bv, box_value)
+                    unfolded_s |= new_z | new_b
+                    pending["features"] = do_features
     return DoublySparseScreen(features, at_zero, at_box, box_value, kept_f, kept_s, rounds)
 
 
