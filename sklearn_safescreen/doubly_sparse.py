@@ -188,7 +188,7 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         is checked first."""
         n, d = X.shape
         if sp.issparse(X):
-            need = 2 * 12.0 * (X.nnz + n)  # CSC and CSR copies (values and indices)
+            need = 3 * 12.0 * (X.nnz + n)  # the CSC copy, squares, one reduced copy
         else:
             need = 3 * 8.0 * n * (d + 1)  # Fortran copy, squares, one reduced copy
         check_memory(need, f"{type(self).__name__} on X of shape {X.shape}",
@@ -204,11 +204,11 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         keep = weights > 0
         Xk = self._design(X, keep)
         c = weights[keep] / weights[keep].mean()
-        paths, csr = [], None
+        paths = []
         for name, y_task in self._tasks(targets[keep]):
             data = DoublySparseData(Xk, y_task, c, self._loss, float(self.smoothing),
-                                    float(getattr(self, "epsilon", 0.0)), csr=csr)
-            Xk, csr = data.X, data.csr  # converted once, shared by the tasks
+                                    float(getattr(self, "epsilon", 0.0)))
+            Xk = data.X  # converted once, shared by the tasks
             paths.append(DoublySparsePath(data, name))
         return paths, keep
 

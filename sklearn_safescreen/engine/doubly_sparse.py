@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problems.doubly_sparse import DoublySparseData, ReducedProblem, full_gap
+from ..problems.doubly_sparse import DoublySparseData, ReducedProblem, full_gap, primal_point
 from ..screening.doubly_sparse import (
     contradicted_features,
     contradicted_samples,
@@ -76,6 +76,7 @@ class _ReducedDoublySparse:
         self.w = np.array(w, dtype=np.float64)
         self._rebuild()
         self.last_event_gap = np.inf
+        self.started = False
         self.moment = "reference"
 
     # -- the reduced problem from the decisions
@@ -86,7 +87,16 @@ class _ReducedDoublySparse:
         self.u = self.w[cols].copy()
 
     def _order(self) -> np.ndarray:
-        return np.argsort(self.priority[self.red.cols], kind="stable")
+        """The solver's visiting order of the reduced columns: the task's random
+        permutation of the features, restricted to the reduced ones (fixed per reduced
+        problem)."""
+        if getattr(self, "_order_of", None) is not self.red:
+            local = np.full(self.data.n_features, -1, dtype=np.int64)
+            local[self.red.cols] = np.arange(self.red.n_cols)
+            order = local[self.priority]
+            self._order_cache = order[order >= 0]
+            self._order_of = self.red
+        return self._order_cache
 
     def _decided_enough(self) -> tuple[bool, bool]:
         d, n = self.data.n_features, self.data.n_samples
@@ -133,6 +143,25 @@ class _ReducedDoublySparse:
                                        "samples"))
         self.moment = "dynamic"
 
+    def _reference(self) -> None:
+        """The start, from the previous solution: of the pairs
+        :math:`(w, \\alpha(w))` and :math:`(w(\\alpha(w)), \\alpha(w))` (the dual
+        point's primal point at the new :math:`\\lambda`), the one with the smaller
+        gap; the solve starts from its primal point, and the first screening event
+        (``"reference"``) uses it."""
+        red, lam, beta = self.red, self.lam, self.beta
+        t = red.margins(self.u)
+        gap = red.gap(self.u, t, lam, beta)
+        u2 = primal_point(gap.s, lam, beta, self.data.n_samples)
+        t2 = red.margins(u2)
+        gap2 = red.gap(u2, t2, lam, beta, alpha=gap.alpha, s=gap.s)
+        if gap2.gap < gap.gap:
+            self.u, t, gap = u2, t2, gap2
+        self.started = True
+        if self.rule is not None and gap.gap > 0:
+            self.last_event_gap = gap.gap
+            self._screen(t, gap)
+
     # -- the certify loop's interface
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
         epochs = 0
@@ -142,12 +171,11 @@ class _ReducedDoublySparse:
             if screening and np.isfinite(self.last_event_gap):
                 target = max(tol, RESCREEN_FACTOR * self.last_event_gap)
             start = time.perf_counter()
-            if screening and not np.isfinite(self.last_event_gap):
-                res = coordinate_descent(self.red, self.u, self.lam, self.beta, np.inf, 0,
-                                         self._order())
-            else:
-                res = coordinate_descent(self.red, self.u, self.lam, self.beta, target,
-                                         max_iter - epochs, self._order())
+            if not self.started:
+                self._reference()
+                continue
+            res = coordinate_descent(self.red, self.u, self.lam, self.beta, target,
+                                     max_iter - epochs, self._order())
             self.u = res.u
             self.w[self.red.cols] = self.u
             epochs += res.epochs

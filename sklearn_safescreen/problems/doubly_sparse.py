@@ -35,10 +35,12 @@ It solves nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._doubly_sparse_fast import shrink_csc
 
 HINGE = "hinge"
 EPSILON_INSENSITIVE = "epsilon_insensitive"
@@ -62,16 +64,16 @@ class DoublySparseData:
     Parameters
     ----------
     X : ndarray of shape (n, d) or sparse matrix
-        Design matrix (intercept column included, if any). Dense input is kept in
-        Fortran order (the solver reads columns); sparse input is kept twice, CSC for
-        the columns and CSR for the rows, converted once.
+        Design matrix (intercept column included, if any), converted once: dense input
+        to Fortran order, sparse input to CSC (sorted indices). Everything reads
+        columns (the coordinate descent, the feature rules); rows are only ever needed
+        through products :math:`Xw` and norms, which the column layout gives, so no CSR
+        copy is kept.
     y : ndarray of shape (n,)
         ``+-1`` (classifier) or real targets (regressor).
     weights : ndarray of shape (n,)
         Positive sample weights :math:`c_i` (zero-weight samples are removed by the
         caller: they do not enter the problem).
-    csr : sparse matrix, optional
-        The CSR copy of a CSC ``X`` already converted (one-vs-rest tasks share it).
     loss : {"hinge", "epsilon_insensitive"}
     gamma : float
         Smoothing width :math:`\\gamma > 0`.
@@ -85,25 +87,12 @@ class DoublySparseData:
     loss: str
     gamma: float
     epsilon: float = 0.0
-    csr: sp.csr_matrix | None = field(default=None, repr=False)
 
     def __post_init__(self):
-        if sp.issparse(self.X):
-            if not (self.csr is not None and sp.isspmatrix_csc(self.X)):
-                self.X = sp.csc_matrix(self.X, dtype=np.float64)
-                self.X.sort_indices()
-                self.csr = self.X.tocsr()
-        else:
-            self.X = np.asfortranarray(self.X, dtype=np.float64)
+        self.X = as_column_layout(self.X)
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
         self.weights = np.ascontiguousarray(self.weights, dtype=np.float64)
-        sq = self.X.multiply(self.X) if self.sparse else self.X * self.X
-        # unweighted row norms (primal ball) and weighted column norms (dual ball)
-        self.row_sq = _dense(sq.sum(axis=1))
-        self.col_sq_c = _dense(sq.T @ self.weights) if self.sparse else self.weights @ sq
-        self.max_nnz = int(max(np.diff(self.X.indptr).max(initial=0),
-                               np.diff(self.csr.indptr).max(initial=0))) if self.sparse \
-            else max(self.X.shape)
+        self.row_sq, self.col_sq_c, self.max_nnz = _norms(self.X, self.weights)
 
     @property
     def sparse(self) -> bool:
@@ -124,7 +113,7 @@ class DoublySparseData:
     # -- the two maps between primal and dual
     def margins(self, w: np.ndarray) -> np.ndarray:
         """:math:`t = Xw`."""
-        return _dense((self.csr if self.sparse else self.X) @ w)
+        return _dense(self.X @ w)
 
     def dual_point(self, t: np.ndarray) -> np.ndarray:
         """The feasible dual point :math:`\\alpha(w)` from the margins :math:`t = Xw`."""
@@ -196,6 +185,7 @@ class Gap:
     s_error: np.ndarray
     t_error: np.ndarray
     error: float
+    alpha: np.ndarray  # the dual point of the pair
 
     @property
     def gap(self) -> float:
@@ -213,18 +203,22 @@ def product_error(nnz: int, norms: np.ndarray, other_norm: float) -> np.ndarray:
     return (nnz + 2) * EPS * norms * other_norm
 
 
-def duality_gap(X, csr, y, c, w, t, lam, beta, loss, gamma, epsilon, n, row_sq,
-                col_sq_c, max_nnz, offset=None, kappa=0.0) -> Gap:
-    """The duality gap of :math:`(w, \\alpha(w))` on rows and columns ``X``, with the
+def duality_gap(X, y, c, w, t, lam, beta, loss, gamma, epsilon, n, row_sq,
+                col_sq_c, max_nnz, offset=None, kappa=0.0, alpha=None, s=None) -> Gap:
+    """The duality gap of :math:`(w, \\alpha)` on rows and columns ``X``, with the
     constant part of fixed samples (``offset`` added to :math:`X^\\top\\alpha`,
-    ``kappa`` to both objectives; see :class:`ReducedProblem`).
+    ``kappa`` to both objectives; see :class:`ReducedProblem`). ``alpha`` must be
+    feasible; the default is :math:`\\alpha(w)`. ``s`` is :math:`X^\\top\\alpha`
+    (plus ``offset``) when the caller has it.
 
     ``t`` must be ``X @ w`` freshly computed: the balls assume the margins of ``w``.
     """
-    alpha = dual_point(t, y, c, loss, gamma, epsilon)
-    s = _dense(X.T @ alpha)
-    if offset is not None:
-        s = s + offset
+    if alpha is None:
+        alpha = dual_point(t, y, c, loss, gamma, epsilon)
+    if s is None:
+        s = _dense(X.T @ alpha)
+        if offset is not None:
+            s = s + offset
     lt = loss_terms(t, y, c, loss, gamma, epsilon)
     dt = dual_terms(alpha, y, c, gamma, epsilon)
     pen = lam * elastic_net(w, beta)
@@ -246,7 +240,7 @@ def duality_gap(X, csr, y, c, w, t, lam, beta, loss, gamma, epsilon, n, row_sq,
         + abs(lin)
     k = np.log2(len(t) + len(w) + 2) + 8
     error = from_products + k * EPS * terms
-    return Gap(primal, dual, s, s_error, t_error, error)
+    return Gap(primal, dual, s, s_error, t_error, error, alpha)
 
 
 @dataclass
@@ -271,7 +265,6 @@ class ReducedProblem:
     rows: np.ndarray
     cols: np.ndarray
     X: np.ndarray | sp.csc_matrix
-    csr: sp.csr_matrix | None
     offset: np.ndarray
     kappa: float
     row_sq: np.ndarray
@@ -286,36 +279,16 @@ class ReducedProblem:
         problem, sharing the data's arrays (no copy)."""
         rows = np.asarray(rows, dtype=np.intp)
         cols = np.asarray(cols, dtype=np.intp)
-        fixed = np.flatnonzero(at_box)
-        if len(rows) == data.n_samples and len(cols) == data.n_features and not len(fixed):
-            return cls(data, rows, cols, data.X, data.csr, np.zeros(len(cols)), 0.0,
-                       data.row_sq, data.col_sq_c, data.max_nnz)
-        source = data.csr if data.sparse else data.X
-        offset = _dense(_take(source, fixed, cols).T @ box_value[fixed]) if len(fixed) \
-            else np.zeros(len(cols))
-        kappa = float(dual_terms(box_value[fixed], data.y[fixed], data.weights[fixed],
-                                 data.gamma, data.epsilon).sum())
-        return cls._of(data, rows, cols, _take(source, rows, cols), offset, kappa)
-
-    @classmethod
-    def _of(cls, data, rows, cols, Xc, offset, kappa):
-        if sp.issparse(Xc):
-            Xc = sp.csc_matrix(Xc)
-            Xc.sort_indices()
-            csr = Xc.tocsr()
-            sq = Xc.multiply(Xc)
-            row_sq = _dense(sq.sum(axis=1))
-            col_sq_c = _dense(sq.T @ data.weights[rows])
-            max_nnz = int(max(np.diff(Xc.indptr).max(initial=0),
-                              np.diff(csr.indptr).max(initial=0)))
-        else:
-            csr = None
-            sq = Xc * Xc
-            row_sq = sq.sum(axis=1)
-            col_sq_c = data.weights[rows] @ sq
-            max_nnz = max(Xc.shape)
-        return cls(data, rows, cols, Xc, csr, np.ascontiguousarray(offset, dtype=float),
-                   kappa, row_sq, col_sq_c, max_nnz)
+        full = cls(data, np.arange(data.n_samples), np.arange(data.n_features), data.X,
+                   np.zeros(data.n_features), 0.0, data.row_sq, data.col_sq_c,
+                   data.max_nnz)
+        if len(rows) == data.n_samples and len(cols) == data.n_features:
+            return full
+        keep_rows = np.zeros(data.n_samples, dtype=bool)
+        keep_rows[rows] = True
+        keep_cols = np.zeros(data.n_features, dtype=bool)
+        keep_cols[cols] = True
+        return full.shrink(keep_rows, keep_cols, at_box & ~keep_rows, box_value)
 
     def shrink(self, keep_rows: np.ndarray, keep_cols: np.ndarray, to_box: np.ndarray,
                box_value: np.ndarray) -> ReducedProblem:
@@ -323,28 +296,36 @@ class ReducedProblem:
         rows ``to_box`` (a subset of the dropped ones) fixed at ``box_value`` (local)."""
         fixed = np.flatnonzero(to_box)
         kr, kc = np.flatnonzero(keep_rows), np.flatnonzero(keep_cols)
-        source = self.csr if self.sparse else self.X
-        offset = self.offset[kc]
-        if len(fixed):
-            offset = offset + _dense(_take(source, fixed, kc).T @ box_value[fixed])
         kappa = self.kappa + float(dual_terms(
             box_value[fixed], self.y[fixed], self.weights[fixed], self.data.gamma,
             self.data.epsilon).sum())
-        return self._of(self.data, self.rows[kr], self.cols[kc], _take(source, kr, kc),
-                        offset, kappa)
+        rows, cols = self.rows[kr], self.cols[kc]
+        if self.sparse:
+            X = self.X
+            value = np.where(to_box, box_value, 0.0)
+            data, indices, indptr, row_sq, col_sq_c, add, max_nnz = shrink_csc(
+                X.data, X.indices, X.indptr, keep_rows.view(np.uint8),
+                kc.astype(np.int64), value, self.weights)
+            Xs = sp.csc_matrix((data, indices, indptr), shape=(len(kr), len(kc)))
+            return ReducedProblem(self.data, rows, cols, Xs, self.offset[kc] + add, kappa,
+                                  row_sq, col_sq_c, max_nnz)
+        offset = self.offset[kc]
+        if len(fixed):
+            offset = offset + self.X[np.ix_(fixed, kc)].T @ box_value[fixed]
+        Xs = np.asfortranarray(self.X[np.ix_(kr, kc)])
+        row_sq, col_sq_c, max_nnz = _norms(Xs, self.data.weights[rows])
+        return ReducedProblem(self.data, rows, cols, Xs, offset, kappa, row_sq, col_sq_c,
+                              max_nnz)
 
     # -- views of the full data on the reduced rows
     @property
     def sparse(self) -> bool:
         return sp.issparse(self.X)
 
-    @property
-    def y(self) -> np.ndarray:
-        return self.data.y[self.rows]
-
-    @property
-    def weights(self) -> np.ndarray:
-        return self.data.weights[self.rows]
+    def __post_init__(self):
+        # the reduced rows' targets and weights, gathered once
+        self.y = self.data.y[self.rows]
+        self.weights = self.data.weights[self.rows]
 
     @property
     def n_rows(self) -> int:
@@ -359,15 +340,24 @@ class ReducedProblem:
         return int(self.X.nnz) if self.sparse else self.X.size
 
     def margins(self, u: np.ndarray) -> np.ndarray:
-        return _dense((self.csr if self.sparse else self.X) @ u)
+        return _dense(self.X @ u)
 
-    def gap(self, u: np.ndarray, t: np.ndarray, lam: float, beta: float) -> Gap:
-        """The reduced duality gap of :math:`(u, \\alpha(u))`; ``t`` must be
+    def squares(self):
+        """The entries squared, in the same layout (sparse: sharing the indices)."""
+        X = self.X
+        if self.sparse:
+            return sp.csc_matrix((X.data * X.data, X.indices, X.indptr), shape=X.shape)
+        return X * X
+
+    def gap(self, u: np.ndarray, t: np.ndarray, lam: float, beta: float,
+            alpha: np.ndarray | None = None, s: np.ndarray | None = None) -> Gap:
+        """The reduced duality gap of :math:`(u, \\alpha)` (default
+        :math:`\\alpha(u)`; ``s`` its correlations if known); ``t`` must be
         ``self.margins(u)``."""
         d = self.data
-        return duality_gap(self.X, self.csr, self.y, self.weights, u, t, lam, beta,
+        return duality_gap(self.X, self.y, self.weights, u, t, lam, beta,
                            d.loss, d.gamma, d.epsilon, d.n_samples, self.row_sq,
-                           self.col_sq_c, self.max_nnz, self.offset, self.kappa)
+                           self.col_sq_c, self.max_nnz, self.offset, self.kappa, alpha, s)
 
     def primal(self, u: np.ndarray, t: np.ndarray, lam: float, beta: float) -> float:
         d = self.data
@@ -376,21 +366,51 @@ class ReducedProblem:
                                              - float(self.offset @ u)) / d.n_samples
 
 
+def primal_point(s: np.ndarray, lam: float, beta: float, n: int) -> np.ndarray:
+    """:math:`w(\\alpha) = \\mathrm{ST}(s/(\\lambda n), 1)/\\beta` from
+    :math:`s = X^\\top\\alpha` (plus the fixed samples' part): the primal point of a
+    dual point at :math:`\\lambda`."""
+    v = s / (lam * n)
+    return np.sign(v) * np.maximum(np.abs(v) - 1.0, 0.0) / beta
+
+
 def full_gap(data: DoublySparseData, w: np.ndarray, lam: float, beta: float) -> tuple:
     """The full problem's duality gap at :math:`(w, \\alpha(w))`, with the margins and
     the dual point."""
     t = data.margins(w)
-    g = duality_gap(data.X, data.csr, data.y, data.weights, w, t, lam, beta, data.loss,
+    g = duality_gap(data.X, data.y, data.weights, w, t, lam, beta, data.loss,
                     data.gamma, data.epsilon, data.n_samples, data.row_sq, data.col_sq_c,
                     data.max_nnz)
     return g, t, data.dual_point(t)
 
 
-def _take(X, rows, cols):
-    """``X[rows][:, cols]`` (sparse: CSR in, CSR out; dense: a Fortran copy)."""
+def as_column_layout(X):
+    """``X`` as float64 in the column layout the package reads: Fortran-ordered dense, or
+    CSC with sorted indices and 32-bit indices."""
     if sp.issparse(X):
-        return X[rows][:, cols]
-    return np.asfortranarray(X[np.ix_(rows, cols)])
+        X = sp.csc_matrix(X, dtype=np.float64)
+        X.sort_indices()
+        if X.nnz >= np.iinfo(np.int32).max:
+            raise ValueError(f"X has {X.nnz} stored entries, more than the 2**31 - 1 the "
+                             "compiled kernels index")
+        X.indices = X.indices.astype(np.int32, copy=False)
+        X.indptr = X.indptr.astype(np.int32, copy=False)
+        return X
+    return np.asfortranarray(X, dtype=np.float64)
+
+
+def _norms(X, weights):
+    """Unweighted squared row norms (the primal ball's), weighted squared column norms
+    (the dual ball's) and the largest number of terms of a row or column product."""
+    if sp.issparse(X):
+        sq = sp.csc_matrix((X.data * X.data, X.indices, X.indptr), shape=X.shape)
+        row_sq = _dense(sq @ np.ones(X.shape[1]))
+        col_sq_c = _dense(sq.T @ weights)
+        row_nnz = np.bincount(X.indices, minlength=X.shape[0])
+        max_nnz = int(max(np.diff(X.indptr).max(initial=0), row_nnz.max(initial=0)))
+        return row_sq, col_sq_c, max_nnz
+    sq = X * X
+    return sq.sum(axis=1), weights @ sq, max(X.shape)
 
 
 def _dense(a) -> np.ndarray:

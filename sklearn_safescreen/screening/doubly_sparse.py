@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..problems.constants import SCREEN_RTOL
-from ..problems.doubly_sparse import EPS, Gap, ReducedProblem, dual_point, product_error
+from ..problems.doubly_sparse import EPS, Gap, ReducedProblem, product_error
 
 #: ``screening`` values of the doubly sparse estimators.
 DOUBLY_SPARSE_RULES = ("simultaneous", "features", "samples")
@@ -139,10 +139,10 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
                          kept_samples: np.ndarray | None = None,
                          max_rounds: int = 100, start: str = "features"
                          ) -> DoublySparseScreen:
-    """One screening event at the pair :math:`(u, \\alpha(u))` of ``red`` whose gap is
-    ``gap`` (``t`` its margins): the feature and sample steps alternated to their
-    fixpoint (``"simultaneous"``), or one of them alone (``"features"``,
-    ``"samples"``).
+    """One screening event at the pair :math:`(u, \\alpha)` of ``red`` whose gap is
+    ``gap`` (``t`` the margins of ``u``, :math:`\\alpha` = ``gap.alpha``): the feature
+    and sample steps alternated to their fixpoint (``"simultaneous"``), or one of them
+    alone (``"features"``, ``"samples"``).
 
     Variables in ``kept_features`` / ``kept_samples`` (local masks, proven not at a bound
     earlier at this :math:`\\lambda`) are not tested again. ``start`` is the step the
@@ -154,7 +154,7 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
     n = data.n_samples
     y, c = red.y, red.weights
     r_D, r_P = radii(gap, lam, beta, data.gamma, n)
-    alpha = dual_point(t, y, c, data.loss, data.gamma, data.epsilon)
+    alpha = gap.alpha
     m, d = red.n_rows, red.n_cols
     features = np.zeros(d, dtype=bool)
     at_zero = np.zeros(m, dtype=bool)
@@ -180,6 +180,13 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
     w_shift_sq = 0.0  # sum over decided features of u_j^2
     unfolded_s = np.zeros(m, dtype=bool)  # decided, not yet in the feature step's terms
     unfolded_f = np.zeros(d, dtype=bool)  # decided, not yet in the sample step's terms
+    cache = {}
+
+    def squares():
+        if "sq" not in cache:
+            cache["sq"] = red.squares()
+        return cache["sq"]
+
     steps = [k for k in (("features", "samples") if start == "features"
                          else ("samples", "features"))
              if (k == "features" and do_features) or (k == "samples" and do_samples)]
@@ -196,14 +203,27 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
                     idx = np.flatnonzero(unfolded_s)
                     unfolded_s[:] = False
                     shift = np.where(at_box[idx], box_value[idx], 0.0) - alpha[idx]
-                    rows = red.csr[idx] if red.sparse else red.X[idx]
-                    s += _dense(rows.T @ shift)
-                    sq = rows.multiply(rows) if red.sparse else rows * rows
-                    col_sq -= _dense(sq.T @ c[idx])
                     part = float((shift * shift / c[idx]).sum())
                     alpha_shift_sq += part
-                    s_err += product_error(red.max_nnz, np.sqrt(red.col_sq_c),
-                                           float(np.sqrt(part)))
+                    undecided = ~(at_zero | at_box)
+                    if len(idx) > undecided.sum():
+                        # more decided than left: recompute from what is left
+                        s, col_sq, s_err = _fresh_centre(red, alpha, at_box, box_value,
+                                                         undecided, c, squares)
+                    elif red.sparse:  # X^T v with v zero off the decided rows
+                        v = np.zeros(m)
+                        v[idx] = shift
+                        s += _dense(red.X.T @ v)
+                        v[idx] = c[idx]
+                        col_sq -= _dense(squares().T @ v)
+                        s_err += product_error(red.max_nnz, np.sqrt(red.col_sq_c),
+                                               float(np.sqrt(part)))
+                    else:
+                        rows = red.X[idx]
+                        s += rows.T @ shift
+                        col_sq -= (rows * rows).T @ c[idx]
+                        s_err += product_error(red.max_nnz, np.sqrt(red.col_sq_c),
+                                               float(np.sqrt(part)))
                 rho_D = np.sqrt(max(r_D * r_D - alpha_shift_sq, 0.0))
                 col_norm = np.sqrt(np.maximum(col_sq, 0.0) + col_slack)
                 open_f = ~features & ~kept_f
@@ -218,14 +238,18 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
                 if unfolded_f.any():  # the primal ball's section at the decided features
                     idx = np.flatnonzero(unfolded_f)
                     unfolded_f[:] = False
-                    cols = red.X[:, idx]
-                    tt -= _dense(cols @ u[idx])
-                    sq = cols.multiply(cols) if red.sparse else cols * cols
-                    row_sq -= _dense(sq.sum(axis=1))
                     part = float(u[idx] @ u[idx])
                     w_shift_sq += part
-                    t_err += product_error(red.max_nnz, np.sqrt(red.row_sq),
-                                           float(np.sqrt(part)))
+                    if len(idx) > (~features).sum():
+                        tt, row_sq, t_err = _fresh_margins(red, u, ~features)
+                        t_err = t_err + gap.t_error
+                    else:
+                        cols = red.X[:, idx]
+                        tt -= _dense(cols @ u[idx])
+                        sq = cols.multiply(cols) if red.sparse else cols * cols
+                        row_sq -= _dense(sq.sum(axis=1))
+                        t_err += product_error(red.max_nnz, np.sqrt(red.row_sq),
+                                               float(np.sqrt(part)))
                 rho_P = np.sqrt(max(r_P * r_P - w_shift_sq, 0.0))
                 row_norm = np.sqrt(np.maximum(row_sq, 0.0) + row_slack)
                 z, b, bv, k = sample_decisions(tt, row_norm, rho_P, t_err, y, c,
@@ -240,6 +264,35 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
                     unfolded_s |= new_z | new_b
                     pending["features"] = do_features
     return DoublySparseScreen(features, at_zero, at_box, box_value, kept_f, kept_s, rounds)
+
+
+def _fresh_centre(red, alpha, at_box, box_value, undecided, c, squares):
+    """:math:`X^\\top\\tilde\\alpha` (the decided samples at their values), the
+    weighted column norms over the undecided rows, and the centre's error bound,
+    computed afresh."""
+    a = np.where(undecided, alpha, np.where(at_box, box_value, 0.0))
+    s = _dense(red.X.T @ a) + red.offset
+    if red.sparse:
+        col_sq = _dense(squares().T @ np.where(undecided, c, 0.0))
+    else:
+        rows = red.X[np.flatnonzero(undecided)]
+        col_sq = (rows * rows).T @ c[undecided]
+    s_err = product_error(red.max_nnz, np.sqrt(red.col_sq_c),
+                          float(np.sqrt((a * a / red.weights).sum()))) \
+        + 4 * EPS * np.abs(red.offset)
+    return s, col_sq, s_err
+
+
+def _fresh_margins(red, u, keep):
+    """Margins over the columns ``keep``, the row norms over them, and the margins'
+    error bound, computed afresh."""
+    idx = np.flatnonzero(keep)
+    cols = red.X[:, idx]
+    tt = _dense(cols @ u[idx])
+    sq = cols.multiply(cols) if red.sparse else cols * cols
+    row_sq = _dense(sq.sum(axis=1))
+    t_err = product_error(red.max_nnz, np.sqrt(red.row_sq), float(np.sqrt(u[idx] @ u[idx])))
+    return tt, row_sq, t_err
 
 
 def _dense(a) -> np.ndarray:
