@@ -85,6 +85,7 @@ class _ReducedDoublySparse:
         cols = np.flatnonzero(~self.features)
         self.red = ReducedProblem.build(self.data, rows, cols, self.at_box, self.box_value)
         self.u = self.w[cols].copy()
+        self.history = []
 
     def _order(self) -> np.ndarray:
         """The solver's visiting order of the reduced columns: the task's random
@@ -132,6 +133,7 @@ class _ReducedDoublySparse:
             self.red = red.shrink(~(event.at_zero | event.at_box), ~event.features,
                                   event.at_box, event.box_value)
             self.u = self.u[~event.features]
+            self.history = [h[~event.features] for h in self.history]
         rule_time = time.perf_counter() - start
         value = self.value
         self.report.add(ScreeningEvent(self.rule, self.moment, value, event.n_features, 0,
@@ -175,8 +177,9 @@ class _ReducedDoublySparse:
                 self._reference()
                 continue
             res = coordinate_descent(self.red, self.u, self.lam, self.beta, target,
-                                     max_iter - epochs, self._order())
-            self.u = res.u
+                                     max_iter - epochs, self._order(),
+                                     history=self.history)
+            self.u, self.history = res.u, res.history
             self.w[self.red.cols] = self.u
             epochs += res.epochs
             self.report.add(ScreeningEvent(

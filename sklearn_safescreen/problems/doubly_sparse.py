@@ -359,6 +359,16 @@ class ReducedProblem:
                            d.loss, d.gamma, d.epsilon, d.n_samples, self.row_sq,
                            self.col_sq_c, self.max_nnz, self.offset, self.kappa, alpha, s)
 
+    def estimated_gap(self, u, t, alpha, corr, lam, beta) -> float:
+        """The duality gap with :math:`X^\\top\\alpha` replaced by ``corr`` (e.g. as a
+        coordinate-descent epoch saw it): not a bound of anything, only a cheap guess of
+        when the exact gap will be small."""
+        d = self.data
+        dual = (float(dual_terms(alpha, self.y, self.weights, d.gamma, d.epsilon).sum())
+                + self.kappa) / d.n_samples - elastic_net_conjugate(
+                    corr + self.offset, lam, beta, d.n_samples)
+        return self.primal(u, t, lam, beta) - dual
+
     def primal(self, u: np.ndarray, t: np.ndarray, lam: float, beta: float) -> float:
         d = self.data
         lt = loss_terms(t, self.y, self.weights, d.loss, d.gamma, d.epsilon)

@@ -74,10 +74,11 @@ def epoch_dense(const double[::1, :] X, const double[::1] y, const double[::1] c
                 double[::1] w, double[::1] t, double[::1] alpha,
                 const double[::1] offset, const double[::1] lips,
                 const int64_t[::1] order, double lam, double beta, double gamma,
-                double epsilon, bint hinge, double inv_n):
+                double epsilon, bint hinge, double inv_n, double[::1] corr):
     """One epoch over the columns of a Fortran-ordered block; returns the largest
     :math:`L_j|\\Delta w_j|^2` (the epoch's largest decrease of the upper bound's
-    quadratic part)."""
+    quadratic part). ``corr[j]`` receives :math:`X_{:j}^\\top\\alpha` as it was when
+    column ``j`` was visited (for an estimate of the duality gap that costs nothing)."""
     cdef Py_ssize_t m = X.shape[0], k, j, i
     cdef int n_rows = <int>m, one = 1
     cdef double g, new, delta, biggest = 0.0, change, inv_gamma = 1.0 / gamma
@@ -85,12 +86,15 @@ def epoch_dense(const double[::1, :] X, const double[::1] y, const double[::1] c
         with nogil:
             for k in range(order.shape[0]):
                 j = order[k]
+                corr[j] = 0.0
                 w[j] = _prox_step(w[j], -offset[j] * inv_n, lips[j], lam, beta)
         return 0.0
     with nogil:
         for k in range(order.shape[0]):
             j = order[k]
-            g = -(ddot(&n_rows, <double*>&X[0, j], &one, &alpha[0], &one) + offset[j]) * inv_n
+            g = ddot(&n_rows, <double*>&X[0, j], &one, &alpha[0], &one)
+            corr[j] = g
+            g = -(g + offset[j]) * inv_n
             new = _prox_step(w[j], g, lips[j], lam, beta)
             delta = new - w[j]
             if delta != 0.0:
@@ -112,7 +116,7 @@ def epoch_csc(const double[::1] data, const int32_t[::1] indices,
               double[::1] w, double[::1] t, double[::1] alpha,
               const double[::1] offset, const double[::1] lips,
               const int64_t[::1] order, double lam, double beta, double gamma,
-              double epsilon, bint hinge, double inv_n):
+              double epsilon, bint hinge, double inv_n, double[::1] corr):
     """:func:`epoch_dense` for a CSC block (``data``, ``indices``, ``indptr``)."""
     cdef Py_ssize_t k, j, p, i
     cdef double g, new, delta, biggest = 0.0, change, inv_gamma = 1.0 / gamma
@@ -122,6 +126,7 @@ def epoch_csc(const double[::1] data, const int32_t[::1] indices,
             g = 0.0
             for p in range(indptr[j], indptr[j + 1]):
                 g += data[p] * alpha[indices[p]]
+            corr[j] = g
             g = -(g + offset[j]) * inv_n
             new = _prox_step(w[j], g, lips[j], lam, beta)
             delta = new - w[j]
