@@ -26,7 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problems.doubly_sparse import DoublySparseData, ReducedProblem, full_gap, primal_point
+from ..problems.doubly_sparse import (
+    DoublySparseData,
+    ReducedProblem,
+    best_dual_scaling,
+    dual_point,
+    full_gap,
+    primal_point,
+)
 from ..screening.doubly_sparse import (
     contradicted_features,
     contradicted_samples,
@@ -146,17 +153,24 @@ class _ReducedDoublySparse:
         self.moment = "dynamic"
 
     def _reference(self) -> None:
-        """The start, from the previous solution: of the pairs
-        :math:`(w, \\alpha(w))` and :math:`(w(\\alpha(w)), \\alpha(w))` (the dual
-        point's primal point at the new :math:`\\lambda`), the one with the smaller
-        gap; the solve starts from its primal point, and the first screening event
-        (``"reference"``) uses it."""
-        red, lam, beta = self.red, self.lam, self.beta
+        """The start, from the previous solution :math:`w`: the dual point
+        :math:`\\theta\\alpha(w)` with the best :math:`\\theta \\in [0, 1]`, and the better
+        (smaller gap) of the primal points :math:`w` and :math:`w(\\theta\\alpha(w))`
+        (the dual point's primal point at the new :math:`\\lambda`). The solve starts
+        from that primal point, and the first screening event (``"reference"``) uses
+        the pair."""
+        red, lam, beta, data = self.red, self.lam, self.beta, self.data
+        n = data.n_samples
         t = red.margins(self.u)
-        gap = red.gap(self.u, t, lam, beta)
-        u2 = primal_point(gap.s, lam, beta, self.data.n_samples)
+        alpha = dual_point(t, red.y, red.weights, data.loss, data.gamma, data.epsilon)
+        s = red.correlations(alpha)
+        theta = best_dual_scaling(alpha, s, red.y, red.weights, lam, beta, data.gamma,
+                                  data.epsilon, n) if red.n_rows == n else 1.0
+        alpha, s = theta * alpha, theta * s
+        gap = red.gap(self.u, t, lam, beta, alpha=alpha, s=s)
+        u2 = primal_point(s, lam, beta, n)
         t2 = red.margins(u2)
-        gap2 = red.gap(u2, t2, lam, beta, alpha=gap.alpha, s=gap.s)
+        gap2 = red.gap(u2, t2, lam, beta, alpha=alpha, s=s)
         if gap2.gap < gap.gap:
             self.u, t, gap = u2, t2, gap2
         self.started = True

@@ -342,6 +342,10 @@ class ReducedProblem:
     def margins(self, u: np.ndarray) -> np.ndarray:
         return _dense(self.X @ u)
 
+    def correlations(self, alpha: np.ndarray) -> np.ndarray:
+        """:math:`X^\\top\\alpha` plus the fixed samples' part ``offset``."""
+        return _dense(self.X.T @ alpha) + self.offset
+
     def squares(self):
         """The entries squared, in the same layout (sparse: sharing the indices)."""
         X = self.X
@@ -382,6 +386,39 @@ def primal_point(s: np.ndarray, lam: float, beta: float, n: int) -> np.ndarray:
     dual point at :math:`\\lambda`."""
     v = s / (lam * n)
     return np.sign(v) * np.maximum(np.abs(v) - 1.0, 0.0) / beta
+
+
+def best_dual_scaling(alpha: np.ndarray, s: np.ndarray, y: np.ndarray, c: np.ndarray,
+                      lam: float, beta: float, gamma: float, epsilon: float,
+                      n: int) -> float:
+    """The :math:`\\theta \\in [0, 1]` maximising :math:`D(\\theta\\alpha)` for
+    :math:`s = X^\\top\\alpha` (no fixed samples).
+
+    :math:`\\theta\\alpha` is feasible for every such :math:`\\theta` (the boxes contain
+    0), and :math:`D(\\theta\\alpha)` is a concave piecewise quadratic in
+    :math:`\\theta`: its slope decreases, and bisection finds its zero. Along a path the
+    previous dual optimum, scaled, is a much better dual point at a smaller
+    :math:`\\lambda` (whose penalty conjugate grows as :math:`1/\\lambda`).
+    """
+    linear = float((y * alpha - epsilon * np.abs(alpha)).sum()) / n
+    quad = float((0.5 * gamma) * (alpha * alpha / c).sum()) / n
+    a = np.abs(s) / (lam * n)
+    a = a[a > 1.0]
+
+    def slope(theta):
+        excess = np.maximum(theta * a - 1.0, 0.0)
+        return linear - 2.0 * theta * quad - lam / beta * float(a @ excess)
+
+    if slope(1.0) >= 0.0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if slope(mid) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def full_gap(data: DoublySparseData, w: np.ndarray, lam: float, beta: float) -> tuple:
