@@ -39,6 +39,8 @@ ESTIMATORS = {
     "svc": "SafeSVC (hinge-loss SVM, parameter C)",
     "lad": "SafeLAD (least absolute deviations regression, parameter C)",
     "metric": "SafeMetricLearner + 3-nearest-neighbours (parameter metric__alpha)",
+    "dsvc": "SafeDoublySparseSVC (elastic-net smoothed-hinge SVM, parameter alpha; "
+            "screened: features)",
 }
 
 
@@ -75,6 +77,7 @@ def _build_parser() -> argparse.ArgumentParser:
             f"  {PROG}\n"
             f"  {PROG} --dataset wang_toy3 --kernel rbf --n-values 15 --plot path.png\n"
             f"  {PROG} --dataset data.svm --values 0.01,0.1,1,10 --no-compare\n"
+            f"  {PROG} --estimator dsvc --dataset data.svm --n-values 30 --no-compare\n"
             f"  {PROG} --grid eps-path --eps 1e-2 --stop 1"),
     )
     data = parser.add_argument_group("data and model")
@@ -84,7 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
                       "--estimator metric)")
     data.add_argument("--max-samples", type=int, default=None, metavar="N",
                       help="use a random subset of N samples, stratified by class for "
-                      "svc and metric (default: all)")
+                      "the classifiers (default: all)")
     data.add_argument("--scale", action="store_true",
                       help="standardise features in a Pipeline (without centring for "
                       "sparse files)")
@@ -97,12 +100,15 @@ def _build_parser() -> argparse.ArgumentParser:
                       help="rbf/poly kernel coefficient (default: 1 / n_features)")
     data.add_argument("--screening", default=None,
                       choices=["IT", "BT1", "BT2", "DVI", "rrpb+pgb", "rrpb", "pgb", "gb",
-                               "dgb", "cdgb", "rpb", "none"],
+                               "dgb", "cdgb", "rpb", "simultaneous", "features", "samples",
+                               "none"],
                       help="screening rule (SafeSVC: IT, BT1, BT2, DVI; SafeLAD: DVI; "
-                      "SafeMetricLearner: its balls rrpb+pgb, rrpb, pgb, gb, dgb, cdgb, rpb); "
-                      "none disables screening (default: the estimator's, IT for SafeSVC)")
+                      "SafeMetricLearner: its balls rrpb+pgb, rrpb, pgb, gb, dgb, cdgb, rpb; "
+                      "SafeDoublySparseSVC: simultaneous, features, samples); none disables "
+                      "screening (default: the estimator's, IT for SafeSVC)")
     data.add_argument("--tol", type=float, default=1e-6,
-                      help="relative duality gap of every fit (default: 1e-6)")
+                      help="duality gap of every fit, relative (svc, lad, metric) or "
+                      "absolute (dsvc, whose objective is an average loss) (default: 1e-6)")
     grid = parser.add_argument_group("grid")
     grid.add_argument("--values", default=None, metavar="V1,V2,...",
                       help="explicit comma-separated values (overrides --grid)")
@@ -289,6 +295,11 @@ def _estimator(args, n_features: int, sparse: bool):
 
         est = supported(SafeLAD, random_state=0, **common)
         name = "SafeLAD"
+    elif args.estimator == "dsvc":
+        from .doubly_sparse import SafeDoublySparseSVC
+
+        est = SafeDoublySparseSVC(random_state=0, **common)
+        name = "SafeDoublySparseSVC"
     else:
         from sklearn.neighbors import KNeighborsClassifier
 
@@ -346,7 +357,7 @@ def _explain_tie(short: str, values, grid, search, diff: float, tol: float,
     return textwrap.fill(
         f"{short}={values[gi]:.6g} (GridSearchCV's best) and {short}={values[pi]:.6g} (the "
         f"path's) score {g[gi]:.4f} and {g[pi]:.4f} in GridSearchCV, {p[gi]:.4f} and "
-        f"{p[pi]:.4f} in the path. Every fit is solved to a relative duality gap of "
+        f"{p[pi]:.4f} in the path. Every fit is solved to a duality gap of "
         f"--tol={tol:g} only, which "
         + ("moves the predictions slightly" if regression else
            "can put test samples near the decision boundary on either side")

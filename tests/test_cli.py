@@ -64,7 +64,7 @@ def test_help_explains_everything():
     for option in ("--dataset", "--estimator", "--values", "--grid", "--n-values",
                    "--stop", "--eps", "--cv", "--scoring", "--n-jobs", "--no-compare",
                    "--plot", "--kernel", "--screening", "--tol", "--max-samples",
-                   "--scale", "--quiet", "LIBSVM", *DATASETS):
+                   "--scale", "--quiet", "LIBSVM", "dsvc", "simultaneous", *DATASETS):
         assert option in res.stdout, option
 
 
@@ -81,6 +81,7 @@ BAD = [
     (["--plot", "/nonexistent/dir/p.png"], "does not exist"),
     (["--estimator", "metric", "--screening", "IT"], "screening"),
     (["--plot", "figure.xyz"], "unknown image format"),
+    (["--estimator", "dsvc", "--screening", "IT"], "screening"),
 ]
 
 
@@ -190,6 +191,37 @@ def test_other_estimators(capsys, estimator):
     assert len(table(out)) == 3
 
 
+def test_doubly_sparse_classifier(capsys):
+    """SafeDoublySparseSVC from the command line: a path of alpha from its critical
+    value down (the most regularised value first), screened by default."""
+    importlib.import_module("sklearn_safescreen.doubly_sparse")
+    code, out, err = run_main(capsys, "--estimator", "dsvc", "--dataset", "breast_cancer",
+                              "--n-values", "4", "--cv", "3", "--no-compare", "--quiet")
+    assert code == 0, err
+    assert "SafeDoublySparseSVC on breast cancer" in out
+    values = [float(r[0]) for r in table(out)]
+    assert len(values) == 4 and values == sorted(values, reverse=True)
+    assert re.search(r"best alpha = [\d.e+-]+, CV score [\d.]+", out)
+
+
+@pytest.mark.parametrize("screening", ["features", "none"])
+def test_doubly_sparse_classifier_on_a_sparse_file(capsys, tmp_path, screening):
+    """A sparse svmlight file stays sparse (the estimator takes sparse input), and the
+    doubly sparse rules are offered by --screening."""
+    rng = np.random.RandomState(0)
+    X = rng.rand(90, 40) * (rng.rand(90, 40) < 0.2)
+    path = tmp_path / "sparse.svm"
+    dump_svmlight_file(X, np.where(X[:, :5].sum(axis=1) > 0.2, 1, -1), str(path))
+    code, out, err = run_main(capsys, "--estimator", "dsvc", "--dataset", str(path),
+                              "--screening", screening, "--n-values", "3", "--cv", "3",
+                              "--no-compare", "--quiet")
+    assert code == 0, err
+    assert "SafeDoublySparseSVC on sparse.svm" in out and "densified" not in out
+    assert f"screening={screening}" in out and len(table(out)) == 3
+    if screening == "none":  # nothing screened except the closed form at the top
+        assert [r[1] for r in table(out)][1:] == ["0.0%", "0.0%"]
+
+
 def test_single_class_file_is_an_error(capsys, tmp_path):
     path = tmp_path / "one.svm"
     dump_svmlight_file(np.eye(6), np.ones(6), str(path))
@@ -281,7 +313,7 @@ def test_regression_dataset_uses_safelad(capsys):
     assert "SafeSVC" not in out.split("\n", 1)[1]
 
 
-@pytest.mark.parametrize("estimator", ["svc", "metric"])
+@pytest.mark.parametrize("estimator", ["svc", "metric", "dsvc"])
 def test_classifier_on_a_regression_target_is_refused(capsys, tmp_path, estimator):
     X, y = make_classification(n_samples=60, n_features=4, random_state=0)
     path = tmp_path / "reg.svm"

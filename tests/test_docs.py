@@ -4,9 +4,11 @@ The build needs the documentation packages, which the ``test`` extra installs: w
 them the build test fails (it is not skipped).
 """
 
+import ast
 import importlib
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -139,3 +141,26 @@ def test_qualified_references_name_existing_objects():
 ])
 def test_resolves(name, exists):
     assert _resolves(name) is exists
+
+
+def test_doubly_sparse_example_runs_on_the_public_api(monkeypatch):
+    """The doubly sparse gallery example runs (it is small enough for the test suite),
+    reaches no private name of the package, and draws its three panels."""
+    path = EXAMPLES / "plot_doubly_sparse_screening_rates.py"
+    tree = ast.parse(path.read_text())
+    private = sorted({node.attr for node in ast.walk(tree)
+                      if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                      and not node.attr.startswith("__")})
+    assert private == []
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(plt, "show", lambda *a, **k: None)
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+        assert len(plt.gcf().axes) == 3
+    finally:
+        plt.close("all")
