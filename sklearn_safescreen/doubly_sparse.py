@@ -299,7 +299,8 @@ _DOC_PARAMS = """
         alone, or none.
     tol : float, default=1e-6
         Target **absolute** duality gap of the full problem (whose objective is an
-        average loss, at most ``1 - smoothing/2`` at ``coef_ = 0`` for the classifier).
+        average loss: at ``coef_ = 0`` the classifier's is ``1 - smoothing/2`` for
+        ``smoothing <= 1``, ``1/(2 smoothing)`` above).
         The paper's 1e-9 is reachable.
     max_iter : int, default=10000
         Maximum coordinate-descent epochs per solve.
@@ -579,8 +580,10 @@ def doubly_sparse_path(X, y, *, estimator=None, alphas=None, n_alphas=100, eps=1
     -------
     alphas : ndarray of shape (n_alphas,)
         Decreasing.
-    coefs : ndarray of shape (n_features, n_alphas) or (n_tasks, n_features, n_alphas)
-        ``coef_`` at each value.
+    coefs : ndarray of shape ``coef_.shape + (n_alphas,)``
+        ``coef_`` at each value: (n_features, n_alphas) for the regressor,
+        (1, n_features, n_alphas) for two classes, (n_classes, n_features, n_alphas)
+        one-vs-rest.
     dual_gaps : ndarray of shape (n_alphas,)
         The largest certified duality gap over tasks at each value.
     reports : list of ScreeningReport

@@ -278,8 +278,11 @@ class DoublySparsePath:
             report.add(ScreeningEvent("closed_form", "closed_form", value, d, 0, d,
                                       task=self.name, kind="features"))
             report.set_final(d, 0, "features", closed_form=True)
-            at_box = int((alpha != 0).sum())
-            report.set_final(n - at_box, at_box, "samples", closed_form=True)
+            # alpha(0) is 0, strictly inside the box (smoothing > 1, or a regression
+            # target within eps + smoothing of 0), or at its end
+            at_zero = int((alpha == 0).sum())
+            at_box = int((np.abs(alpha) == data.weights).sum())
+            report.set_final(at_zero, at_box, "samples", closed_form=True)
             return StepOutcome(w, alpha, 0.0, 0, True)
         w0 = np.zeros(d) if self.w is None else self.w
         priority = rng.permutation(d)

@@ -204,12 +204,14 @@ def product_error(nnz: int, norms: np.ndarray, other_norm: float) -> np.ndarray:
 
 
 def duality_gap(X, y, c, w, t, lam, beta, loss, gamma, epsilon, n, row_sq,
-                col_sq_c, max_nnz, offset=None, kappa=0.0, alpha=None, s=None) -> Gap:
+                col_sq_c, max_nnz, offset=None, kappa=0.0, alpha=None, s=None,
+                offset_error=0.0) -> Gap:
     """The duality gap of :math:`(w, \\alpha)` on rows and columns ``X``, with the
     constant part of fixed samples (``offset`` added to :math:`X^\\top\\alpha`,
     ``kappa`` to both objectives; see :class:`ReducedProblem`). ``alpha`` must be
     feasible; the default is :math:`\\alpha(w)`. ``s`` is :math:`X^\\top\\alpha`
-    (plus ``offset``) when the caller has it.
+    (plus ``offset``) when the caller has it; ``offset_error`` bounds the rounding
+    error of ``offset`` itself.
 
     ``t`` must be ``X @ w`` freshly computed: the balls assume the margins of ``w``.
     """
@@ -232,7 +234,7 @@ def duality_gap(X, y, c, w, t, lam, beta, loss, gamma, epsilon, n, row_sq,
     t_error = product_error(max_nnz, np.sqrt(row_sq), w_norm)
     s_error = product_error(max_nnz, np.sqrt(col_sq_c), a_norm_c)
     if offset is not None:
-        s_error = s_error + 4 * EPS * np.abs(offset)
+        s_error = s_error + 4 * EPS * np.abs(offset) + offset_error
     # the loss is 1-Lipschitz in z times c_i; psi* is (1/beta)-smooth with slope |w(s)|
     w_of_s = np.maximum(np.abs(s) / (lam * n) - 1.0, 0.0) / beta
     from_products = (float(c @ t_error) + float(w_of_s @ s_error)) / n
@@ -270,6 +272,7 @@ class ReducedProblem:
     row_sq: np.ndarray
     col_sq_c: np.ndarray
     max_nnz: int
+    box_weight: float = 0.0  # the sum of c_i over the samples folded into ``offset``
 
     @classmethod
     def build(cls, data: DoublySparseData, rows: np.ndarray, cols: np.ndarray,
@@ -299,6 +302,7 @@ class ReducedProblem:
         kappa = self.kappa + float(dual_terms(
             box_value[fixed], self.y[fixed], self.weights[fixed], self.data.gamma,
             self.data.epsilon).sum())
+        box_weight = self.box_weight + float(self.weights[fixed].sum())
         rows, cols = self.rows[kr], self.cols[kc]
         if self.sparse:
             X = self.X
@@ -308,14 +312,14 @@ class ReducedProblem:
                 kc.astype(np.int64), value, self.weights)
             Xs = sp.csc_matrix((data, indices, indptr), shape=(len(kr), len(kc)))
             return ReducedProblem(self.data, rows, cols, Xs, self.offset[kc] + add, kappa,
-                                  row_sq, col_sq_c, max_nnz)
+                                  row_sq, col_sq_c, max_nnz, box_weight)
         offset = self.offset[kc]
         if len(fixed):
             offset = offset + self.X[np.ix_(fixed, kc)].T @ box_value[fixed]
         Xs = np.asfortranarray(self.X[np.ix_(kr, kc)])
         row_sq, col_sq_c, max_nnz = _norms(Xs, self.data.weights[rows])
         return ReducedProblem(self.data, rows, cols, Xs, offset, kappa, row_sq, col_sq_c,
-                              max_nnz)
+                              max_nnz, box_weight)
 
     # -- views of the full data on the reduced rows
     @property
@@ -342,6 +346,18 @@ class ReducedProblem:
     def margins(self, u: np.ndarray) -> np.ndarray:
         return _dense(self.X @ u)
 
+    @property
+    def offset_error(self) -> np.ndarray | float:
+        """Bound of the rounding error of ``offset``: a sum of at most ``n`` terms
+        :math:`X_{ij}\\bar\\alpha_i` with :math:`|\\bar\\alpha_i| = c_i`, so by
+        Cauchy-Schwarz :math:`\\sum_i c_i|X_{ij}| \\le \\|X_{:j}\\|_c \\sqrt{\\sum_L c_i}`
+        (the full column's weighted norm), accumulated over the shrinks."""
+        if self.box_weight == 0.0:
+            return 0.0
+        d = self.data
+        return product_error(d.max_nnz, np.sqrt(d.col_sq_c[self.cols]),
+                             float(np.sqrt(self.box_weight)))
+
     def correlations(self, alpha: np.ndarray) -> np.ndarray:
         """:math:`X^\\top\\alpha` plus the fixed samples' part ``offset``."""
         return _dense(self.X.T @ alpha) + self.offset
@@ -361,7 +377,8 @@ class ReducedProblem:
         d = self.data
         return duality_gap(self.X, self.y, self.weights, u, t, lam, beta,
                            d.loss, d.gamma, d.epsilon, d.n_samples, self.row_sq,
-                           self.col_sq_c, self.max_nnz, self.offset, self.kappa, alpha, s)
+                           self.col_sq_c, self.max_nnz, self.offset, self.kappa, alpha, s,
+                           self.offset_error)
 
     def estimated_gap(self, u, t, alpha, corr, lam, beta) -> float:
         """The duality gap with :math:`X^\\top\\alpha` replaced by ``corr`` (e.g. as a

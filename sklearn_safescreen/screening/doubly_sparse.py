@@ -279,7 +279,7 @@ def _fresh_centre(red, alpha, at_box, box_value, undecided, c, squares):
         col_sq = (rows * rows).T @ c[undecided]
     s_err = product_error(red.max_nnz, np.sqrt(red.col_sq_c),
                           float(np.sqrt((a * a / red.weights).sum()))) \
-        + 4 * EPS * np.abs(red.offset)
+        + 4 * EPS * np.abs(red.offset) + red.offset_error
     return s, col_sq, s_err
 
 
