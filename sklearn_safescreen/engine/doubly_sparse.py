@@ -47,6 +47,9 @@ from .report import ScreeningEvent, ScreeningReport
 #: A new screening event when the reduced gap has fallen by this factor since the last
 #: one (the paper's dynamic schedule).
 RESCREEN_FACTOR = 0.1
+#: An event's decisions are applied when they remove at least this fraction of the
+#: reduced problem's entries (measured: rebuilding for less costs more than it saves).
+MIN_SHRINK = 0.02
 #: Rules stop being evaluated for a kind once this fraction of its variables is decided
 #: (screened or kept).
 DECIDED_FRACTION = 0.99
@@ -112,6 +115,18 @@ class _ReducedDoublySparse:
         s = (self.at_zero | self.at_box | self.kept_samples).sum() >= DECIDED_FRACTION * n
         return bool(f), bool(s)
 
+    def _worth_shrinking(self, event) -> bool:
+        """Whether an event removes at least ``MIN_SHRINK`` of the reduced problem's
+        entries (its rows and columns count by their size)."""
+        red = self.red
+        if red.sparse:
+            row_nnz = np.bincount(red.X.indices, minlength=red.n_rows)
+            removed = row_nnz[event.at_zero | event.at_box].sum() + np.diff(
+                red.X.indptr)[event.features].sum()
+        else:
+            removed = (event.n_samples * red.n_cols + event.n_features * red.n_rows)
+        return removed >= MIN_SHRINK * max(red.nnz, 1)
+
     def _screen(self, t, gap) -> None:
         """One screening event at the current reduced pair; shrinks the problem."""
         done_f, done_s = self._decided_enough()
@@ -129,6 +144,13 @@ class _ReducedDoublySparse:
                                      self.kept_samples[red.rows])
         self.kept_features[red.cols] = event.kept_features
         self.kept_samples[red.rows] = event.kept_samples
+        if not self._worth_shrinking(event):
+            # a rebuild costs about a pass over the reduced data: decisions that remove
+            # little are left to the next event (at a smaller gap, which proves them
+            # again), so they are not counted either
+            event.features[:] = False
+            event.at_zero[:] = False
+            event.at_box[:] = False
         if event.n_features or event.n_samples:
             self.features[red.cols[event.features]] = True
             self.at_zero[red.rows[event.at_zero]] = True

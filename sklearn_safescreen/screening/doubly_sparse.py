@@ -241,8 +241,16 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
                     part = float(u[idx] @ u[idx])
                     w_shift_sq += part
                     if len(idx) > (~features).sum():
-                        tt, row_sq, t_err = _fresh_margins(red, u, ~features)
+                        tt, row_sq, t_err = _fresh_margins(red, u, ~features, squares)
                         t_err = t_err + gap.t_error
+                    elif red.sparse:  # products with u zero off the decided columns
+                        v = np.zeros(d)
+                        v[idx] = u[idx]
+                        tt -= _dense(red.X @ v)
+                        v[idx] = 1.0
+                        row_sq -= _dense(squares() @ v)
+                        t_err += product_error(red.max_nnz, np.sqrt(red.row_sq),
+                                               float(np.sqrt(part)))
                     else:
                         cols = red.X[:, idx]
                         tt -= _dense(cols @ u[idx])
@@ -283,14 +291,17 @@ def _fresh_centre(red, alpha, at_box, box_value, undecided, c, squares):
     return s, col_sq, s_err
 
 
-def _fresh_margins(red, u, keep):
+def _fresh_margins(red, u, keep, squares):
     """Margins over the columns ``keep``, the row norms over them, and the margins'
     error bound, computed afresh."""
     idx = np.flatnonzero(keep)
-    cols = red.X[:, idx]
-    tt = _dense(cols @ u[idx])
-    sq = cols.multiply(cols) if red.sparse else cols * cols
-    row_sq = _dense(sq.sum(axis=1))
+    if red.sparse:
+        tt = _dense(red.X @ np.where(keep, u, 0.0))
+        row_sq = _dense(squares() @ keep.astype(float))
+    else:
+        cols = red.X[:, idx]
+        tt = cols @ u[idx]
+        row_sq = (cols * cols).sum(axis=1)
     t_err = product_error(red.max_nnz, np.sqrt(red.row_sq), float(np.sqrt(u[idx] @ u[idx])))
     return tt, row_sq, t_err
 
