@@ -416,3 +416,27 @@ def test_report_verbose_and_convergence_warning(est, capsys):
         warnings.simplefilter("error", ConvergenceWarning)
         clone(est).fit(X, y)
 
+
+
+@pytest.mark.parametrize("kind", ["svc", "svr"])
+def test_closed_form_report_counts(kind):
+    """Above alpha_max the solution is w = 0 with alpha = alpha(0): the report counts
+    the samples at 0 and at the end of their box, not those strictly inside (with
+    smoothing > 1 for the classifier, targets within epsilon + smoothing of 0 for the
+    regressor)."""
+    if kind == "svc":
+        X, y = classification(n=60, d=8, seed=12)
+        est = SafeDoublySparseSVC(smoothing=2.0)
+    else:
+        X, y = regression(n=60, d=8, seed=12)
+        est = SafeDoublySparseSVR(smoothing=0.5, epsilon=0.3)
+    model = clone(est).fit(X, y)
+    model = clone(est).set_params(alpha=2 * model.alpha_max_).fit(X, y)
+    assert not np.any(model.coef_) and model.intercept_[0] == 0.0
+    alpha0 = model.dual_coef_[0]
+    c = 1.0  # unit weights, mean 1
+    at_zero, at_box = int((alpha0 == 0).sum()), int((np.abs(alpha0) == c).sum())
+    inside = 60 - at_zero - at_box
+    assert inside > 0
+    counts = model.screening_report_.counts["samples"]
+    assert (counts.n_lower, counts.n_upper) == (at_zero, at_box)

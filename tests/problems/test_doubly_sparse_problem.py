@@ -38,6 +38,7 @@ from _doubly_sparse_models import smoothed_hinge as own_hinge
 
 from sklearn_safescreen import SafeDoublySparseSVC, SafeDoublySparseSVR
 from sklearn_safescreen.problems.doubly_sparse import (
+    EPS,
     DoublySparseData,
     ReducedProblem,
     dual_point,
@@ -397,3 +398,38 @@ def test_shrinking_twice_equals_building_once(sparse):
                                               - data.epsilon * np.abs(bv)).sum()),
                                        rel=1e-12)
     assert sp.issparse(once.X) == sparse
+
+
+def test_reduced_gap_bound_with_cancelling_box_rows():
+    """The samples folded at the box end add ``X_L' alpha_bar_L`` to the correlations:
+    large rows whose contributions cancel leave an ``offset`` near 0 with a rounding
+    error far above ``eps |offset|``, which the gap's bound must still cover (away
+    from the reduced optimum, where the error does not cancel out of the gap)."""
+    rng = np.random.RandomState(0)
+    n, d, m = 24, 6, 12
+    X = rng.randn(n, d)
+    big = rng.randn(m // 2, d) * 1e6 * (1 + rng.rand(m // 2, d))
+    X[:m] = np.vstack([big, big * (1 + 1e-15)])  # rows at +c and at -c: they cancel
+    y = rng.randn(n)
+    c = np.ones(n)
+    data = DoublySparseData(X, y, c, SVR, 0.5, 0.1)
+    at_box = np.arange(n) < m
+    box_value = np.where(np.arange(n) < m // 2, c, -c)
+    red = ReducedProblem.build(data, np.arange(m, n), np.arange(d), at_box, box_value)
+    F = Fraction
+    offset = [sum(F(X[i, j]) * F(box_value[i]) for i in range(m)) for j in range(d)]
+    kappa = sum(F(y[i]) * F(box_value[i]) - F(0.5) * F(box_value[i]) ** 2 / 2
+                - F(0.1) * abs(F(box_value[i])) for i in range(m))
+    off_err = np.abs(red.offset - np.array([float(o) for o in offset])).max()
+    assert off_err > 1e3 * EPS * np.abs(red.offset).max()  # the case is the intended one
+    lam = 0.05 * DoublySparseData(X[m:], y[m:], c[m:], SVR, 0.5, 0.1).lambda_max()
+    u_star, _ = cvx_solve(red.X, red.y, red.weights, lam, 1.0, SVR, 0.5, 0.1,
+                          offset=red.offset, kappa=red.kappa, n=n)
+    for eta in (0.0, 1e-3, 1e-2, 1e-1, 1.0):
+        u = u_star + eta * rng.randn(d)
+        t = red.margins(u)
+        g = red.gap(u, t, lam, 1.0)
+        a = dual_point(t, red.y, red.weights, SVR, 0.5, 0.1)
+        ex = exact_gap(red.X, red.y, red.weights, u, a, lam, 1.0, SVR, 0.5, 0.1,
+                       offset=offset, kappa=kappa, n=n)
+        assert abs(float(ex - Fraction(g.gap))) <= g.error, eta
