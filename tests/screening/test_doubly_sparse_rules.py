@@ -288,7 +288,7 @@ def test_radii_are_the_documented_ones(loss, beta):
 
 
 # ---------------------------------------------------- safety at inexact pairs ---
-@settings(max_examples=examples(160))
+@settings(max_examples=examples(320))
 @given(p=problems)
 def test_rules_are_safe_at_perturbed_optima(p):
     data, lam, beta, ref = setup(p)
@@ -322,17 +322,14 @@ def test_rules_are_safe_at_perturbed_optima(p):
     assert decided > 0
 
 
-@settings(max_examples=examples(100))
-@given(p=problems, mode=st.sampled_from(MODES), warm=st.booleans())
-def test_every_event_of_dynamic_runs_is_safe(p, mode, warm):
-    """Dynamic runs from a cold start (w = 0) or from the optimum at a larger lambda,
+def check_dynamic_run(p, mode, warm):
+    """A dynamic run from a cold start (w = 0) or from the optimum at a larger lambda,
     to a tight tolerance: every event's decisions and balls at the exact optimum (the
-    reduced problems of later events included)."""
+    reduced problems of later events included). Returns the number of decisions."""
     data, lam, beta, ref = setup(p)
     w0 = reference(data, 1.5 * lam, beta).w if warm else None
     with spying() as calls:
-        out, report = solve_path(data, lam, beta, rule=mode, tol=1e-12, w0=w0)
-    assert calls
+        out, _ = solve_path(data, lam, beta, rule=mode, tol=1e-12, w0=w0)
     decided = 0
     for k, call in enumerate(calls):
         red = call.red
@@ -340,10 +337,26 @@ def test_every_event_of_dynamic_runs_is_safe(p, mode, warm):
         assert_balls_hold(ref, red, call.u, call.t, call.gap, lam, beta)
         assert_decisions_hold(ref, red.rows, red.cols, call.ev, f"event {k}")
         decided += call.ev.n_features + call.ev.n_samples
-    assert decided > 0
     # the run ends at the optimum
     assert np.linalg.norm(out.w - ref.w) <= np.sqrt(2 * (max(out.gap, 0) + 1e-14)
                                                     / (lam * beta))
+    return decided
+
+
+@settings(max_examples=examples(200))
+@given(p=problems, mode=st.sampled_from(MODES), warm=st.booleans())
+def test_every_event_of_dynamic_runs_is_safe(p, mode, warm):
+    check_dynamic_run(p, mode, warm)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_dynamic_runs_decide(loss, mode, sparse):
+    """Non-vacuity of the dynamic runs: path steps that do screen."""
+    p = dict(seed=5, loss=loss, sparse=sparse, weights=True, n=80, d=60, frac=0.2,
+             gamma=0.5, epsilon=0.1, beta=1.0)
+    assert check_dynamic_run(p, mode, warm=True) > 0
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -374,7 +387,7 @@ def test_rules_on_a_reduced_problem_are_safe(loss):
     assert decided > 0
 
 
-@settings(max_examples=examples(100))
+@settings(max_examples=examples(400))
 @given(p=problems, noise=st.sampled_from([1e-3, 1e-2, 1e-1]),
        shrink=st.sampled_from([1.0, 0.1, 1e-2, 1e-3]))
 def test_rules_never_screen_beyond_the_documented_formulas(p, noise, shrink):
