@@ -41,6 +41,8 @@ SAFETY = ("tests/screening/test_radii.py", "tests/screening/test_inexact_referen
 SVM = (*SAFETY, "tests/screening/test_svm_rules.py")
 LAD = (*SAFETY, "tests/screening/test_lad_rules.py")
 TRIPLET = (*SAFETY, "tests/screening/test_triplet_rules.py")
+DOUBLY = ("tests/screening/test_doubly_sparse_rules.py",
+          "tests/problems/test_doubly_sparse_problem.py")
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,27 @@ MUTATIONS = (
              "lo[t] = max(lam0 * (hm - z_lo + 2 * eps * ht)",
              "lo[t] = max(lam0 * (hm - z_lo + eps * ht)", TRIPLET,
              "the lower end of an R range with half its epsilon term (compiled)"),
+    Mutation("ds_dual_radius_half", "sklearn_safescreen/screening/doubly_sparse.py",
+             "float(np.sqrt(2.0 * n * g / gamma))", "float(np.sqrt(n * g / gamma))", DOUBLY,
+             "doubly sparse dual ball sqrt(n G / gamma), not sqrt(2 n G / gamma)"),
+    Mutation("ds_primal_radius_half", "sklearn_safescreen/screening/doubly_sparse.py",
+             "float(np.sqrt(2.0 * g / (lam * beta)))", "float(np.sqrt(g / (lam * beta)))",
+             DOUBLY, "doubly sparse primal ball sqrt(G / (lam beta)), without the 2"),
+    Mutation("ds_dual_section_twice", "sklearn_safescreen/screening/doubly_sparse.py",
+             "alpha_shift_sq += part", "alpha_shift_sq += 2.0 * part", DOUBLY,
+             "Theorem 2's same-pair subtraction from the dual radius counted twice"),
+    Mutation("ds_primal_section_twice", "sklearn_safescreen/screening/doubly_sparse.py",
+             "w_shift_sq += part", "w_shift_sq += 2.0 * part", DOUBLY,
+             "Theorem 3's same-pair subtraction from the primal radius counted twice"),
+    Mutation("ds_gap_error_zero", "sklearn_safescreen/problems/doubly_sparse.py",
+             "error = from_products + k * EPS * terms", "error = 0.0", DOUBLY,
+             "the doubly sparse gap without its rounding-error bound"),
+    Mutation("ds_hinge_box_flipped", "sklearn_safescreen/screening/doubly_sparse.py",
+             "box_value = c * y\n", "box_value = -c * y\n", DOUBLY,
+             "classifier samples fixed at the wrong end of their box"),
+    Mutation("ds_svr_box_flipped", "sklearn_safescreen/screening/doubly_sparse.py",
+             "box_value = np.where(above, -c, c)", "box_value = np.where(above, c, -c)",
+             DOUBLY, "regressor samples fixed at the wrong end of their box"),
 )
 
 
