@@ -25,9 +25,9 @@ from ..problems.doubly_sparse import Gap, ReducedProblem
 from ._doubly_sparse_fast import dual_from_margins, epoch_csc, epoch_dense
 
 #: Epochs between two duality-gap evaluations (each costs about two epochs).
-CHECK_EVERY = 5
+CHECK_EVERY = 4
 #: Iterates combined by one Anderson extrapolation.
-ANDERSON_DEPTH = 5
+ANDERSON_DEPTH = 3
 
 
 @dataclass
