@@ -111,6 +111,9 @@ class TripletPath:
         self.critical_alpha, self.G_pos = closed_form(ts, gamma, diagonal)
         self.reference: TripletReference | None = None
         self.step: float | None = None  # the solver's last step, for a warm start
+        # the compiled solver loop's work buffers, kept between the fits of the path
+        # (they hold no state, and the path itself is never pickled)
+        self.workspace = pg.SpgWorkspace()
         # the SDP rule's schedule: its budget grows with the solver's iterations along
         # the path
         self.sdp_schedule = SdpSchedule()
@@ -183,7 +186,7 @@ class TripletPath:
                 else DynamicScreening(ts, alpha, report, settings, schedule))
         reduced = _ReducedTriplets(TripletProblem(ts, gamma, diag, status),
                                    start_point(ref0, alpha), alpha, hook, self.step,
-                                   report, settings)
+                                   report, settings, self.workspace)
         result = certified_solve(reduced, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=f"SafeMetricLearner at alpha={alpha:.6g}")
         self.step = reduced.step
@@ -240,10 +243,12 @@ class _ReducedTriplets:
 
     def __init__(self, problem: TripletProblem, M0: np.ndarray, alpha: float,
                  hook: DynamicScreening | None, step: float | None,
-                 report: ScreeningReport, settings: TripletSettings):
+                 report: ScreeningReport, settings: TripletSettings,
+                 workspace: pg.SpgWorkspace | None = None):
         self.problem, self.M, self.alpha = problem, M0, alpha
         self.hook, self.step = hook, step
         self.report, self.settings = report, settings
+        self.workspace = workspace
         self.res = None
 
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
@@ -251,7 +256,7 @@ class _ReducedTriplets:
         rule_time = 0.0 if self.hook is None else self.hook.time
         res = pg.solve(self.problem, self.M, self.alpha, tol=tol, max_iter=max_iter,
                        step=self.step, callback=self.hook, interval=s.interval,
-                       active_set=s.active_set)
+                       active_set=s.active_set, workspace=self.workspace)
         self.res, self.step, self.M = res, res.step, res.M
         # the hook's checks ran inside the solve: their time is the rule's, not twice
         rule_time = 0.0 if self.hook is None else self.hook.time - rule_time
@@ -413,18 +418,20 @@ class DynamicScreening(pg.ScreeningHook):
             return False
         return keep if contains_m else True
 
-    def record_compiled(self, problem, to_R, to_L, checks) -> None:
+    def record_compiled(self, problem, to_R, to_L, checks, n_checks) -> None:
         """Events of the checks made inside the compiled loop (same rule and balls): the
         check at the start point ("reference", as the first call) and the dynamic
-        checks that screened something. Their time is inside the solver's."""
-        for step, n_R, n_L in checks.tolist():
-            moment = "reference" if self.calls == 0 and step == 0 else "dynamic"
+        checks that screened something (``checks`` holds their rows and the first
+        check's). Their time is inside the solver's."""
+        first = self.calls == 0
+        for i, (step, n_R, n_L) in enumerate(checks.tolist()):
+            moment = "reference" if first and i == 0 and step == 0 else "dynamic"
             if moment == "reference" or n_R or n_L:
                 self.report.add(ScreeningEvent(self.names, moment, self.alpha, n_R, n_L,
                                                self.ts.n_triplets))
-            self.calls += 1
+        self.calls += n_checks
         s = self.settings
-        if s.verbose > 1 and len(checks):
-            s.log(f"alpha={self.alpha:<10.4g} dynamic   {self.names:<8} {len(checks)} "
+        if s.verbose > 1 and n_checks:
+            s.log(f"alpha={self.alpha:<10.4g} dynamic   {self.names:<8} {n_checks} "
                   f"checks R+={to_R.size:<7d} L+={to_L.size:<7d} "
                   f"active={problem.n_active:<8d}")

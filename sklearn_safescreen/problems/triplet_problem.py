@@ -197,6 +197,7 @@ class TripletProblem:
         return self._compact
 
     # the working arrays: triplet indices, their compact pair indices, the pairs
+    compact = property(_fresh, doc="``(work, cpos, cneg, cdiff)`` in one look-up.")
     work = property(lambda self: self._fresh()[0])
     cpos = property(lambda self: self._fresh()[1])
     cneg = property(lambda self: self._fresh()[2])
