@@ -16,9 +16,9 @@ The mathematics is on ``doc/theory/metric_learning.rst``.
   weights of the working triplets in one pass.
 * **Gaps** (:func:`gap_terms`, :func:`projection_gap`): the cancellation-free duality
   gap, against the best dual point or against the one a projection provides.
-* **Full-problem passes**: the reduced problem's arrays from the per-triplet status
-  (:func:`status_split`), and the certificate's pass over every triplet
-  (:func:`certificate_pass`).
+* **Full-problem passes**: the reduced problem's arrays and :math:`H_{\hat L}` from the
+  per-triplet status (:func:`status_split`), and the certificate's pass over every
+  triplet with the pair forms it needs (:func:`certificate`), one call each.
 """
 
 from libc.math cimport fabs, sqrt
@@ -323,37 +323,54 @@ def projection_gap(M, S, Bn, double eta, double lam):
 
 # ---------------------------------------------------------- full-problem passes ---
 def status_split(const signed char[::1] status, const int[::1] pos, const int[::1] neg,
-                 const double[:, ::1] diff):
+                 const double[:, ::1] diff, bint gram=False):
     r"""The reduced problem's data from the per-triplet status (0 active, 1 in
-    :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass: the active
-    triplets ``work``, their compact pair indices and the differences of those pairs,
-    the pair weights ``wL`` of :math:`H_{\hat L}=\sum_{\hat L}H_t` and
-    :math:`|\hat{\mathcal L}|`."""
-    cdef Py_ssize_t n = pos.shape[0], n_pairs = diff.shape[0], t, j = 0, n_work = 0
-    cdef Py_ssize_t nL = 0
+    :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass over the
+    triplets: the active triplets ``work``, their compact pair indices and the
+    differences of those pairs, the pair weights ``wL`` of
+    :math:`H_{\hat L}=\sum_{\hat L}H_t`, :math:`|\hat{\mathcal L}|` and, with ``gram``
+    (full metric), :math:`H_{\hat L}` itself (None otherwise)."""
+    cdef Py_ssize_t n = pos.shape[0], n_pairs = diff.shape[0], t, j = 0, nL = 0
+    cdef int d = diff.shape[1]
+    cdef signed char s
     wL = np.zeros(n_pairs)
     cdef double[::1] wl = wL
     mark_arr = np.zeros(n_pairs, dtype=np.int8)
     cdef signed char[::1] mark = mark_arr
+    listed = np.empty(max(n, 1), dtype=np.int32)
+    cdef int[::1] wk = listed
     with nogil:
         for t in range(n):
-            if status[t] == 0:
-                n_work += 1
-                mark[pos[t]] = 1
-                mark[neg[t]] = 1
-            elif status[t] == 1:
+            s = status[t]
+            # the active list without a branch (the statuses alternate unpredictably)
+            wk[j] = <int>t
+            j += s == 0
+            if s == 1:
                 nL += 1
                 wl[pos[t]] += 1.0
                 wl[neg[t]] -= 1.0
-    work = np.empty(n_work, dtype=np.int32)
-    cdef int[::1] wk = work
+        for t in range(j):
+            mark[pos[wk[t]]] = 1
+            mark[neg[wk[t]]] = 1
+    work = listed[:j].copy()
+    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, work, mark)
+    HL = None
+    if gram:
+        HL = np.zeros((d, d))
+        if nL and n_pairs and d:
+            _gram(diff, wl, HL)
+    return work, cpos, cneg, cdiff, wL, nL, HL
+
+
+cdef void _gram(const double[:, ::1] diff, const double[::1] w, double[:, ::1] S):
+    """:math:`\\sum_pw_pa_pa_p^\\top` into ``S`` (matrix-product form)."""
+    cdef Py_ssize_t npairs = diff.shape[0]
+    cdef int d = diff.shape[1]
+    cdef double[:, ::1] T = np.empty((npairs, d))
+    cdef double[:, ::1] T2 = np.empty((npairs, d))
     with nogil:
-        for t in range(n):
-            if status[t] == 0:
-                wk[j] = <int>t
-                j += 1
-    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, wk, mark)
-    return work, cpos, cneg, cdiff, wL, nL
+        laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], &T[0, 0], &T2[0, 0],
+                        NULL, &S[0, 0])
 
 
 def compact_work(const int[::1] pos, const int[::1] neg, const double[:, ::1] diff,
@@ -398,14 +415,6 @@ cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:,
     return cpos, cneg, cdiff
 
 
-def weighted_gram(const double[:, ::1] diff, const double[::1] w):
-    r""":math:`\sum_pw_pa_pa_p^\top` over the pairs of non-zero weight (full metric)."""
-    cdef Py_ssize_t npairs = diff.shape[0]
-    cdef int d = diff.shape[1]
-    return laplacian_sum(diff, np.empty((0, 0)), False, w, np.empty((max(npairs, 1), d)),
-                         np.empty((max(npairs, 1), d)), np.empty(1))
-
-
 def certificate_pass(const double[::1] D, const int[::1] pos, const int[::1] neg,
                      const signed char[::1] status, double gamma):
     r"""From the pair forms ``D`` of M: the values :math:`z_t=\langle M,H_t\rangle` of
@@ -413,25 +422,75 @@ def certificate_pass(const double[::1] D, const int[::1] pos, const int[::1] neg
     every screened triplet is on its side at M (:math:`z_t\ge1` in
     :math:`\hat{\mathcal R}`, :math:`z_t\le1-\gamma` in :math:`\hat{\mathcal L}`):
     then the full objective, dual point and gap equal the reduced ones."""
-    cdef Py_ssize_t n = pos.shape[0], t
+    cdef Py_ssize_t n = pos.shape[0]
     z = np.empty(n)
     cdef double[::1] zv = z
-    cdef double loss = 0.0, zt
-    cdef bint on_side = True
-    cdef signed char s
+    below = np.empty(max(n, 1), dtype=np.int32)
+    cdef int[::1] bl = below
+    cdef double loss
+    cdef bint on_side
     with nogil:
-        for t in range(n):
-            zt = D[pos[t]] - D[neg[t]]
-            zv[t] = zt
-            if zt < 1.0:
-                if gamma > 0.0 and zt >= 1.0 - gamma:
-                    loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
-                else:
-                    loss += 1.0 - zt - 0.5 * gamma
-            s = status[t]
-            if (s == 2 and zt < 1.0) or (s == 1 and zt > 1.0 - gamma):
-                on_side = False
+        loss = _certificate_c(&D[0] if D.shape[0] else NULL, &pos[0] if n else NULL,
+                              &neg[0] if n else NULL, &status[0] if n else NULL, n,
+                              gamma, &zv[0] if n else NULL, &bl[0], &on_side)
     return z, loss, on_side
+
+
+def certificate(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
+                const signed char[::1] status, M, double gamma):
+    r""":func:`certificate_pass` with the pair forms of M (full metric, those of
+    :func:`full_pair_forms`) in the same call: ``(z, loss, on_side)``."""
+    cdef double[:, ::1] m = _square(M)
+    cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0]
+    cdef int d = diff.shape[1]
+    if m.shape[0] != d or neg.shape[0] != n or status.shape[0] != n:
+        raise ValueError("certificate: inconsistent shapes")
+    z = np.empty(n)
+    cdef double[::1] zv = z
+    cdef double[::1] D = np.empty(max(npairs, 1))
+    cdef double[:, ::1] T = np.empty((max(npairs, 1), max(d, 1)))
+    below = np.empty(max(n, 1), dtype=np.int32)
+    cdef int[::1] bl = below
+    cdef double loss
+    cdef bint on_side
+    with nogil:
+        if npairs and d:
+            pair_forms_c(&diff[0, 0], npairs, d, NULL, False, &m[0, 0], &T[0, 0], &D[0],
+                         NULL)
+        elif npairs:
+            memset(&D[0], 0, npairs * sizeof(double))
+        loss = _certificate_c(&D[0], &pos[0] if n else NULL, &neg[0] if n else NULL,
+                              &status[0] if n else NULL, n, gamma,
+                              &zv[0] if n else NULL, &bl[0], &on_side)
+    return z, loss, on_side
+
+
+cdef double _certificate_c(const double* D, const int* pos, const int* neg,
+                           const signed char* status, Py_ssize_t n, double gamma,
+                           double* z, int* below, bint* on_side) noexcept nogil:
+    """The certificate's pass: values, whether every screened triplet is on its side
+    and the loss. The first loop has no data-dependent branch (statuses and sides
+    alternate unpredictably); the loss is then summed over the triplets below the
+    margin, in the same order (the same sum as over all triplets: the others add 0)."""
+    cdef Py_ssize_t t, m = 0, i
+    cdef double loss = 0.0, zt, lo = 1.0 - gamma
+    cdef int off = 0
+    cdef signed char s
+    for t in range(n):
+        zt = D[pos[t]] - D[neg[t]]
+        z[t] = zt
+        s = status[t]
+        off |= ((s == 2) & (zt < 1.0)) | ((s == 1) & (zt > lo))
+        below[m] = <int>t
+        m += zt < 1.0
+    for i in range(m):
+        zt = z[below[i]]
+        if gamma > 0.0 and zt >= lo:
+            loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
+        else:
+            loss += 1.0 - zt - 0.5 * gamma
+    on_side[0] = not off
+    return loss
 
 
 def full_pair_forms(const double[:, ::1] diff, M):

@@ -158,17 +158,18 @@ class TripletProblem:
                        else status.copy())
         self.n_rejected = 0  # rejected (backtracked) steps, for diagnostics
         self.dual_alpha = None  # dual iterate (hinge solver), per triplet
-        # one pass over the status: active list, their pairs, and H_L's pair weights
-        work, cpos, cneg, cdiff, wL, nL = kn.status_split(self.status, ts.pos, ts.neg,
-                                                          ts.diff)
+        # one compiled call: active list, their pairs, H_L's pair weights and (full
+        # metric) H_L
+        work, cpos, cneg, cdiff, wL, nL, HL = kn.status_split(self.status, ts.pos, ts.neg,
+                                                              ts.diff, not diagonal)
         self.nL = int(nL)
         self.n_active = int(work.size)
-        if not nL:
-            self.HL = np.zeros(d) if diagonal else np.zeros((d, d))
-        elif diagonal:
+        if not diagonal:
+            self.HL = HL
+        elif nL:
             self.HL = aggregate(ts.diff, wL, True)
         else:
-            self.HL = kn.weighted_gram(ts.diff, wL)
+            self.HL = np.zeros(d)
         self._set_compact(work, cpos, cneg, cdiff)
 
     # -- state

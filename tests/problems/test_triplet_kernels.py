@@ -129,5 +129,21 @@ def test_reduced_problem_construction_and_certificate_pass():
     # a status consistent with M: every screened triplet on its side
     consistent = np.where(z > 1, 2, np.where(z < 0.95, 1, 0)).astype(np.int8)
     assert kn.certificate_pass(D, ts.pos, ts.neg, consistent, 0.05)[2]
+    # the pair forms and the pass in one call: the same values bit for bit, for both
+    # losses and every kind of status (a wrong side of either kind is caught)
+    for gamma in (0.05, 0.5, 0.0):
+        for st in (status, consistent, np.zeros_like(status)):
+            want = kn.certificate_pass(D, ts.pos, ts.neg, st, gamma)
+            got = kn.certificate(ts.diff, ts.pos, ts.neg, st, M, gamma)
+            assert np.array_equal(got[0], want[0]) and got[1:] == want[1:]
+    for s, t in ((2, np.argmin(z)), (1, np.argmax(z))):
+        wrong = consistent.copy()
+        wrong[t] = s
+        assert not kn.certificate(ts.diff, ts.pos, ts.neg, wrong, M, 0.05)[2]
+    # the status split's H_L, asked for (full metric) or not
+    split = kn.status_split(status, ts.pos, ts.neg, ts.diff, True)
+    np.testing.assert_allclose(split[6], tp.sum_h(ts, np.ones(L.size), False, L),
+                               atol=1e-12)
+    assert split[5] == L.size and kn.status_split(status, ts.pos, ts.neg, ts.diff)[6] is None
 
 
