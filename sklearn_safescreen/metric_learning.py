@@ -447,10 +447,11 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         if not outcome.converged:
             warn_user(_convergence_message(alpha, critical, auto, outcome, self.tol,
                                            self.max_iter), ConvergenceWarning)
-        settings.log(f"alpha={alpha:<10.4g} done: screened {report.n_screened}/{n_t} "
-                     f"({report.screening_rate:.1%}) iter={outcome.n_iter} "
-                     f"dual_gap={outcome.gap:.3e} "
-                     f"time={time.perf_counter() - t_start:.3f}s")
+        if self.verbose:
+            settings.log(f"alpha={alpha:<10.4g} done: screened {report.n_screened}/{n_t} "
+                         f"({report.screening_rate:.1%}) iter={outcome.n_iter} "
+                         f"dual_gap={outcome.gap:.3e} "
+                         f"time={time.perf_counter() - t_start:.3f}s")
         self._end_fit()
         return self
 

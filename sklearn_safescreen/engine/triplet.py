@@ -158,8 +158,9 @@ class TripletPath:
                                        alpha, status)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent("RRPB-range", "range", alpha, n_R, n_L, n_t, dt))
-            settings.log(f"alpha={alpha:<10.4g} range     R={n_R:<8d} L={n_L:<8d} "
-                         f"time={dt:.3e}s")
+            if settings.verbose:
+                settings.log(f"alpha={alpha:<10.4g} range     R={n_R:<8d} L={n_L:<8d} "
+                             f"time={dt:.3e}s")
         schedule = self.sdp_schedule if settings.rule == "sdp" else None
         if schedule is not None:
             schedule.start_fit()
@@ -180,8 +181,9 @@ class TripletPath:
                                                    ball.radius, gamma, status)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent(ball.name, "reference", alpha, n_R, n_L, n_t, dt))
-            settings.log(f"alpha={alpha:<10.4g} reference {ball.name:<5} R={n_R:<8d} "
-                         f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
+            if settings.verbose:
+                settings.log(f"alpha={alpha:<10.4g} reference {ball.name:<5} R={n_R:<8d} "
+                             f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
         hook = (None if bound is None
                 else DynamicScreening(ts, alpha, report, settings, schedule))
         reduced = _ReducedTriplets(TripletProblem(ts, gamma, diag, status),
@@ -192,8 +194,8 @@ class TripletPath:
         self.step = reduced.step
         if schedule is not None:
             schedule.end_fit(result.n_iter)
-        report.set_final(int(np.count_nonzero(reduced.problem.status == STATUS_R)),
-                         int(np.count_nonzero(reduced.problem.status == STATUS_L)))
+        problem = reduced.problem  # (its counts follow its status)
+        report.set_final(n_t - problem.n_active - problem.nL, problem.nL)
         cert = result.certificate
         ref = TripletReference(alpha, reduced.M, cert.gap, reduced.z_full, exact=False,
                                loss=reduced.loss, prev=(ref0.alpha, ref0.M))
@@ -278,10 +280,12 @@ class _ReducedTriplets:
             z_full, on_side = red.z, True
             loss = tk.loss_sum(z_full, gamma)
         else:
-            D = (pair_values(ts.diff, M, True) if problem.diagonal
-                 else tk.full_pair_forms(ts.diff, np.ascontiguousarray(M)))
-            z_full, loss, on_side = tk.certificate_pass(D, ts.pos, ts.neg, problem.status,
-                                                        gamma)
+            if problem.diagonal:
+                z_full, loss, on_side = tk.certificate_pass(
+                    pair_values(ts.diff, M, True), ts.pos, ts.neg, problem.status, gamma)
+            else:  # the pair forms and the pass in one compiled call
+                z_full, loss, on_side = tk.certificate(ts.diff, ts.pos, ts.neg,
+                                                       problem.status, M, gamma)
         self.z_full, self.loss = z_full, loss
         if on_side:
             # no screened triplet is off its side, so none is proven wrong or loose
@@ -298,6 +302,8 @@ class _ReducedTriplets:
         return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
 
     def _log_certificate(self, rel_gap: float, reduced) -> None:
+        if not self.settings.verbose:
+            return
         self.settings.log(f"alpha={self.alpha:<10.4g} certificate full gap={rel_gap:.3e} "
                           f"(reduced {reduced.rel_gap:.3e}) iter={self.res.n_iter}")
 
