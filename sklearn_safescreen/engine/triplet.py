@@ -20,6 +20,7 @@ The mathematics of every ball and rule is on ``doc/theory/metric_learning.rst``.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -109,6 +110,8 @@ class TripletPath:
     def __init__(self, ts: TripletSet, gamma: float, diagonal: bool):
         self.ts, self.gamma, self.diagonal = ts, gamma, diagonal
         self.critical_alpha, self.G_pos = closed_form(ts, gamma, diagonal)
+        # G_+ = 0: no direction separates any triplet, M* = 0 for every alpha > 0
+        self._separable = bool(np.any(self.G_pos))
         self.reference: TripletReference | None = None
         self.step: float | None = None  # the solver's last step, for a warm start
         # the compiled solver loop's work buffers, kept between the fits of the path
@@ -126,7 +129,7 @@ class TripletPath:
         n_t = ts.n_triplets
         # closed form: exact, every triplet in L or C. With G_+ = 0 (no direction
         # separates any triplet) M* = 0 for every alpha > 0.
-        if alpha >= self.critical_alpha or not np.any(self.G_pos):
+        if alpha >= self.critical_alpha or not self._separable:
             M = self.G_pos / alpha
             z = triplet_values(ts, M, diag)
             n_L = n_t if alpha > self.critical_alpha else int(
@@ -335,15 +338,8 @@ class DynamicScreening(pg.ScreeningHook):
         self.ts, self.alpha, self.report, self.settings = ts, alpha, report, settings
         self.schedule = (SdpSchedule() if schedule is None and settings.rule == "sdp"
                          else schedule)
-        bound, diag = settings.bound, settings.diagonal
-        self.use_gb = bound == "gb"
-        self.use_pgb = bound in ("pgb", "rrpb+pgb")
-        self.use_dgb = bound in ("dgb", "rrpb", "rpb", "rrpb+pgb")
-        self.names = "+".join(n for n, u in (("GB", self.use_gb), ("PGB", self.use_pgb),
-                                             ("DGB", self.use_dgb)) if u)
-        self.compiled = ((self.use_gb, self.use_pgb, self.use_dgb)
-                         if settings.rule == "sphere" and not diag and bound != "cdgb"
-                         else None)
+        (self.use_gb, self.use_pgb, self.use_dgb, self.names,
+         self.compiled) = _dynamic_balls(settings.bound, settings.rule, settings.diagonal)
         self.calls = 0
         self.time = 0.0
 
@@ -441,3 +437,17 @@ class DynamicScreening(pg.ScreeningHook):
             s.log(f"alpha={self.alpha:<10.4g} dynamic   {self.names:<8} {n_checks} "
                   f"checks R+={to_R.size:<7d} L+={to_L.size:<7d} "
                   f"active={problem.n_active:<8d}")
+
+
+@functools.lru_cache(maxsize=64)
+def _dynamic_balls(bound: str, rule: str, diagonal: bool) -> tuple:
+    """``(use_gb, use_pgb, use_dgb, names, compiled)`` of :class:`DynamicScreening` for
+    these settings (the same at every fit of a path)."""
+    use_gb = bound == "gb"
+    use_pgb = bound in ("pgb", "rrpb+pgb")
+    use_dgb = bound in ("dgb", "rrpb", "rpb", "rrpb+pgb")
+    names = "+".join(n for n, u in (("GB", use_gb), ("PGB", use_pgb), ("DGB", use_dgb))
+                     if u)
+    compiled = ((use_gb, use_pgb, use_dgb)
+                if rule == "sphere" and not diagonal and bound != "cdgb" else None)
+    return use_gb, use_pgb, use_dgb, names, compiled

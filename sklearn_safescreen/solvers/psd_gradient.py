@@ -23,6 +23,7 @@ set, never the screening status). The hinge (gamma = 0) is solved in the dual
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -112,7 +113,7 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     t0 = time.perf_counter()
     diag = problem.diagonal
     M = project(np.asarray(M0, dtype=np.float64), diag)
-    eta = 1.0 / lam if step is None or not np.isfinite(step) or step <= 0 else step
+    eta = 1.0 / lam if step is None or not math.isfinite(step) or step <= 0 else step
     # the hinge's dual FISTA keeps its own iterate over the working triplets; restarting
     # it on a working set refreshed every few steps stalls, so no active set there
     active_set = active_set and problem.gamma > 0
@@ -167,11 +168,12 @@ def _run_compiled(problem: TripletProblem, M, lam, eta, n, tol, interval=10, inn
     ``callback.record_compiled``. Returns (M, step, steps, evaluation at M)."""
     work, cpos, cneg, cdiff = problem.compact
     screen = inner is not None
-    flags = tuple(bool(f) for f in inner) if screen else (False, False, False)
+    use_gb, use_pgb, use_dgb = inner if screen else (False, False, False)
     (M, eta, k, rejected, HL, nL, to_R, to_L, checks, n_checks, z, S, S_pos, primal, dual,
      gap) = kn.spg(cdiff, cpos, cneg, problem.ts.hnorm, work, problem.HL,
                    float(problem.nL), problem.gamma, float(lam), M, float(eta), int(n),
-                   float(tol), int(max(interval, 1)), *flags, screen, workspace)
+                   float(tol), int(max(interval, 1)), use_gb, use_pgb, use_dgb, screen,
+                   workspace)
     problem.n_rejected += rejected
     if screen:
         problem.apply_screened(to_R, to_L, HL, int(round(nL)))
