@@ -556,40 +556,61 @@ def gather_idx(const double[::1] D, const int[::1] pos, const int[::1] neg, idx_
     return out
 
 
+def evaluate_scratch_size(Py_ssize_t npairs, int d):
+    """Doubles of the ``scratch`` buffer :func:`evaluate_full` needs for ``npairs``
+    pairs in dimension ``d``."""
+    cdef Py_ssize_t block = _round8(max(npairs, 1) * max(d, 1))
+    return 2 * block + _round8(max(npairs, 1)) + _round8(d * d + sym_workspace(d)
+                                                           + d * (d + 1))
+
+
+cdef inline Py_ssize_t _round8(Py_ssize_t n) noexcept nogil:
+    return (n + 7) // 8 * 8
+
+
 def evaluate_full(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
                   HL, double nL, double gamma, double lam, M, double[::1] z,
-                  double[::1] w):
+                  double[::1] w, double[::1] scratch=None):
     """Full evaluation (primal, dual, stable gap, S, S_+) for the full metric, with the
-    kernels of the compiled solver."""
+    kernels of the compiled solver. ``scratch`` (at least
+    :func:`evaluate_scratch_size` doubles, e.g. kept by the caller between
+    evaluations) holds the work buffers; by default they are allocated."""
     cdef double[:, ::1] m = _square(M)
     cdef double[:, ::1] hl = _square(HL)
     cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0], i
     cdef int d = m.shape[0]
+    if (hl.shape[0] != d or diff.shape[1] != d or neg.shape[0] != n or z.shape[0] < n
+            or w.shape[0] < npairs):
+        raise ValueError("evaluate_full: inconsistent shapes")
+    cdef Py_ssize_t need = evaluate_scratch_size(npairs, d)
+    cdef Py_ssize_t block = _round8(max(npairs, 1) * max(d, 1))
+    if scratch is None or scratch.shape[0] < need:
+        scratch = np.empty(need)
     S = np.zeros((d, d))
     S_pos = np.zeros((d, d))
     cdef double[:, ::1] Sv = S
     cdef double[:, ::1] Spv = S_pos
-    cdef double[:, ::1] T = np.empty((max(npairs, 1), d))
-    cdef double[:, ::1] T2 = np.empty((max(npairs, 1), d))
-    cdef double[::1] D = np.empty(max(npairs, 1))
-    cdef double[::1] work = np.empty(d * d + sym_workspace(d) + d * (d + 1))
+    # (each buffer at a multiple of 8 doubles into the scratch)
+    cdef double* T = &scratch[0]
+    cdef double* T2 = T + block
+    cdef double* D = T2 + block
+    cdef double* work = D + _round8(max(npairs, 1))
     cdef double loss, sa = 0.0, sa2 = 0.0, dual = 0.0, gap, mhl = 0.0, mm = 0.0
     with nogil:
         if npairs:
-            pair_forms_c(&diff[0, 0], npairs, d, NULL, False, &m[0, 0], &T[0, 0], &D[0],
-                         &work[0])
-        loss = triplet_pass_c(&D[0], &pos[0] if n else NULL, &neg[0] if n else NULL, n,
+            pair_forms_c(&diff[0, 0], npairs, d, NULL, False, &m[0, 0], T, D, work)
+        loss = triplet_pass_c(D, &pos[0] if n else NULL, &neg[0] if n else NULL, n,
                               gamma, &z[0] if n else NULL, &w[0] if npairs else NULL,
                               npairs, &sa, &sa2)
         if npairs:
-            laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], &T[0, 0],
-                            &T2[0, 0], NULL, &Sv[0, 0])
+            laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], T, T2, NULL,
+                            &Sv[0, 0])
         for i in range(d * d):
             (&Sv[0, 0])[i] += (&hl[0, 0])[i]
             mhl += (&m[0, 0])[i] * (&hl[0, 0])[i]
             mm += (&m[0, 0])[i] * (&m[0, 0])[i]
         gap = gap_terms_c(&m[0, 0], &Sv[0, 0], d, lam, sa, sa2, nL, gamma, &Spv[0, 0],
-                          &dual, &work[0])
+                          &dual, work)
     primal = loss + (1.0 - 0.5 * gamma) * nL - mhl + 0.5 * lam * mm
     return primal, dual, gap, S, S_pos
 

@@ -147,3 +147,23 @@ def test_reduced_problem_construction_and_certificate_pass():
     assert split[5] == L.size and kn.status_split(status, ts.pos, ts.neg, ts.diff)[6] is None
 
 
+
+
+def test_evaluation_with_a_kept_scratch_buffer_is_bit_identical():
+    """``evaluate_full`` with the caller's scratch buffer (reused between evaluations of
+    different sizes, stale contents, too small) gives the values of fresh buffers."""
+    scratch = np.full(kn.evaluate_scratch_size(400, 5), np.nan)
+    for seed, d in [(0, 5), (1, 3), (2, 5)]:
+        X, y, ts = small_problem(seed, n=30, d=d, k=3)
+        status = np.random.RandomState(seed).randint(0, 3, ts.n_triplets).astype(np.int8)
+        prob = tp.TripletProblem(ts, 0.05, False, status)
+        M = np.eye(d) + 0.1
+        args = (prob.cdiff, prob.cpos, prob.cneg, prob.HL, float(prob.nL), 0.05, 2.0, M)
+        z0, w0 = np.empty(prob.work.size), np.empty(prob.cdiff.shape[0])
+        z1, w1 = z0.copy(), w0.copy()
+        want = kn.evaluate_full(*args, z0, w0)
+        for buf in (scratch, np.empty(3)):  # kept (stale), and too small
+            got = kn.evaluate_full(*args, z1, w1, buf)
+            assert got[:3] == want[:3]
+            assert np.array_equal(got[3], want[3]) and np.array_equal(got[4], want[4])
+            assert np.array_equal(z1, z0)
