@@ -37,6 +37,7 @@ from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
 from .engine.report import ScreeningReport
 from .engine.triplet import BOUNDS, TripletPath, TripletSettings
 from .problems._eigh_fast import eigh_rows
+from .problems._triplet_fast import metric_factor
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
@@ -467,6 +468,12 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
             self.metric_ = np.diag(m)
             self.components_ = np.diag(np.sqrt(m))
         else:
+            # one compiled call when the eigenvalues are distinct and non-zero (the
+            # usual case; NumPy's sort and maximum decide ties and zeros otherwise)
+            factor = metric_factor(M)
+            if factor is not None:
+                self.metric_, self.components_ = factor
+                return
             M = 0.5 * (M + M.T)
             w, W = eigh_rows(M)  # (compiled; rows = eigenvectors, unsorted)
             order = np.argsort(w)[::-1]

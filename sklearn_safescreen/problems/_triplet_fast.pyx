@@ -25,7 +25,7 @@ from libc.math cimport fabs, sqrt
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
-from ._eigh_fast cimport sym_part_c, sym_workspace
+from ._eigh_fast cimport eigh_rows_c, eigh_workspace, sym_part_c, sym_workspace
 
 
 cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
@@ -644,3 +644,56 @@ def hnorms(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
                     ab += diff[p, c] * diff[q, c]
                 o[t] = sqrt(max(aa * aa - 2.0 * ab * ab + bb * bb, 0.0))
     return out
+
+
+# ----------------------------------------------------------- the fitted metric ---
+def metric_factor(M):
+    r"""The learned metric's symmetric part :math:`(M+M^\top)/2` and the rows
+    :math:`\sqrt{w_k}v_k^\top` of ``components_`` (eigenvalues ``w`` descending, the
+    negative ones as 0), in one call; ``None`` when the eigenvalues are not all
+    distinct, non-zero and finite (then the order of equal ones, zeros' signs and NaN
+    follow NumPy's ``argsort`` and ``maximum``, which the caller uses instead)."""
+    cdef double[:, ::1] m = _square(M)
+    cdef int d = m.shape[0], r, c, i, j
+    Ms = np.empty((d, d))
+    C = np.empty((d, d))
+    cdef double[:, ::1] ms = Ms
+    cdef double[:, ::1] cv = C
+    cdef double[::1] work = np.empty(eigh_workspace(d) + 2 * d * d + 2 * d + 1)
+    cdef double* w = &work[0]
+    cdef double* W = w + d
+    cdef double* ew = W + d * d
+    cdef int* order
+    cdef double s, wi
+    cdef bint ok = True
+    if d == 0:
+        return None
+    order_arr = np.empty(d, dtype=np.int32)
+    cdef int[::1] ov = order_arr
+    order = &ov[0]
+    with nogil:
+        for r in range(d):
+            for c in range(d):
+                ms[r, c] = 0.5 * (m[r, c] + m[c, r])
+        ok = eigh_rows_c(&ms[0, 0], d, w, W, ew)
+        for i in range(d):
+            if not (w[i] > 0.0 or w[i] < 0.0):  # zero or NaN
+                ok = False
+        if ok:
+            # descending by insertion (d is small), refused on any tie
+            for i in range(d):
+                j = i
+                while j > 0 and w[order[j - 1]] < w[i]:
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = i
+            for i in range(d - 1):
+                if w[order[i]] == w[order[i + 1]]:
+                    ok = False
+        if ok:
+            for r in range(d):
+                wi = w[order[r]]
+                s = sqrt(wi) if wi > 0.0 else 0.0
+                for c in range(d):
+                    cv[r, c] = W[order[r] * d + c] * s
+    return (Ms, C) if ok else None

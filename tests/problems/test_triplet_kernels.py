@@ -167,3 +167,34 @@ def test_evaluation_with_a_kept_scratch_buffer_is_bit_identical():
             assert got[:3] == want[:3]
             assert np.array_equal(got[3], want[3]) and np.array_equal(got[4], want[4])
             assert np.array_equal(z1, z0)
+
+
+def _components(M):
+    """The fitted metric's rows as NumPy computes them (the reference)."""
+    M = 0.5 * (M + M.T)
+    w, W = eig.eigh_rows(M)
+    order = np.argsort(w)[::-1]
+    return M, W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
+
+
+def test_metric_factor_is_numpys_bit_for_bit_or_declines():
+    """One compiled call for the learned metric's symmetric part and rows: the bits of
+    the NumPy computation when the eigenvalues are distinct, non-zero and finite
+    (non-symmetric input and negative eigenvalues included); ``None`` (NumPy decides)
+    on ties, exact zeros and NaN."""
+    rng = np.random.RandomState(0)
+    n_fast = 0
+    for d in (1, 2, 4, 13, 33):
+        for _ in range(20):
+            A = rng.randn(d, d)
+            for M in (A @ A.T, A + 0.1 * rng.randn(d, d), A):
+                got = kn.metric_factor(M)
+                if got is None:
+                    continue
+                n_fast += 1
+                want = _components(M)
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert n_fast > 250
+    for M in (np.eye(4), np.zeros((3, 3)), np.diag([2.0, 0.0, 1.0]),
+              np.diag([1.0, np.nan, 2.0])):
+        assert kn.metric_factor(M) is None
