@@ -443,8 +443,6 @@ def certificate(const double[:, ::1] diff, const int[::1] pos, const int[::1] ne
     cdef int d = diff.shape[1]
     if m.shape[0] != d or neg.shape[0] != n or status.shape[0] != n:
         raise ValueError("certificate: inconsistent shapes")
-    z = np.empty(n)
-    cdef double[::1] zv = z
     cdef double[::1] D = np.empty(max(npairs, 1))
     cdef double[:, ::1] T = np.empty((max(npairs, 1), max(d, 1)))
     cdef double loss
@@ -455,6 +453,10 @@ def certificate(const double[:, ::1] diff, const int[::1] pos, const int[::1] ne
                          NULL)
         elif npairs:
             memset(&D[0], 0, npairs * sizeof(double))
+    T = None  # (freed before the values are allocated: the peak of a large set)
+    z = np.empty(n)
+    cdef double[::1] zv = z
+    with nogil:
         loss = _certificate_c(&D[0], &pos[0] if n else NULL, &neg[0] if n else NULL,
                               &status[0] if n else NULL, n, gamma,
                               &zv[0] if n else NULL, &on_side)

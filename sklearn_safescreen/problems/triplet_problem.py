@@ -36,6 +36,9 @@ from . import _triplet_fast as kn
 from .triplets import TripletSet
 
 STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
+#: The evaluations' work buffers are kept on the problem up to this size (they save an
+#: allocation per evaluation, which counts for small problems only).
+KEPT_SCRATCH_BYTES = 8 * 2**20
 
 
 def psd_split(A: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -304,11 +307,12 @@ class TripletProblem:
             M = np.ascontiguousarray(M, dtype=np.float64)
             cdiff = self.cdiff
             need = kn.evaluate_scratch_size(cdiff.shape[0], cdiff.shape[1])
-            if self._scratch.size < need:  # kept between evaluations
-                self._scratch = np.empty(need)
+            if self._scratch.size < need and 8 * need <= KEPT_SCRATCH_BYTES:
+                self._scratch = np.empty(need)  # kept between evaluations
             primal, dual, gap, S, S_pos = kn.evaluate_full(
                 cdiff, self.cpos, self.cneg, self.HL, float(self.nL), self.gamma,
-                lam, M, self._z, self._w, self._scratch)
+                lam, M, self._z, self._w,
+                self._scratch if self._scratch.size >= need else None)
             return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, gap,
                               lam * M - S)
         D = pair_values(self.cdiff, M, self.diagonal, self.cdiff2)

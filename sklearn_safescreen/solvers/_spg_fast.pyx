@@ -45,6 +45,10 @@ SUFFICIENT = 1e-4
 MAX_BACKTRACK = 60
 #: Pairs are compacted once this fraction of them is no longer used by any triplet.
 PAIR_SLACK = 0.25
+#: A kept :class:`SpgWorkspace` larger than this after a call is released: keeping
+#: saves an allocation per buffer, which counts for small solves only, and the buffers
+#: of a large one (several bytes per triplet and per pair) are not held between fits.
+KEPT_BYTES = 8 * 2**20
 
 cdef enum:
     _NONMONOTONE = 10
@@ -59,7 +63,8 @@ cdef class SpgWorkspace:
     stretches of an active-set solve) so that a call allocates only what it returns.
 
     Sized by the largest call so far (pairs, triplets, recorded checks) at one
-    dimension d: a larger call grows it, a call at another d rebuilds it. It carries
+    dimension d: a larger call grows it, a call at another d rebuilds it, and buffers
+    of more than ``KEPT_BYTES`` in all are released after the call (bounded). It carries
     nothing from one call to the next (every buffer is written before it is read), so
     a kept workspace gives the same results as a fresh one. A cache, not state: it
     pickles empty. One call at a time: :func:`spg` uses a fresh one while it is busy
@@ -69,6 +74,7 @@ cdef class SpgWorkspace:
     cdef int d
     cdef Py_ssize_t cap_pairs, cap_triplets, cap_checks
     cdef bint busy
+    cdef Py_ssize_t total_bytes
     # the numpy arrays (slices of results are copied from them) and their views
     cdef object z_arr, out_arr, checks_arr
     cdef double[:, ::1] diff, T, T2, mats
@@ -92,16 +98,30 @@ cdef class SpgWorkspace:
     @property
     def nbytes(self):
         """Bytes held by the buffers."""
-        if self.d < 0:
-            return 0
+        return self.total_bytes
+
+    def release(self):
+        """Drop the buffers (the next call allocates them again)."""
+        self.d = -1
+        self.cap_pairs = self.cap_triplets = self.cap_checks = self.total_bytes = 0
+        self.z_arr = self.out_arr = self.checks_arr = None
+        self.diff = self.T = self.T2 = self.mats = None
+        self.Phi = self.w = self.D = self.Dn = self.Dt = self.hn = self.z = None
+        self.svec = self.work = self.hist = None
+        self.pos = self.neg = self.widx = self.out = None
+        self.codes = None
+        self.remap = None
+        self.checks = None
+
+    cdef _count(self):
         buffers = [self.diff, self.T, self.T2, self.mats, self.Phi, self.w, self.D,
                    self.Dn, self.Dt, self.hn, self.z, self.svec, self.work, self.hist,
                    self.pos, self.neg, self.widx, self.out, self.codes, self.remap,
                    self.checks]
-        total = 0
+        cdef Py_ssize_t total = 0
         for b in buffers:
             total += np.asarray(b).nbytes
-        return total
+        self.total_bytes = total
 
     cdef reserve(self, Py_ssize_t npairs, Py_ssize_t n, int d, Py_ssize_t n_checks):
         """Buffers for ``npairs`` pairs, ``n`` triplets, ``n_checks`` check rows at
@@ -142,6 +162,7 @@ cdef class SpgWorkspace:
             self.cap_checks = n_checks
             self.checks_arr = np.empty((n_checks, 3), dtype=np.int64)
             self.checks = self.checks_arr
+        self._count()
 
 
 def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in, HL_in,
@@ -176,6 +197,8 @@ def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in
                     M_in, eta, max_steps, tol, interval, use_gb, use_pgb, use_dgb, screen)
     finally:
         ws.busy = False
+        if ws.total_bytes > KEPT_BYTES:
+            ws.release()
 
 
 cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnorm,

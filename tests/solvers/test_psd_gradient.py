@@ -166,3 +166,21 @@ def test_workspace_pickles_empty():
     for clone in (pickle.loads(pickle.dumps(ws)), copy.deepcopy(ws)):
         assert clone.capacity == (0, 0, 0, -1) and clone.nbytes == 0
     assert len(pickle.dumps(ws)) < 200
+
+
+def test_workspace_is_bounded(monkeypatch):
+    """Buffers above ``KEPT_BYTES`` are released after the call (a large solve does not
+    hold them between fits); the results do not change."""
+    from sklearn_safescreen.solvers import _spg_fast
+
+    ts = small_problem(0, n=30, d=3, k=3)[2]
+    lam_L, G_pos = tp.closed_form(ts, 0.05, False)
+    out = []
+    for limit in (_spg_fast.KEPT_BYTES, 0):
+        monkeypatch.setattr(_spg_fast, "KEPT_BYTES", limit)
+        ws = pg.SpgWorkspace()
+        res = pg.solve(tp.TripletProblem(ts, 0.05, False), G_pos / lam_L, 0.1 * lam_L,
+                       tol=1e-8, max_iter=100, workspace=ws, callback=_InnerScreening())
+        out.append(res.M)
+        assert (ws.nbytes > 0) == (limit > 0)
+    assert np.array_equal(out[0], out[1])
