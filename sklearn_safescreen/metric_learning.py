@@ -37,6 +37,7 @@ from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
 from .engine.report import ScreeningReport
 from .engine.triplet import BOUNDS, TripletPath, TripletSettings
 from .problems._eigh_fast import eigh_rows
+from .problems._triplet_fast import metric_factor
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
@@ -447,10 +448,11 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         if not outcome.converged:
             warn_user(_convergence_message(alpha, critical, auto, outcome, self.tol,
                                            self.max_iter), ConvergenceWarning)
-        settings.log(f"alpha={alpha:<10.4g} done: screened {report.n_screened}/{n_t} "
-                     f"({report.screening_rate:.1%}) iter={outcome.n_iter} "
-                     f"dual_gap={outcome.gap:.3e} "
-                     f"time={time.perf_counter() - t_start:.3f}s")
+        if self.verbose:
+            settings.log(f"alpha={alpha:<10.4g} done: screened {report.n_screened}/{n_t} "
+                         f"({report.screening_rate:.1%}) iter={outcome.n_iter} "
+                         f"dual_gap={outcome.gap:.3e} "
+                         f"time={time.perf_counter() - t_start:.3f}s")
         self._end_fit()
         return self
 
@@ -466,6 +468,12 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
             self.metric_ = np.diag(m)
             self.components_ = np.diag(np.sqrt(m))
         else:
+            # one compiled call when the eigenvalues are distinct and non-zero (the
+            # usual case; NumPy's sort and maximum decide ties and zeros otherwise)
+            factor = metric_factor(M)
+            if factor is not None:
+                self.metric_, self.components_ = factor
+                return
             M = 0.5 * (M + M.T)
             w, W = eigh_rows(M)  # (compiled; rows = eigenvectors, unsorted)
             order = np.argsort(w)[::-1]

@@ -221,6 +221,62 @@ def test_pipeline_gridsearch_clone_pickle():
     assert c.get_params() == ml.get_params() and not hasattr(c, "metric_")
 
 
+@pytest.mark.parametrize("active_set", [False, True])
+def test_path_workspace_kept_between_fits_changes_nothing_and_is_not_pickled(
+        monkeypatch, active_set):
+    """The solver loop's work buffers, kept by the path between fits whose working
+    triplets shrink and grow, give bit for bit the fits of buffers allocated afresh;
+    a pickled fitted learner does not carry them."""
+    from sklearn_safescreen.engine.triplet import TripletPath
+    from sklearn_safescreen.solvers import _spg_fast, psd_gradient
+
+    X, y = scaled(load_wine, every=2)
+    lam_L = SafeMetricLearner(k=3)._critical_value(X, y)
+    # down the path, back up (fewer working triplets), then further down
+    alphas = lam_L * np.array([0.5, 0.4, 0.3, 0.2, 0.3, 0.4, 0.15, 0.1, 0.05, 0.01])
+    sizes = []
+    spg = _spg_fast.spg
+
+    def recording_spg(*args):
+        sizes.append(len(args[1]))
+        return spg(*args)
+
+    monkeypatch.setattr(psd_gradient.kn, "spg", recording_spg)
+
+    def walk(fresh_buffers):
+        if fresh_buffers:  # a new (empty) workspace before every fit
+            fit = TripletPath.fit
+
+            def fit_fresh(self, *args, **kwargs):
+                self.workspace = psd_gradient.SpgWorkspace()
+                return fit(self, *args, **kwargs)
+
+            monkeypatch.setattr(TripletPath, "fit", fit_fresh)
+        ml = SafeMetricLearner(k=3, warm_start=True, tol=1e-8, active_set=active_set)
+        fits = []
+        for alpha in alphas:
+            ml.set_params(alpha=alpha).fit(X, y)
+            fits.append((ml.metric_.copy(), ml.n_iter_, ml.dual_gap_, ml.loss_,
+                         [(e.rule, e.moment, e.n_lower, e.n_upper)
+                          for e in ml.screening_report_.events]))
+        monkeypatch.setattr(TripletPath, "fit", TripletPath.__dict__["fit"])
+        return ml, fits
+
+    kept, kept_fits = walk(False)
+    n_kept = len(sizes)
+    assert kept._path.path.workspace.nbytes > 0
+    fresh, fresh_fits = walk(True)
+    for a, b in zip(kept_fits, fresh_fits, strict=True):
+        assert np.array_equal(a[0], b[0]) and a[1:] == b[1:]
+    # the working sets grew and shrank along the path
+    steps = np.diff(sizes[:n_kept])
+    assert (steps > 0).any() and (steps < 0).any()
+    restored = pickle.loads(pickle.dumps(kept))
+    assert not hasattr(restored, "_path")
+    assert b"SpgWorkspace" not in pickle.dumps(kept)
+    assert np.array_equal(restored.metric_, kept.metric_)
+
+
 def test_regularization_path_cv():
     import sklearn_safescreen
 

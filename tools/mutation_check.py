@@ -85,10 +85,8 @@ MUTATIONS = (
              (*SVM, "tests/solvers"),
              "gap-safe screening during solves with 30% of the radius"),
     Mutation("scaled_sphere_threshold", "sklearn_safescreen/screening/_triplet_fast.pyx",
-             "slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
-             "            if lower > 1.0 + slack:\n                status[t] = 2",
-             "slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
-             "            if lower > 0.9 + slack:\n                status[t] = 2",
+             "            s = status[t]\n            r = (s == 0) & (lower > 1.0 + slack)",
+             "            s = status[t]\n            r = (s == 0) & (lower > 0.9 + slack)",
              TRIPLET, "RRPB sphere pass screens into R from a lower bound above 0.9"),
     Mutation("triplet_rrpb_eps", "sklearn_safescreen/screening/triplet_bounds.py",
              "return float(np.sqrt(2.0 * max(gap0, 0.0) / lam0))",

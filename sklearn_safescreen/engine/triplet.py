@@ -20,6 +20,7 @@ The mathematics of every ball and rule is on ``doc/theory/metric_learning.rst``.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -109,8 +110,13 @@ class TripletPath:
     def __init__(self, ts: TripletSet, gamma: float, diagonal: bool):
         self.ts, self.gamma, self.diagonal = ts, gamma, diagonal
         self.critical_alpha, self.G_pos = closed_form(ts, gamma, diagonal)
+        # G_+ = 0: no direction separates any triplet, M* = 0 for every alpha > 0
+        self._separable = bool(np.any(self.G_pos))
         self.reference: TripletReference | None = None
         self.step: float | None = None  # the solver's last step, for a warm start
+        # the compiled solver loop's work buffers, kept between the fits of the path
+        # (they hold no state, and the path itself is never pickled)
+        self.workspace = pg.SpgWorkspace()
         # the SDP rule's schedule: its budget grows with the solver's iterations along
         # the path
         self.sdp_schedule = SdpSchedule()
@@ -123,7 +129,7 @@ class TripletPath:
         n_t = ts.n_triplets
         # closed form: exact, every triplet in L or C. With G_+ = 0 (no direction
         # separates any triplet) M* = 0 for every alpha > 0.
-        if alpha >= self.critical_alpha or not np.any(self.G_pos):
+        if alpha >= self.critical_alpha or not self._separable:
             M = self.G_pos / alpha
             z = triplet_values(ts, M, diag)
             n_L = n_t if alpha > self.critical_alpha else int(
@@ -155,8 +161,9 @@ class TripletPath:
                                        alpha, status)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent("RRPB-range", "range", alpha, n_R, n_L, n_t, dt))
-            settings.log(f"alpha={alpha:<10.4g} range     R={n_R:<8d} L={n_L:<8d} "
-                         f"time={dt:.3e}s")
+            if settings.verbose:
+                settings.log(f"alpha={alpha:<10.4g} range     R={n_R:<8d} L={n_L:<8d} "
+                             f"time={dt:.3e}s")
         schedule = self.sdp_schedule if settings.rule == "sdp" else None
         if schedule is not None:
             schedule.start_fit()
@@ -177,20 +184,21 @@ class TripletPath:
                                                    ball.radius, gamma, status)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent(ball.name, "reference", alpha, n_R, n_L, n_t, dt))
-            settings.log(f"alpha={alpha:<10.4g} reference {ball.name:<5} R={n_R:<8d} "
-                         f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
+            if settings.verbose:
+                settings.log(f"alpha={alpha:<10.4g} reference {ball.name:<5} R={n_R:<8d} "
+                             f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
         hook = (None if bound is None
                 else DynamicScreening(ts, alpha, report, settings, schedule))
         reduced = _ReducedTriplets(TripletProblem(ts, gamma, diag, status),
                                    start_point(ref0, alpha), alpha, hook, self.step,
-                                   report, settings)
+                                   report, settings, self.workspace)
         result = certified_solve(reduced, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=f"SafeMetricLearner at alpha={alpha:.6g}")
         self.step = reduced.step
         if schedule is not None:
             schedule.end_fit(result.n_iter)
-        report.set_final(int(np.count_nonzero(reduced.problem.status == STATUS_R)),
-                         int(np.count_nonzero(reduced.problem.status == STATUS_L)))
+        problem = reduced.problem  # (its counts follow its status)
+        report.set_final(n_t - problem.n_active - problem.nL, problem.nL)
         cert = result.certificate
         ref = TripletReference(alpha, reduced.M, cert.gap, reduced.z_full, exact=False,
                                loss=reduced.loss, prev=(ref0.alpha, ref0.M))
@@ -240,10 +248,12 @@ class _ReducedTriplets:
 
     def __init__(self, problem: TripletProblem, M0: np.ndarray, alpha: float,
                  hook: DynamicScreening | None, step: float | None,
-                 report: ScreeningReport, settings: TripletSettings):
+                 report: ScreeningReport, settings: TripletSettings,
+                 workspace: pg.SpgWorkspace | None = None):
         self.problem, self.M, self.alpha = problem, M0, alpha
         self.hook, self.step = hook, step
         self.report, self.settings = report, settings
+        self.workspace = workspace
         self.res = None
 
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
@@ -251,7 +261,7 @@ class _ReducedTriplets:
         rule_time = 0.0 if self.hook is None else self.hook.time
         res = pg.solve(self.problem, self.M, self.alpha, tol=tol, max_iter=max_iter,
                        step=self.step, callback=self.hook, interval=s.interval,
-                       active_set=s.active_set)
+                       active_set=s.active_set, workspace=self.workspace)
         self.res, self.step, self.M = res, res.step, res.M
         # the hook's checks ran inside the solve: their time is the rule's, not twice
         rule_time = 0.0 if self.hook is None else self.hook.time - rule_time
@@ -273,10 +283,12 @@ class _ReducedTriplets:
             z_full, on_side = red.z, True
             loss = tk.loss_sum(z_full, gamma)
         else:
-            D = (pair_values(ts.diff, M, True) if problem.diagonal
-                 else tk.full_pair_forms(ts.diff, np.ascontiguousarray(M)))
-            z_full, loss, on_side = tk.certificate_pass(D, ts.pos, ts.neg, problem.status,
-                                                        gamma)
+            if problem.diagonal:
+                z_full, loss, on_side = tk.certificate_pass(
+                    pair_values(ts.diff, M, True), ts.pos, ts.neg, problem.status, gamma)
+            else:  # the pair forms and the pass in one compiled call
+                z_full, loss, on_side = tk.certificate(ts.diff, ts.pos, ts.neg,
+                                                       problem.status, M, gamma)
         self.z_full, self.loss = z_full, loss
         if on_side:
             # no screened triplet is off its side, so none is proven wrong or loose
@@ -293,6 +305,8 @@ class _ReducedTriplets:
         return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
 
     def _log_certificate(self, rel_gap: float, reduced) -> None:
+        if not self.settings.verbose:
+            return
         self.settings.log(f"alpha={self.alpha:<10.4g} certificate full gap={rel_gap:.3e} "
                           f"(reduced {reduced.rel_gap:.3e}) iter={self.res.n_iter}")
 
@@ -324,15 +338,8 @@ class DynamicScreening(pg.ScreeningHook):
         self.ts, self.alpha, self.report, self.settings = ts, alpha, report, settings
         self.schedule = (SdpSchedule() if schedule is None and settings.rule == "sdp"
                          else schedule)
-        bound, diag = settings.bound, settings.diagonal
-        self.use_gb = bound == "gb"
-        self.use_pgb = bound in ("pgb", "rrpb+pgb")
-        self.use_dgb = bound in ("dgb", "rrpb", "rpb", "rrpb+pgb")
-        self.names = "+".join(n for n, u in (("GB", self.use_gb), ("PGB", self.use_pgb),
-                                             ("DGB", self.use_dgb)) if u)
-        self.compiled = ((self.use_gb, self.use_pgb, self.use_dgb)
-                         if settings.rule == "sphere" and not diag and bound != "cdgb"
-                         else None)
+        (self.use_gb, self.use_pgb, self.use_dgb, self.names,
+         self.compiled) = _dynamic_balls(settings.bound, settings.rule, settings.diagonal)
         self.calls = 0
         self.time = 0.0
 
@@ -413,18 +420,34 @@ class DynamicScreening(pg.ScreeningHook):
             return False
         return keep if contains_m else True
 
-    def record_compiled(self, problem, to_R, to_L, checks) -> None:
+    def record_compiled(self, problem, to_R, to_L, checks, n_checks) -> None:
         """Events of the checks made inside the compiled loop (same rule and balls): the
         check at the start point ("reference", as the first call) and the dynamic
-        checks that screened something. Their time is inside the solver's."""
-        for step, n_R, n_L in checks.tolist():
-            moment = "reference" if self.calls == 0 and step == 0 else "dynamic"
+        checks that screened something (``checks`` holds their rows and the first
+        check's). Their time is inside the solver's."""
+        first = self.calls == 0
+        for i, (step, n_R, n_L) in enumerate(checks.tolist()):
+            moment = "reference" if first and i == 0 and step == 0 else "dynamic"
             if moment == "reference" or n_R or n_L:
                 self.report.add(ScreeningEvent(self.names, moment, self.alpha, n_R, n_L,
                                                self.ts.n_triplets))
-            self.calls += 1
+        self.calls += n_checks
         s = self.settings
-        if s.verbose > 1 and len(checks):
-            s.log(f"alpha={self.alpha:<10.4g} dynamic   {self.names:<8} {len(checks)} "
+        if s.verbose > 1 and n_checks:
+            s.log(f"alpha={self.alpha:<10.4g} dynamic   {self.names:<8} {n_checks} "
                   f"checks R+={to_R.size:<7d} L+={to_L.size:<7d} "
                   f"active={problem.n_active:<8d}")
+
+
+@functools.lru_cache(maxsize=64)
+def _dynamic_balls(bound: str, rule: str, diagonal: bool) -> tuple:
+    """``(use_gb, use_pgb, use_dgb, names, compiled)`` of :class:`DynamicScreening` for
+    these settings (the same at every fit of a path)."""
+    use_gb = bound == "gb"
+    use_pgb = bound in ("pgb", "rrpb+pgb")
+    use_dgb = bound in ("dgb", "rrpb", "rpb", "rrpb+pgb")
+    names = "+".join(n for n, u in (("GB", use_gb), ("PGB", use_pgb), ("DGB", use_dgb))
+                     if u)
+    compiled = ((use_gb, use_pgb, use_dgb)
+                if rule == "sphere" and not diagonal and bound != "cdgb" else None)
+    return use_gb, use_pgb, use_dgb, names, compiled

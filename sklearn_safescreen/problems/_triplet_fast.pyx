@@ -16,16 +16,16 @@ The mathematics is on ``doc/theory/metric_learning.rst``.
   weights of the working triplets in one pass.
 * **Gaps** (:func:`gap_terms`, :func:`projection_gap`): the cancellation-free duality
   gap, against the best dual point or against the one a projection provides.
-* **Full-problem passes**: the reduced problem's arrays from the per-triplet status
-  (:func:`status_split`), and the certificate's pass over every triplet
-  (:func:`certificate_pass`).
+* **Full-problem passes**: the reduced problem's arrays and :math:`H_{\hat L}` from the
+  per-triplet status (:func:`status_split`), and the certificate's pass over every
+  triplet with the pair forms it needs (:func:`certificate`), one call each.
 """
 
 from libc.math cimport fabs, sqrt
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 
-from ._eigh_fast cimport sym_part_c, sym_workspace
+from ._eigh_fast cimport eigh_rows_c, eigh_workspace, sym_part_c, sym_workspace
 
 
 cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
@@ -323,37 +323,54 @@ def projection_gap(M, S, Bn, double eta, double lam):
 
 # ---------------------------------------------------------- full-problem passes ---
 def status_split(const signed char[::1] status, const int[::1] pos, const int[::1] neg,
-                 const double[:, ::1] diff):
+                 const double[:, ::1] diff, bint gram=False):
     r"""The reduced problem's data from the per-triplet status (0 active, 1 in
-    :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass: the active
-    triplets ``work``, their compact pair indices and the differences of those pairs,
-    the pair weights ``wL`` of :math:`H_{\hat L}=\sum_{\hat L}H_t` and
-    :math:`|\hat{\mathcal L}|`."""
-    cdef Py_ssize_t n = pos.shape[0], n_pairs = diff.shape[0], t, j = 0, n_work = 0
-    cdef Py_ssize_t nL = 0
+    :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass over the
+    triplets: the active triplets ``work``, their compact pair indices and the
+    differences of those pairs, the pair weights ``wL`` of
+    :math:`H_{\hat L}=\sum_{\hat L}H_t`, :math:`|\hat{\mathcal L}|` and, with ``gram``
+    (full metric), :math:`H_{\hat L}` itself (None otherwise)."""
+    cdef Py_ssize_t n = pos.shape[0], n_pairs = diff.shape[0], t, j = 0, nL = 0
+    cdef int d = diff.shape[1]
+    cdef signed char s
     wL = np.zeros(n_pairs)
     cdef double[::1] wl = wL
     mark_arr = np.zeros(n_pairs, dtype=np.int8)
     cdef signed char[::1] mark = mark_arr
+    listed = np.empty(max(n, 1), dtype=np.int32)
+    cdef int[::1] wk = listed
     with nogil:
         for t in range(n):
-            if status[t] == 0:
-                n_work += 1
-                mark[pos[t]] = 1
-                mark[neg[t]] = 1
-            elif status[t] == 1:
+            s = status[t]
+            # the active list without a branch (the statuses alternate unpredictably)
+            wk[j] = <int>t
+            j += s == 0
+            if s == 1:
                 nL += 1
                 wl[pos[t]] += 1.0
                 wl[neg[t]] -= 1.0
-    work = np.empty(n_work, dtype=np.int32)
-    cdef int[::1] wk = work
+        for t in range(j):
+            mark[pos[wk[t]]] = 1
+            mark[neg[wk[t]]] = 1
+    work = listed[:j].copy()
+    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, work, mark)
+    HL = None
+    if gram:
+        HL = np.zeros((d, d))
+        if nL and n_pairs and d:
+            _gram(diff, wl, HL)
+    return work, cpos, cneg, cdiff, wL, nL, HL
+
+
+cdef void _gram(const double[:, ::1] diff, const double[::1] w, double[:, ::1] S):
+    """:math:`\\sum_pw_pa_pa_p^\\top` into ``S`` (matrix-product form)."""
+    cdef Py_ssize_t npairs = diff.shape[0]
+    cdef int d = diff.shape[1]
+    cdef double[:, ::1] T = np.empty((npairs, d))
+    cdef double[:, ::1] T2 = np.empty((npairs, d))
     with nogil:
-        for t in range(n):
-            if status[t] == 0:
-                wk[j] = <int>t
-                j += 1
-    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, wk, mark)
-    return work, cpos, cneg, cdiff, wL, nL
+        laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], &T[0, 0], &T2[0, 0],
+                        NULL, &S[0, 0])
 
 
 def compact_work(const int[::1] pos, const int[::1] neg, const double[:, ::1] diff,
@@ -398,14 +415,6 @@ cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:,
     return cpos, cneg, cdiff
 
 
-def weighted_gram(const double[:, ::1] diff, const double[::1] w):
-    r""":math:`\sum_pw_pa_pa_p^\top` over the pairs of non-zero weight (full metric)."""
-    cdef Py_ssize_t npairs = diff.shape[0]
-    cdef int d = diff.shape[1]
-    return laplacian_sum(diff, np.empty((0, 0)), False, w, np.empty((max(npairs, 1), d)),
-                         np.empty((max(npairs, 1), d)), np.empty(1))
-
-
 def certificate_pass(const double[::1] D, const int[::1] pos, const int[::1] neg,
                      const signed char[::1] status, double gamma):
     r"""From the pair forms ``D`` of M: the values :math:`z_t=\langle M,H_t\rangle` of
@@ -413,25 +422,70 @@ def certificate_pass(const double[::1] D, const int[::1] pos, const int[::1] neg
     every screened triplet is on its side at M (:math:`z_t\ge1` in
     :math:`\hat{\mathcal R}`, :math:`z_t\le1-\gamma` in :math:`\hat{\mathcal L}`):
     then the full objective, dual point and gap equal the reduced ones."""
-    cdef Py_ssize_t n = pos.shape[0], t
+    cdef Py_ssize_t n = pos.shape[0]
     z = np.empty(n)
     cdef double[::1] zv = z
-    cdef double loss = 0.0, zt
-    cdef bint on_side = True
-    cdef signed char s
+    cdef double loss
+    cdef bint on_side
     with nogil:
-        for t in range(n):
-            zt = D[pos[t]] - D[neg[t]]
-            zv[t] = zt
-            if zt < 1.0:
-                if gamma > 0.0 and zt >= 1.0 - gamma:
-                    loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
-                else:
-                    loss += 1.0 - zt - 0.5 * gamma
-            s = status[t]
-            if (s == 2 and zt < 1.0) or (s == 1 and zt > 1.0 - gamma):
-                on_side = False
+        loss = _certificate_c(&D[0] if D.shape[0] else NULL, &pos[0] if n else NULL,
+                              &neg[0] if n else NULL, &status[0] if n else NULL, n,
+                              gamma, &zv[0] if n else NULL, &on_side)
     return z, loss, on_side
+
+
+def certificate(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
+                const signed char[::1] status, M, double gamma):
+    r""":func:`certificate_pass` with the pair forms of M (full metric, those of
+    :func:`full_pair_forms`) in the same call: ``(z, loss, on_side)``."""
+    cdef double[:, ::1] m = _square(M)
+    cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0]
+    cdef int d = diff.shape[1]
+    if m.shape[0] != d or neg.shape[0] != n or status.shape[0] != n:
+        raise ValueError("certificate: inconsistent shapes")
+    cdef double[::1] D = np.empty(max(npairs, 1))
+    cdef double[:, ::1] T = np.empty((max(npairs, 1), max(d, 1)))
+    cdef double loss
+    cdef bint on_side
+    with nogil:
+        if npairs and d:
+            pair_forms_c(&diff[0, 0], npairs, d, NULL, False, &m[0, 0], &T[0, 0], &D[0],
+                         NULL)
+        elif npairs:
+            memset(&D[0], 0, npairs * sizeof(double))
+    T = None  # (freed before the values are allocated: the peak of a large set)
+    z = np.empty(n)
+    cdef double[::1] zv = z
+    with nogil:
+        loss = _certificate_c(&D[0], &pos[0] if n else NULL, &neg[0] if n else NULL,
+                              &status[0] if n else NULL, n, gamma,
+                              &zv[0] if n else NULL, &on_side)
+    return z, loss, on_side
+
+
+cdef double _certificate_c(const double* D, const int* pos, const int* neg,
+                           const signed char* status, Py_ssize_t n, double gamma,
+                           double* z, bint* on_side) noexcept nogil:
+    """The certificate's pass: values, loss, whether every screened triplet is on its
+    side. (Its branches follow the statuses, which come in runs along the triplets:
+    measured on the iris and wine paths, a branch-free form was slower.)"""
+    cdef Py_ssize_t t
+    cdef double loss = 0.0, zt
+    cdef signed char s
+    cdef bint ok = True
+    for t in range(n):
+        zt = D[pos[t]] - D[neg[t]]
+        z[t] = zt
+        if zt < 1.0:
+            if gamma > 0.0 and zt >= 1.0 - gamma:
+                loss += 0.5 * (1.0 - zt) * (1.0 - zt) / gamma
+            else:
+                loss += 1.0 - zt - 0.5 * gamma
+        s = status[t]
+        if (s == 2 and zt < 1.0) or (s == 1 and zt > 1.0 - gamma):
+            ok = False
+    on_side[0] = ok
+    return loss
 
 
 def full_pair_forms(const double[:, ::1] diff, M):
@@ -504,40 +558,61 @@ def gather_idx(const double[::1] D, const int[::1] pos, const int[::1] neg, idx_
     return out
 
 
+def evaluate_scratch_size(Py_ssize_t npairs, int d):
+    """Doubles of the ``scratch`` buffer :func:`evaluate_full` needs for ``npairs``
+    pairs in dimension ``d``."""
+    cdef Py_ssize_t block = _round8(max(npairs, 1) * max(d, 1))
+    return 2 * block + _round8(max(npairs, 1)) + _round8(d * d + sym_workspace(d)
+                                                           + d * (d + 1))
+
+
+cdef inline Py_ssize_t _round8(Py_ssize_t n) noexcept nogil:
+    return (n + 7) // 8 * 8
+
+
 def evaluate_full(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
                   HL, double nL, double gamma, double lam, M, double[::1] z,
-                  double[::1] w):
+                  double[::1] w, double[::1] scratch=None):
     """Full evaluation (primal, dual, stable gap, S, S_+) for the full metric, with the
-    kernels of the compiled solver."""
+    kernels of the compiled solver. ``scratch`` (at least
+    :func:`evaluate_scratch_size` doubles, e.g. kept by the caller between
+    evaluations) holds the work buffers; by default they are allocated."""
     cdef double[:, ::1] m = _square(M)
     cdef double[:, ::1] hl = _square(HL)
     cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0], i
     cdef int d = m.shape[0]
+    if (hl.shape[0] != d or diff.shape[1] != d or neg.shape[0] != n or z.shape[0] < n
+            or w.shape[0] < npairs):
+        raise ValueError("evaluate_full: inconsistent shapes")
+    cdef Py_ssize_t need = evaluate_scratch_size(npairs, d)
+    cdef Py_ssize_t block = _round8(max(npairs, 1) * max(d, 1))
+    if scratch is None or scratch.shape[0] < need:
+        scratch = np.empty(need)
     S = np.zeros((d, d))
     S_pos = np.zeros((d, d))
     cdef double[:, ::1] Sv = S
     cdef double[:, ::1] Spv = S_pos
-    cdef double[:, ::1] T = np.empty((max(npairs, 1), d))
-    cdef double[:, ::1] T2 = np.empty((max(npairs, 1), d))
-    cdef double[::1] D = np.empty(max(npairs, 1))
-    cdef double[::1] work = np.empty(d * d + sym_workspace(d) + d * (d + 1))
+    # (each buffer at a multiple of 8 doubles into the scratch)
+    cdef double* T = &scratch[0]
+    cdef double* T2 = T + block
+    cdef double* D = T2 + block
+    cdef double* work = D + _round8(max(npairs, 1))
     cdef double loss, sa = 0.0, sa2 = 0.0, dual = 0.0, gap, mhl = 0.0, mm = 0.0
     with nogil:
         if npairs:
-            pair_forms_c(&diff[0, 0], npairs, d, NULL, False, &m[0, 0], &T[0, 0], &D[0],
-                         &work[0])
-        loss = triplet_pass_c(&D[0], &pos[0] if n else NULL, &neg[0] if n else NULL, n,
+            pair_forms_c(&diff[0, 0], npairs, d, NULL, False, &m[0, 0], T, D, work)
+        loss = triplet_pass_c(D, &pos[0] if n else NULL, &neg[0] if n else NULL, n,
                               gamma, &z[0] if n else NULL, &w[0] if npairs else NULL,
                               npairs, &sa, &sa2)
         if npairs:
-            laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], &T[0, 0],
-                            &T2[0, 0], NULL, &Sv[0, 0])
+            laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], T, T2, NULL,
+                            &Sv[0, 0])
         for i in range(d * d):
             (&Sv[0, 0])[i] += (&hl[0, 0])[i]
             mhl += (&m[0, 0])[i] * (&hl[0, 0])[i]
             mm += (&m[0, 0])[i] * (&m[0, 0])[i]
         gap = gap_terms_c(&m[0, 0], &Sv[0, 0], d, lam, sa, sa2, nL, gamma, &Spv[0, 0],
-                          &dual, &work[0])
+                          &dual, work)
     primal = loss + (1.0 - 0.5 * gamma) * nL - mhl + 0.5 * lam * mm
     return primal, dual, gap, S, S_pos
 
@@ -571,3 +646,56 @@ def hnorms(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
                     ab += diff[p, c] * diff[q, c]
                 o[t] = sqrt(max(aa * aa - 2.0 * ab * ab + bb * bb, 0.0))
     return out
+
+
+# ----------------------------------------------------------- the fitted metric ---
+def metric_factor(M):
+    r"""The learned metric's symmetric part :math:`(M+M^\top)/2` and the rows
+    :math:`\sqrt{w_k}v_k^\top` of ``components_`` (eigenvalues ``w`` descending, the
+    negative ones as 0), in one call; ``None`` when the eigenvalues are not all
+    distinct, non-zero and finite (then the order of equal ones, zeros' signs and NaN
+    follow NumPy's ``argsort`` and ``maximum``, which the caller uses instead)."""
+    cdef double[:, ::1] m = _square(M)
+    cdef int d = m.shape[0], r, c, i, j
+    Ms = np.empty((d, d))
+    C = np.empty((d, d))
+    cdef double[:, ::1] ms = Ms
+    cdef double[:, ::1] cv = C
+    cdef double[::1] work = np.empty(eigh_workspace(d) + 2 * d * d + 2 * d + 1)
+    cdef double* w = &work[0]
+    cdef double* W = w + d
+    cdef double* ew = W + d * d
+    cdef int* order
+    cdef double s, wi
+    cdef bint ok = True
+    if d == 0:
+        return None
+    order_arr = np.empty(d, dtype=np.int32)
+    cdef int[::1] ov = order_arr
+    order = &ov[0]
+    with nogil:
+        for r in range(d):
+            for c in range(d):
+                ms[r, c] = 0.5 * (m[r, c] + m[c, r])
+        ok = eigh_rows_c(&ms[0, 0], d, w, W, ew)
+        for i in range(d):
+            if not (w[i] > 0.0 or w[i] < 0.0):  # zero or NaN
+                ok = False
+        if ok:
+            # descending by insertion (d is small), refused on any tie
+            for i in range(d):
+                j = i
+                while j > 0 and w[order[j - 1]] < w[i]:
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = i
+            for i in range(d - 1):
+                if w[order[i]] == w[order[i + 1]]:
+                    ok = False
+        if ok:
+            for r in range(d):
+                wi = w[order[r]]
+                s = sqrt(wi) if wi > 0.0 else 0.0
+                for c in range(d):
+                    cv[r, c] = W[order[r] * d + c] * s
+    return (Ms, C) if ok else None

@@ -36,6 +36,9 @@ from . import _triplet_fast as kn
 from .triplets import TripletSet
 
 STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
+#: The evaluations' work buffers are kept on the problem up to this size (they save an
+#: allocation per evaluation, which counts for small problems only).
+KEPT_SCRATCH_BYTES = 8 * 2**20
 
 
 def psd_split(A: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -157,29 +160,43 @@ class TripletProblem:
         self.status = (np.zeros(ts.n_triplets, dtype=np.int8) if status is None
                        else status.copy())
         self.n_rejected = 0  # rejected (backtracked) steps, for diagnostics
+        self._scratch = np.empty(0)  # the evaluations' work buffers
         self.dual_alpha = None  # dual iterate (hinge solver), per triplet
-        # one pass over the status: active list, their pairs, and H_L's pair weights
-        work, cpos, cneg, cdiff, wL, nL = kn.status_split(self.status, ts.pos, ts.neg,
-                                                          ts.diff)
+        # one compiled call: active list, their pairs, H_L's pair weights and (full
+        # metric) H_L
+        work, cpos, cneg, cdiff, wL, nL, HL = kn.status_split(self.status, ts.pos, ts.neg,
+                                                              ts.diff, not diagonal)
         self.nL = int(nL)
         self.n_active = int(work.size)
-        if not nL:
-            self.HL = np.zeros(d) if diagonal else np.zeros((d, d))
-        elif diagonal:
+        if not diagonal:
+            self.HL = HL
+        elif nL:
             self.HL = aggregate(ts.diff, wL, True)
         else:
-            self.HL = kn.weighted_gram(ts.diff, wL)
+            self.HL = np.zeros(d)
+        # the active list and its working arrays are kept until the status changes: the
+        # active-set heuristic returns to them at every check
+        self._active, self._active_state = work, None
         self._set_compact(work, cpos, cneg, cdiff)
 
     # -- state
     @property
     def active(self) -> np.ndarray:
-        return np.flatnonzero(self.status == STATUS_ACTIVE).astype(np.int32)
+        """The active triplets, ascending (kept until the status changes; not to be
+        modified)."""
+        if self._active is None:
+            self._active = np.flatnonzero(self.status == STATUS_ACTIVE).astype(np.int32)
+        return self._active
 
     def set_work(self, work: np.ndarray) -> None:
         """Iterate over ``work`` (triplet indices): compact its pairs for the BLAS parts."""
         ts = self.ts
         work = np.ascontiguousarray(work, dtype=np.int32)
+        state = self._active_state
+        if state is not None and work is state[0][0]:  # the active list, unchanged
+            self._stale = False
+            self._compact, self._cdiff2, self._z, self._w = state
+            return
         self._set_compact(work, *kn.compact_work(ts.pos, ts.neg, ts.diff, work))
 
     def _set_compact(self, work, cpos, cneg, cdiff) -> None:
@@ -188,6 +205,11 @@ class TripletProblem:
         self._cdiff2 = cdiff * cdiff if self.diagonal else None
         self._z = np.empty(work.size)
         self._w = np.empty(cdiff.shape[0])
+        if work is self._active:
+            self._active_state = (self._compact, self._cdiff2, self._z, self._w)
+
+    def _status_changed(self) -> None:
+        self._active = self._active_state = None
 
     def _fresh(self) -> tuple:
         """``(work, cpos, cneg, cdiff)``, rebuilt first if :meth:`apply_screened` left
@@ -197,6 +219,7 @@ class TripletProblem:
         return self._compact
 
     # the working arrays: triplet indices, their compact pair indices, the pairs
+    compact = property(_fresh, doc="``(work, cpos, cneg, cdiff)`` in one look-up.")
     work = property(lambda self: self._fresh()[0])
     cpos = property(lambda self: self._fresh()[1])
     cneg = property(lambda self: self._fresh()[2])
@@ -220,8 +243,14 @@ class TripletProblem:
             self.status[to_R] = STATUS_R
         self.n_active -= int(to_L.size + to_R.size)
         if to_L.size or to_R.size:
-            keep = self.status[self.work] == STATUS_ACTIVE
-            self.set_work(self.work[keep])
+            work = self.work
+            was_active = work is self._active
+            self._status_changed()
+            keep = self.status[work] == STATUS_ACTIVE
+            work = work[keep]
+            if was_active:  # the new working triplets are the new active list
+                self._active = work
+            self.set_work(work)
             return keep
         return None
 
@@ -238,6 +267,7 @@ class TripletProblem:
         self.status[to_R] = STATUS_R
         self.HL, self.nL = HL, nL
         self.n_active -= int(to_L.size + to_R.size)
+        self._status_changed()
         self._stale = True
 
     def values(self, Q: np.ndarray) -> np.ndarray:
@@ -275,9 +305,14 @@ class TripletProblem:
     def _evaluate_primal(self, M: np.ndarray, lam: float) -> Evaluation:
         if not self.diagonal:
             M = np.ascontiguousarray(M, dtype=np.float64)
+            cdiff = self.cdiff
+            need = kn.evaluate_scratch_size(cdiff.shape[0], cdiff.shape[1])
+            if self._scratch.size < need and 8 * need <= KEPT_SCRATCH_BYTES:
+                self._scratch = np.empty(need)  # kept between evaluations
             primal, dual, gap, S, S_pos = kn.evaluate_full(
-                self.cdiff, self.cpos, self.cneg, self.HL, float(self.nL), self.gamma,
-                lam, M, self._z, self._w)
+                cdiff, self.cpos, self.cneg, self.HL, float(self.nL), self.gamma,
+                lam, M, self._z, self._w,
+                self._scratch if self._scratch.size >= need else None)
             return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, gap,
                               lam * M - S)
         D = pair_values(self.cdiff, M, self.diagonal, self.cdiff2)

@@ -14,7 +14,10 @@ point) the sphere rule with the GB, PGB and/or DGB balls at the iterate; screene
 triplets leave the arrays (and, once a quarter of the pairs are no longer used, the
 unused pairs), those in :math:`\hat{\mathcal L}` are folded into :math:`H_{\hat L}`.
 Every ball contains the iterate, so the objective, gradient and step history stay
-valid. Every buffer is allocated before the loop, which runs without the GIL.
+valid. Every buffer is allocated before the loop, which runs without the GIL; the
+buffers live in a :class:`SpgWorkspace` that a caller may keep between calls (the
+engine keeps one per path), since allocating about twenty of them cost a small fit
+as much as its iterations.
 """
 
 from libc.math cimport fabs, INFINITY
@@ -42,6 +45,10 @@ SUFFICIENT = 1e-4
 MAX_BACKTRACK = 60
 #: Pairs are compacted once this fraction of them is no longer used by any triplet.
 PAIR_SLACK = 0.25
+#: A kept :class:`SpgWorkspace` larger than this after a call is released: keeping
+#: saves an allocation per buffer, which counts for small solves only, and the buffers
+#: of a large one (several bytes per triplet and per pair) are not held between fits.
+KEPT_BYTES = 8 * 2**20
 
 cdef enum:
     _NONMONOTONE = 10
@@ -51,60 +58,191 @@ cdef double _SUFFICIENT = 1e-4
 cdef double _PAIR_SLACK = 0.25
 
 
-def spg(diff_in, pos_in, neg_in, hn_in, HL_in, double nL, double gamma, double lam,
-        M_in, double eta, Py_ssize_t max_steps, double tol, Py_ssize_t interval,
-        bint use_gb, bint use_pgb, bint use_dgb, bint screen):
+cdef class SpgWorkspace:
+    r"""The work buffers of :func:`spg`, kept between calls (the fits of a path, the
+    stretches of an active-set solve) so that a call allocates only what it returns.
+
+    Sized by the largest call so far (pairs, triplets, recorded checks) at one
+    dimension d: a larger call grows it, a call at another d rebuilds it, and buffers
+    of more than ``KEPT_BYTES`` in all are released after the call (bounded). It carries
+    nothing from one call to the next (every buffer is written before it is read), so
+    a kept workspace gives the same results as a fresh one. A cache, not state: it
+    pickles empty. One call at a time: :func:`spg` uses a fresh one while it is busy
+    (another thread).
+    """
+
+    cdef int d
+    cdef Py_ssize_t cap_pairs, cap_triplets, cap_checks
+    cdef bint busy
+    cdef Py_ssize_t total_bytes
+    # the numpy arrays (slices of results are copied from them) and their views
+    cdef object z_arr, out_arr, checks_arr
+    cdef double[:, ::1] diff, T, T2, mats
+    cdef double[::1] Phi, w, D, Dn, Dt, hn, z, svec, work, hist
+    cdef int[::1] pos, neg, widx, out
+    cdef signed char[::1] codes
+    cdef long long[::1] remap
+    cdef long long[:, ::1] checks
+
+    def __cinit__(self):
+        self.d = -1
+
+    def __reduce__(self):
+        return (SpgWorkspace, ())
+
+    @property
+    def capacity(self):
+        """``(pairs, triplets, checks, d)`` the buffers hold (d = -1: none yet)."""
+        return (self.cap_pairs, self.cap_triplets, self.cap_checks, self.d)
+
+    @property
+    def nbytes(self):
+        """Bytes held by the buffers."""
+        return self.total_bytes
+
+    def release(self):
+        """Drop the buffers (the next call allocates them again)."""
+        self.d = -1
+        self.cap_pairs = self.cap_triplets = self.cap_checks = self.total_bytes = 0
+        self.z_arr = self.out_arr = self.checks_arr = None
+        self.diff = self.T = self.T2 = self.mats = None
+        self.Phi = self.w = self.D = self.Dn = self.Dt = self.hn = self.z = None
+        self.svec = self.work = self.hist = None
+        self.pos = self.neg = self.widx = self.out = None
+        self.codes = None
+        self.remap = None
+        self.checks = None
+
+    cdef _count(self):
+        buffers = [self.diff, self.T, self.T2, self.mats, self.Phi, self.w, self.D,
+                   self.Dn, self.Dt, self.hn, self.z, self.svec, self.work, self.hist,
+                   self.pos, self.neg, self.widx, self.out, self.codes, self.remap,
+                   self.checks]
+        cdef Py_ssize_t total = 0
+        for b in buffers:
+            total += np.asarray(b).nbytes
+        self.total_bytes = total
+
+    cdef reserve(self, Py_ssize_t npairs, Py_ssize_t n, int d, Py_ssize_t n_checks):
+        """Buffers for ``npairs`` pairs, ``n`` triplets, ``n_checks`` check rows at
+        dimension ``d`` (what one call of :func:`spg` needs)."""
+        cdef int dd = d * d, m_vech = d * (d + 1) // 2
+        cdef Py_ssize_t np1 = max(npairs, 1), n1 = max(n, 1)
+        if d != self.d:
+            self.d = d
+            self.cap_pairs = self.cap_triplets = self.cap_checks = 0
+            self.svec = np.empty(m_vech + 1)
+            self.mats = np.empty((7, max(dd, 1)))
+            self.work = np.empty(max(ball_codes_workspace(d),
+                                     dd + 2 * dd + d + eigh_workspace(d)) + m_vech + 16)
+            self.hist = np.empty(_NONMONOTONE)
+        if np1 > self.cap_pairs:
+            self.cap_pairs = np1
+            self.diff = np.empty((np1, d))
+            self.Phi = np.empty(max(min(np1 * m_vech, _VECH_DOUBLES), 1))
+            self.w = np.empty(np1)
+            self.T = np.empty((np1, max(d, 1)))
+            self.T2 = np.empty((np1, max(d, 1)))
+            self.D = np.empty(np1)
+            self.Dn = np.empty(np1)
+            self.Dt = np.empty(np1)
+            self.remap = np.empty(np1, dtype=np.int64)
+        if n1 > self.cap_triplets:
+            self.cap_triplets = n1
+            self.pos = np.empty(n1, dtype=np.int32)
+            self.neg = np.empty(n1, dtype=np.int32)
+            self.hn = np.empty(n1)
+            self.widx = np.empty(n1, dtype=np.int32)
+            self.out_arr = np.empty(n1, dtype=np.int32)
+            self.out = self.out_arr
+            self.z_arr = np.empty(n1)
+            self.z = self.z_arr
+            self.codes = np.empty(n1, dtype=np.int8)
+        if n_checks > self.cap_checks:
+            self.cap_checks = n_checks
+            self.checks_arr = np.empty((n_checks, 3), dtype=np.int64)
+            self.checks = self.checks_arr
+        self._count()
+
+
+def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in, HL_in,
+        double nL, double gamma, double lam, M_in, double eta, Py_ssize_t max_steps,
+        double tol, Py_ssize_t interval, bint use_gb, bint use_pgb, bint use_dgb,
+        bint screen, SpgWorkspace workspace=None):
     r"""Minimise the reduced triplet problem from the PSD point ``M`` over the triplets
-    of pair indices ``pos``/``neg`` into the pair differences ``diff`` (norms ``hn``),
-    with :math:`H_{\hat L}` = ``HL`` and :math:`|\hat{\mathcal L}|` = ``nL``: at most
-    ``max_steps`` accepted steps, until the relative gap is at most ``tol``.
+    ``work`` of pair indices ``pos``/``neg`` into the pair differences ``diff``, with
+    :math:`H_{\hat L}` = ``HL`` and :math:`|\hat{\mathcal L}|` = ``nL``: at most
+    ``max_steps`` accepted steps, until the relative gap is at most ``tol``. ``hnorm``
+    holds the norms of every triplet of the set (indexed by ``work``).
 
     With ``screen``, the sphere rule with the GB/PGB/DGB balls (``use_*``) runs at the
     start point and every ``interval`` steps.
 
-    Returns ``(M, step, steps, rejected, HL, nL, screened, codes, checks, z, S, S_+,
-    primal, dual, gap)``: ``screened`` are positions in the input arrays (codes 2 = R,
-    1 = L), ``checks`` one row (step, n_R, n_L) per screening check, ``z`` the values of
-    the remaining triplets (in input order) at the returned M, and S, primal, dual, gap
-    the evaluation there.
+    ``workspace`` (a :class:`SpgWorkspace`) is used for the work buffers and kept
+    for the next call; by default they are allocated for this call.
+
+    Returns ``(M, step, steps, rejected, HL, nL, to_R, to_L, checks, n_checks, z, S,
+    S_+, primal, dual, gap)``: ``to_R``/``to_L`` the screened triplets (values of
+    ``work``), ``checks`` rows (step, n_R, n_L) of the first screening check and of
+    those that screened something, ``n_checks`` the number of checks, ``z`` the values
+    of the remaining triplets (in input order) at the returned M, and S, primal, dual,
+    gap the evaluation there.
     """
-    # private copies: the loop compacts them in place
-    cdef double[:, ::1] diff = np.array(diff_in, dtype=np.float64, order="C", ndmin=2)
-    cdef int[::1] pos = np.array(pos_in, dtype=np.int32)
-    cdef int[::1] neg = np.array(neg_in, dtype=np.int32)
-    cdef double[::1] hn = np.array(hn_in, dtype=np.float64)
+    cdef SpgWorkspace ws = workspace
+    if ws is None or ws.busy:
+        ws = SpgWorkspace()
+    ws.busy = True
+    try:
+        return _spg(ws, diff_in, pos_in, neg_in, hnorm, work_in, HL_in, nL, gamma, lam,
+                    M_in, eta, max_steps, tol, interval, use_gb, use_pgb, use_dgb, screen)
+    finally:
+        ws.busy = False
+        if ws.total_bytes > KEPT_BYTES:
+            ws.release()
+
+
+cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnorm,
+                const int[::1] work_in, HL_in, double nL, double gamma, double lam, M_in,
+                double eta, Py_ssize_t max_steps, double tol, Py_ssize_t interval,
+                bint use_gb, bint use_pgb, bint use_dgb, bint screen):
+    cdef const double[:, ::1] diff_src = np.ascontiguousarray(diff_in, dtype=np.float64)
+    cdef const int[::1] pos_src = np.ascontiguousarray(pos_in, dtype=np.int32)
+    cdef const int[::1] neg_src = np.ascontiguousarray(neg_in, dtype=np.int32)
     HL_arr = np.array(HL_in, dtype=np.float64, order="C")
     M_arr = np.array(M_in, dtype=np.float64, order="C")
     cdef double[:, ::1] HL = HL_arr
     cdef double[:, ::1] Mv = M_arr
-    cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0]
-    cdef int d = Mv.shape[0], dd = d * d, m_vech = d * (d + 1) // 2
+    cdef Py_ssize_t npairs = diff_src.shape[0], n = pos_src.shape[0]
+    cdef int d = Mv.shape[0], dd = d * d
+    if (Mv.shape[1] != d or HL.shape[0] != d or HL.shape[1] != d
+            or diff_src.shape[1] != d or neg_src.shape[0] != n or work_in.shape[0] != n):
+        raise ValueError("spg: inconsistent shapes")
     cdef Py_ssize_t interval_ = max(interval, 1)
-    cdef Py_ssize_t cap_checks = max_steps // interval_ + 2 if screen else 1
-    # buffers
-    cdef Py_ssize_t np1 = max(npairs, 1), n1 = max(n, 1)
-    cdef double[::1] Phi = np.empty(max(min(npairs * m_vech, _VECH_DOUBLES), 1))
-    cdef long[::1] widx = np.arange(n1, dtype=np.int_)
-    out_idx_arr = np.empty(n1, dtype=np.int64)
-    out_code_arr = np.empty(n1, dtype=np.int8)
-    checks_arr = np.zeros((cap_checks, 3), dtype=np.int64)
-    cdef long long[::1] out_idx = out_idx_arr
-    cdef signed char[::1] out_code = out_code_arr
-    cdef long long[:, ::1] checks = checks_arr
-    z_arr = np.empty(n1)
-    cdef double[::1] z = z_arr
-    cdef double[::1] w = np.empty(np1)
-    cdef double[:, ::1] T = np.empty((np1, max(d, 1)))
-    cdef double[:, ::1] T2 = np.empty((np1, max(d, 1)))
-    cdef double[::1] D = np.empty(np1)
-    cdef double[::1] Dn = np.empty(np1)
-    cdef double[::1] Dt = np.empty(np1)
-    cdef double[::1] svec = np.empty(m_vech + 1)
+    # rows: the first check and those that screened (each removes a triplet)
+    cdef Py_ssize_t cap_checks = min(max_steps // interval_ + 2, max(n, 1) + 1) if screen else 1
+    ws.reserve(npairs, n, d, cap_checks)
+    # private copies (the loop compacts them in place) and buffers, from the workspace
+    cdef double[:, ::1] diff = ws.diff
+    cdef int[::1] pos = ws.pos
+    cdef int[::1] neg = ws.neg
+    cdef double[::1] hn = ws.hn
+    cdef int[::1] widx = ws.widx
+    cdef int[::1] out = ws.out
+    cdef long long[:, ::1] checks = ws.checks
+    cdef double[::1] z = ws.z
+    cdef double[::1] w = ws.w
+    cdef double[:, ::1] T = ws.T
+    cdef double[:, ::1] T2 = ws.T2
+    cdef double[::1] D = ws.D
+    cdef double[::1] Dn = ws.Dn
+    cdef double[::1] Dt = ws.Dt
+    cdef double[::1] svec = ws.svec
+    cdef double[::1] Phi = ws.Phi
     S_arr = np.zeros((d, d))
     Sp_arr = np.zeros((d, d))
     cdef double[:, ::1] S = S_arr
     cdef double[:, ::1] Sp = Sp_arr
-    cdef double[:, ::1] mats = np.empty((7, max(dd, 1)))
+    cdef double[:, ::1] mats = ws.mats
     cdef double* G = &mats[0, 0]
     cdef double* Mn = &mats[1, 0]
     cdef double* Bn = &mats[2, 0]
@@ -112,14 +250,14 @@ def spg(diff_in, pos_in, neg_in, hn_in, HL_in, double nL, double gamma, double l
     cdef double* Gn = &mats[4, 0]
     cdef double* Barg = &mats[5, 0]
     cdef double* Stmp = &mats[6, 0]
-    cdef signed char[::1] codes = np.empty(n1, dtype=np.int8)
-    cdef long long[::1] remap = np.empty(np1, dtype=np.int64)
-    cdef double[::1] work = np.empty(max(ball_codes_workspace(d),
-                                         dd + 2 * dd + d + eigh_workspace(d)) + m_vech + 16)
-    cdef double[::1] hist = np.empty(_NONMONOTONE)
+    cdef signed char[::1] codes = ws.codes
+    cdef long long[::1] remap = ws.remap
+    cdef double[::1] work = ws.work
+    cdef double[::1] hist = ws.hist
     # state
     cdef bint usev = use_vech_c(npairs, d), check = screen
-    cdef Py_ssize_t k = 0, total_reject = 0, n_out = 0, n_checks = 0, t, p, count
+    cdef Py_ssize_t k = 0, total_reject = 0, n_R_out = 0, n_L_out = 0, n_rows = 0
+    cdef Py_ssize_t n_checks = 0, t, p, count, cap_out = out.shape[0]
     cdef Py_ssize_t nR, nLnew, kept, n_try
     cdef int i
     cdef double loss, sa = 0.0, sa2 = 0.0, mHL = 0.0, mm0 = 0.0, P, gap, gap_best
@@ -131,6 +269,15 @@ def spg(diff_in, pos_in, neg_in, hn_in, HL_in, double nL, double gamma, double l
     cdef double* tmp_ptr
     cdef double* M = &Mv[0, 0]
     cdef double* phi_ptr = &Phi[0]
+    with nogil:
+        if npairs and d:
+            memcpy(&diff[0, 0], &diff_src[0, 0], npairs * d * sizeof(double))
+        if n:
+            memcpy(&pos[0], &pos_src[0], n * sizeof(int))
+            memcpy(&neg[0], &neg_src[0], n * sizeof(int))
+            memcpy(&widx[0], &work_in[0], n * sizeof(int))
+        for t in range(n):
+            hn[t] = hnorm[work_in[t]]
     with nogil:
         if usev:
             build_phi_c(&diff[0, 0], npairs, d, phi_ptr)
@@ -167,28 +314,30 @@ def spg(diff_in, pos_in, neg_in, hn_in, HL_in, double nL, double gamma, double l
                 nR = 0
                 nLnew = 0
                 memset(&w[0], 0, npairs * sizeof(double))
-                for t in range(n):
+                for t in range(n):  # R from the front of ``out``, L from its back
                     if codes[t] == 0:
                         continue
-                    out_idx[n_out] = widx[t]
-                    out_code[n_out] = codes[t]
-                    n_out += 1
                     if codes[t] == 1:  # H_t joins H_L, through its pair weights
+                        n_L_out += 1
+                        out[cap_out - n_L_out] = widx[t]
                         nLnew += 1
                         w[pos[t]] += 1.0
                         w[neg[t]] -= 1.0
                     else:
+                        out[n_R_out] = widx[t]
+                        n_R_out += 1
                         nR += 1
                 if nLnew:  # (the triplets of an anchor share pairs: one outer product each)
                     _laplacian(diff, npairs, d, phi_ptr, usev, &w[0], T, T2, &svec[0],
                                Stmp)
                     for i in range(dd):
                         (&HL[0, 0])[i] += Stmp[i]
-                if n_checks < checks.shape[0]:
-                    checks[n_checks, 0] = k
-                    checks[n_checks, 1] = nR
-                    checks[n_checks, 2] = nLnew
-                    n_checks += 1
+                if (n_checks == 0 or nR + nLnew > 0) and n_rows < checks.shape[0]:
+                    checks[n_rows, 0] = k
+                    checks[n_rows, 1] = nR
+                    checks[n_rows, 2] = nLnew
+                    n_rows += 1
+                n_checks += 1
                 if nR + nLnew > 0:
                     # the screened triplets are on their side at M (every ball contains
                     # it): objective, S, gradient and gap are unchanged
@@ -292,9 +441,10 @@ def spg(diff_in, pos_in, neg_in, hn_in, HL_in, double nL, double gamma, double l
         gap_best = gap_terms_c(M, &S[0, 0], d, lam, sa, sa2, nL, gamma, &Sp[0, 0], &dual,
                                &work[0])
         gap = min(gap, gap_best)
-    return (M_arr, eta, k, total_reject, HL_arr, nL, out_idx_arr[:n_out],
-            out_code_arr[:n_out], checks_arr[:n_checks], z_arr[:n].copy(), S_arr, Sp_arr,
-            P, dual, gap)
+    out_arr = ws.out_arr
+    return (M_arr, eta, k, total_reject, HL_arr, nL, out_arr[:n_R_out].copy(),
+            out_arr[cap_out - n_L_out:][::-1].copy(), ws.checks_arr[:n_rows].copy(),
+            n_checks, ws.z_arr[:n].copy(), S_arr, Sp_arr, P, dual, gap)
 
 
 cdef inline void _laplacian(double[:, ::1] diff, Py_ssize_t npairs, int d, double* Phi,

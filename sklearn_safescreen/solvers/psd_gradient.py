@@ -23,6 +23,7 @@ set, never the screening status). The hinge (gamma = 0) is solved in the dual
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ from ..problems.triplet_problem import (
     psd_split,
 )
 from . import _spg_fast as kn
-from ._spg_fast import MAX_BACKTRACK, NONMONOTONE, SUFFICIENT
+from ._spg_fast import MAX_BACKTRACK, NONMONOTONE, SUFFICIENT, SpgWorkspace
 
 
 class ScreeningHook:
@@ -59,8 +60,9 @@ class ScreeningHook:
         raise NotImplementedError  # pragma: no cover - an interface
 
     def record_compiled(self, problem: TripletProblem, to_R: np.ndarray, to_L: np.ndarray,
-                        checks: np.ndarray) -> None:
-        """The decisions of the compiled loop's checks (rows ``(step, n_R, n_L)``)."""
+                        checks: np.ndarray, n_checks: int) -> None:
+        """The decisions of the compiled loop's ``n_checks`` checks: rows ``(step, n_R,
+        n_L)`` of the first check and of those that screened something."""
 
 
 @dataclass
@@ -75,7 +77,8 @@ class SolveResult:
 
 def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
           max_iter: int, step: float | None = None, callback=None, interval: int = 10,
-          active_set: bool = False, compiled: bool = True) -> SolveResult:
+          active_set: bool = False, compiled: bool = True,
+          workspace: SpgWorkspace | None = None) -> SolveResult:
     r"""Minimise the reduced problem at ``lam`` from the PSD point ``M0``.
 
     Parameters
@@ -102,11 +105,15 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     compiled : bool
         Run the iterations between checkpoints compiled (full metric); False uses the
         NumPy loop (always used for a diagonal metric). Same iterates up to round-off.
+    workspace : SpgWorkspace, optional
+        The compiled loop's work buffers, kept by the caller between solves (e.g. the
+        fits of a path) so that they are not allocated again; the results do not
+        depend on it. By default each compiled call allocates its own.
     """
     t0 = time.perf_counter()
     diag = problem.diagonal
     M = project(np.asarray(M0, dtype=np.float64), diag)
-    eta = 1.0 / lam if step is None or not np.isfinite(step) or step <= 0 else step
+    eta = 1.0 / lam if step is None or not math.isfinite(step) or step <= 0 else step
     # the hinge's dual FISTA keeps its own iterate over the working triplets; restarting
     # it on a working set refreshed every few steps stalls, so no active set there
     active_set = active_set and problem.gamma > 0
@@ -118,7 +125,7 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         if problem.work.size != problem.n_active:
             problem.set_work(problem.active)
         M, eta, k, ev = _run_compiled(problem, M, lam, eta, max_iter, tol, interval, inner,
-                                      callback)
+                                      callback, workspace)
         return SolveResult(M, ev, k, ev.gap <= tol * abs(ev.primal), eta,
                            time.perf_counter() - t0)
     checkpoints = callback is not None or active_set
@@ -140,7 +147,8 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
             M, eta, steps = _run_dual(problem, ev, lam, eta, n, tol)
             ev = None
         elif compiled and not diag:
-            M, eta, steps, ev = _run_compiled(problem, ev.M, lam, eta, n, tol)
+            M, eta, steps, ev = _run_compiled(problem, ev.M, lam, eta, n, tol,
+                                              workspace=workspace)
         else:
             M, eta, steps = _run_numpy(problem, ev, lam, eta, n, tol)
             ev = None
@@ -153,26 +161,24 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
 
 
 def _run_compiled(problem: TripletProblem, M, lam, eta, n, tol, interval=10, inner=None,
-                  callback=None):
+                  callback=None, workspace=None):
     """Up to ``n`` accepted steps of the compiled ``spg`` loop over the working triplets,
     with its built-in screening when ``inner`` = (use_gb, use_pgb, use_dgb) is given;
     records the screened triplets in ``problem`` and reports the checks to
     ``callback.record_compiled``. Returns (M, step, steps, evaluation at M)."""
-    work = problem.work
+    work, cpos, cneg, cdiff = problem.compact
     screen = inner is not None
-    flags = tuple(bool(f) for f in inner) if screen else (False, False, False)
-    (M, eta, k, rejected, HL, nL, out_idx, out_code, checks, z, S, S_pos, primal, dual,
-     gap) = kn.spg(problem.cdiff, problem.cpos, problem.cneg, problem.ts.hnorm[work],
-                   np.ascontiguousarray(problem.HL), float(problem.nL), problem.gamma,
-                   float(lam), np.ascontiguousarray(M, dtype=np.float64), float(eta),
-                   int(n), float(tol), int(max(interval, 1)), *flags, screen)
+    use_gb, use_pgb, use_dgb = inner if screen else (False, False, False)
+    (M, eta, k, rejected, HL, nL, to_R, to_L, checks, n_checks, z, S, S_pos, primal, dual,
+     gap) = kn.spg(cdiff, cpos, cneg, problem.ts.hnorm, work, problem.HL,
+                   float(problem.nL), problem.gamma, float(lam), M, float(eta), int(n),
+                   float(tol), int(max(interval, 1)), use_gb, use_pgb, use_dgb, screen,
+                   workspace)
     problem.n_rejected += rejected
     if screen:
-        screened = work[out_idx]
-        to_R, to_L = screened[out_code == 2], screened[out_code == 1]
         problem.apply_screened(to_R, to_L, HL, int(round(nL)))
         if callback is not None:
-            callback.record_compiled(problem, to_R, to_L, checks)
+            callback.record_compiled(problem, to_R, to_L, checks, n_checks)
     ev = Evaluation(M, z, S, S_pos, primal, dual, gap, lam * M - S)
     return M, eta, k, ev
 

@@ -129,5 +129,72 @@ def test_reduced_problem_construction_and_certificate_pass():
     # a status consistent with M: every screened triplet on its side
     consistent = np.where(z > 1, 2, np.where(z < 0.95, 1, 0)).astype(np.int8)
     assert kn.certificate_pass(D, ts.pos, ts.neg, consistent, 0.05)[2]
+    # the pair forms and the pass in one call: the same values bit for bit, for both
+    # losses and every kind of status (a wrong side of either kind is caught)
+    for gamma in (0.05, 0.5, 0.0):
+        for st in (status, consistent, np.zeros_like(status)):
+            want = kn.certificate_pass(D, ts.pos, ts.neg, st, gamma)
+            got = kn.certificate(ts.diff, ts.pos, ts.neg, st, M, gamma)
+            assert np.array_equal(got[0], want[0]) and got[1:] == want[1:]
+    for s, t in ((2, np.argmin(z)), (1, np.argmax(z))):
+        wrong = consistent.copy()
+        wrong[t] = s
+        assert not kn.certificate(ts.diff, ts.pos, ts.neg, wrong, M, 0.05)[2]
+    # the status split's H_L, asked for (full metric) or not
+    split = kn.status_split(status, ts.pos, ts.neg, ts.diff, True)
+    np.testing.assert_allclose(split[6], tp.sum_h(ts, np.ones(L.size), False, L),
+                               atol=1e-12)
+    assert split[5] == L.size and kn.status_split(status, ts.pos, ts.neg, ts.diff)[6] is None
 
 
+
+
+def test_evaluation_with_a_kept_scratch_buffer_is_bit_identical():
+    """``evaluate_full`` with the caller's scratch buffer (reused between evaluations of
+    different sizes, stale contents, too small) gives the values of fresh buffers."""
+    scratch = np.full(kn.evaluate_scratch_size(400, 5), np.nan)
+    for seed, d in [(0, 5), (1, 3), (2, 5)]:
+        X, y, ts = small_problem(seed, n=30, d=d, k=3)
+        status = np.random.RandomState(seed).randint(0, 3, ts.n_triplets).astype(np.int8)
+        prob = tp.TripletProblem(ts, 0.05, False, status)
+        M = np.eye(d) + 0.1
+        args = (prob.cdiff, prob.cpos, prob.cneg, prob.HL, float(prob.nL), 0.05, 2.0, M)
+        z0, w0 = np.empty(prob.work.size), np.empty(prob.cdiff.shape[0])
+        z1, w1 = z0.copy(), w0.copy()
+        want = kn.evaluate_full(*args, z0, w0)
+        for buf in (scratch, np.empty(3)):  # kept (stale), and too small
+            got = kn.evaluate_full(*args, z1, w1, buf)
+            assert got[:3] == want[:3]
+            assert np.array_equal(got[3], want[3]) and np.array_equal(got[4], want[4])
+            assert np.array_equal(z1, z0)
+
+
+def _components(M):
+    """The fitted metric's rows as NumPy computes them (the reference)."""
+    M = 0.5 * (M + M.T)
+    w, W = eig.eigh_rows(M)
+    order = np.argsort(w)[::-1]
+    return M, W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
+
+
+def test_metric_factor_is_numpys_bit_for_bit_or_declines():
+    """One compiled call for the learned metric's symmetric part and rows: the bits of
+    the NumPy computation when the eigenvalues are distinct, non-zero and finite
+    (non-symmetric input and negative eigenvalues included); ``None`` (NumPy decides)
+    on ties, exact zeros and NaN."""
+    rng = np.random.RandomState(0)
+    n_fast = 0
+    for d in (1, 2, 4, 13, 33):
+        for _ in range(20):
+            A = rng.randn(d, d)
+            for M in (A @ A.T, A + 0.1 * rng.randn(d, d), A):
+                got = kn.metric_factor(M)
+                if got is None:
+                    continue
+                n_fast += 1
+                want = _components(M)
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert n_fast > 250
+    for M in (np.eye(4), np.zeros((3, 3)), np.diag([2.0, 0.0, 1.0]),
+              np.diag([1.0, np.nan, 2.0])):
+        assert kn.metric_factor(M) is None

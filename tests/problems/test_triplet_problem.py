@@ -95,3 +95,41 @@ def test_reduced_problem_lemma_1():
     assert ev_red.primal == pytest.approx(primal(ts, res.M, lam, gamma, False), rel=1e-12)
 
 
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_kept_active_list_follows_the_status(diagonal):
+    """The active list and its working arrays are kept between the active-set
+    heuristic's checks: returning to them gives the arrays of a fresh compaction, and
+    after screening (in Python or recorded from the compiled loop) they are those of
+    the new status."""
+    X, y, ts = small_problem(2, n=30, d=3, k=3, diagonal=diagonal)
+    rng = np.random.RandomState(0)
+    prob = tp.TripletProblem(ts, 0.05, diagonal, rng.randint(0, 3, ts.n_triplets).astype(
+        np.int8))
+    M = np.eye(3) if not diagonal else np.ones(3)
+
+    def check():
+        active = np.flatnonzero(prob.status == tp.STATUS_ACTIVE)
+        assert np.array_equal(prob.active, active) and prob.n_active == active.size
+        prob.set_work(active[::2])  # a working subset, then back to the active list
+        prob.set_work(prob.active)
+        fresh = tp.TripletProblem(ts, 0.05, diagonal, prob.status)
+        for name in ("work", "cpos", "cneg", "cdiff"):
+            assert np.array_equal(getattr(prob, name), getattr(fresh, name)), name
+        # (H_L summed as the triplets were screened differs in round-off from the fresh
+        # problem's; the evaluation is compared at the same H_L)
+        fresh.HL = prob.HL.copy()
+        ev, want = prob.evaluate(M, 2.0), fresh.evaluate(M, 2.0)
+        assert np.array_equal(ev.z, want.z) and ev.gap == want.gap
+
+    check()
+    work = prob.active
+    prob.screen(work[:3], work[3:5])  # Python screening from the active list
+    check()
+    prob.set_work(prob.active[1::2])
+    prob.screen(prob.work[:2], prob.work[2:3])  # from a working subset
+    check()
+    active = prob.active  # as the compiled loop records its decisions
+    prob.apply_screened(active[:2], active[2:4], prob.HL, prob.nL + 2)
+    check()

@@ -100,3 +100,87 @@ class _InnerScreening(pg.ScreeningHook):
 
     def __call__(self, problem, ev):  # pragma: no cover - the compiled loop is used
         raise AssertionError("the compiled loop should have run the rule")
+
+
+def _status(ts, rng, active_fraction):
+    """A reduced problem's status: ``active_fraction`` of the triplets active, the
+    others split between R and L (any split is a reduced problem the solver accepts)."""
+    status = rng.randint(1, 3, ts.n_triplets).astype(np.int8)
+    status[rng.rand(ts.n_triplets) < active_fraction] = tp.STATUS_ACTIVE
+    return status
+
+
+def test_kept_workspace_gives_the_results_of_fresh_buffers_bit_for_bit():
+    """The compiled loop's workspace kept across solves whose sizes grow and shrink
+    (working triplets and pairs, and the dimension) gives exactly the results of
+    buffers allocated per call: it carries nothing from one call to the next. Both
+    the one-call solve with its built-in screening and the active-set heuristic's
+    compiled stretches are used."""
+    problems = {d: small_problem(d, n=30, d=d, k=3)[2] for d in (3, 5)}
+    gamma = 0.05
+    ws = pg.SpgWorkspace()
+    assert ws.capacity == (0, 0, 0, -1) and ws.nbytes == 0
+    sizes, screened = [], 0
+    rng = np.random.RandomState(0)
+    for d, fraction, active_set in [(3, 0.3, False), (3, 1.0, False), (3, 0.1, True),
+                                    (5, 0.7, False), (3, 0.5, True), (3, 1.0, True),
+                                    (3, 0.2, False)]:
+        ts = problems[d]
+        status = _status(ts, rng, fraction)
+        lam_L, G_pos = tp.closed_form(ts, gamma, False)
+        lam = 0.02 * lam_L
+        out = []
+        for workspace in (None, ws):
+            prob = tp.TripletProblem(ts, gamma, False, status)
+            res = pg.solve(prob, G_pos / lam_L, lam, tol=1e-9, max_iter=5000,
+                           callback=None if active_set else _InnerScreening(),
+                           interval=3, active_set=active_set, workspace=workspace)
+            out.append((res, prob))
+        (res0, prob0), (res1, prob1) = out
+        assert res0.n_iter == res1.n_iter and res0.step == res1.step
+        for name in ("M", "z", "S", "S_pos", "primal", "dual", "gap", "grad"):
+            a, b = getattr(res0.evaluation, name), getattr(res1.evaluation, name)
+            assert np.array_equal(a, b), name
+        assert np.array_equal(prob0.status, prob1.status)
+        assert np.array_equal(prob0.HL, prob1.HL) and prob0.nL == prob1.nL
+        sizes.append(int(np.count_nonzero(status == tp.STATUS_ACTIVE)))
+        screened += ts.n_triplets - prob1.n_active - np.count_nonzero(status)
+    # the sizes went up and down, and the loop's own screening was exercised
+    assert sizes[1] > sizes[0] and sizes[2] < sizes[1] and sizes[-1] < sizes[-2]
+    assert screened > 0
+    # the buffers were kept (grown to the largest call since the dimension changed)
+    n_pairs, n_triplets, _, d = ws.capacity
+    assert d == 3 and n_triplets == problems[3].n_triplets and ws.nbytes > 0
+
+
+def test_workspace_pickles_empty():
+    import copy
+    import pickle
+
+    ts = small_problem(0, n=30, d=3, k=3)[2]
+    lam_L, G_pos = tp.closed_form(ts, 0.05, False)
+    ws = pg.SpgWorkspace()
+    pg.solve(tp.TripletProblem(ts, 0.05, False), G_pos / lam_L, 0.1 * lam_L, tol=1e-8,
+             max_iter=100, workspace=ws)
+    assert ws.nbytes > 0
+    for clone in (pickle.loads(pickle.dumps(ws)), copy.deepcopy(ws)):
+        assert clone.capacity == (0, 0, 0, -1) and clone.nbytes == 0
+    assert len(pickle.dumps(ws)) < 200
+
+
+def test_workspace_is_bounded(monkeypatch):
+    """Buffers above ``KEPT_BYTES`` are released after the call (a large solve does not
+    hold them between fits); the results do not change."""
+    from sklearn_safescreen.solvers import _spg_fast
+
+    ts = small_problem(0, n=30, d=3, k=3)[2]
+    lam_L, G_pos = tp.closed_form(ts, 0.05, False)
+    out = []
+    for limit in (_spg_fast.KEPT_BYTES, 0):
+        monkeypatch.setattr(_spg_fast, "KEPT_BYTES", limit)
+        ws = pg.SpgWorkspace()
+        res = pg.solve(tp.TripletProblem(ts, 0.05, False), G_pos / lam_L, 0.1 * lam_L,
+                       tol=1e-8, max_iter=100, workspace=ws, callback=_InnerScreening())
+        out.append(res.M)
+        assert (ws.nbytes > 0) == (limit > 0)
+    assert np.array_equal(out[0], out[1])
