@@ -23,7 +23,7 @@ LAYERS = [
     {"solvers"},
     {"engine"},
     {"base", "_validation", "_box_qp_base", "svm", "lad", "metric_learning", "datasets",
-     "doubly_sparse"},
+     "_doubly_sparse_base", "doubly_sparse"},
     {"path"},
     {"model_selection"},
     {"plotting", "__main__", "__init__"},
