@@ -420,3 +420,28 @@ def test_feature_names_and_set_output_in_a_pipeline():
     assert list(out.columns) == names
     assert list(pipe[1].get_feature_names_out()) == names
     np.testing.assert_allclose(out.to_numpy(), pipe[1].transform(pipe[0].transform(X)))
+
+
+def test_critical_value_hands_its_triplets_to_the_next_fit(monkeypatch):
+    # the path protocol (critical value, then fits from there) builds the k-NN triplets
+    # once; a fit on other data, or a second fit, does not take the handed-over set
+    from sklearn_safescreen.path import critical_value
+
+    X, y = scaled(load_wine)
+    calls = []
+    build = _triplets.build_triplets
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr("sklearn_safescreen.metric_learning.build_triplets", counting)
+    lam = critical_value(SafeMetricLearner(k=3), X, y)
+    fitted = SafeMetricLearner(k=3, alpha=0.3 * lam).fit(X, y)
+    assert len(calls) == 1
+    again = SafeMetricLearner(k=3, alpha=0.3 * lam).fit(X, y)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(fitted.metric_, again.metric_)
+    critical_value(SafeMetricLearner(k=3), X, y)
+    SafeMetricLearner(k=3, alpha=0.3 * lam).fit(X[:-1], y[:-1])  # other data
+    assert len(calls) == 4
