@@ -323,13 +323,14 @@ def projection_gap(M, S, Bn, double eta, double lam):
 
 # ---------------------------------------------------------- full-problem passes ---
 def status_split(const signed char[::1] status, const int[::1] pos, const int[::1] neg,
-                 const double[:, ::1] diff, bint gram=False):
+                 const double[:, ::1] diff, bint gram=False, bint rows=False):
     r"""The reduced problem's data from the per-triplet status (0 active, 1 in
     :math:`\hat{\mathcal L}`, 2 in :math:`\hat{\mathcal R}`) in one pass over the
     triplets: the active triplets ``work``, their compact pair indices and the
-    differences of those pairs, the pair weights ``wL`` of
-    :math:`H_{\hat L}=\sum_{\hat L}H_t`, :math:`|\hat{\mathcal L}|` and, with ``gram``
-    (full metric), :math:`H_{\hat L}` itself (None otherwise)."""
+    differences of those pairs (with ``rows``, the indices of those pairs instead of a
+    copy), the pair weights ``wL`` of :math:`H_{\hat L}=\sum_{\hat L}H_t`,
+    :math:`|\hat{\mathcal L}|` and, with ``gram`` (full metric), :math:`H_{\hat L}`
+    itself (None otherwise)."""
     cdef Py_ssize_t n = pos.shape[0], n_pairs = diff.shape[0], t, j = 0, nL = 0
     cdef int d = diff.shape[1]
     cdef signed char s
@@ -353,7 +354,7 @@ def status_split(const signed char[::1] status, const int[::1] pos, const int[::
             mark[pos[wk[t]]] = 1
             mark[neg[wk[t]]] = 1
     work = listed[:j].copy()
-    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, work, mark)
+    cpos, cneg, cdiff = _compact_rows(pos, neg, diff, work, mark, rows)
     HL = None
     if gram:
         HL = np.zeros((d, d))
@@ -374,9 +375,9 @@ cdef void _gram(const double[:, ::1] diff, const double[::1] w, double[:, ::1] S
 
 
 def compact_work(const int[::1] pos, const int[::1] neg, const double[:, ::1] diff,
-                 const int[::1] work):
+                 const int[::1] work, bint rows=False):
     """Compact pair indices of the triplets ``work`` and the differences of their pairs
-    (in pair order)."""
+    (in pair order; with ``rows``, the indices of those pairs instead of a copy)."""
     cdef Py_ssize_t s
     mark_arr = np.zeros(diff.shape[0], dtype=np.int8)
     cdef signed char[::1] mark = mark_arr
@@ -384,11 +385,11 @@ def compact_work(const int[::1] pos, const int[::1] neg, const double[:, ::1] di
         for s in range(work.shape[0]):
             mark[pos[work[s]]] = 1
             mark[neg[work[s]]] = 1
-    return _compact_rows(pos, neg, diff, work, mark)
+    return _compact_rows(pos, neg, diff, work, mark, rows)
 
 
 cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:, ::1] diff,
-                         const int[::1] work, const signed char[::1] mark):
+                         const int[::1] work, const signed char[::1] mark, bint rows):
     cdef Py_ssize_t n_pairs = diff.shape[0], p, s, count = 0
     cdef int d = diff.shape[1]
     remap_arr = np.empty(n_pairs, dtype=np.int64)
@@ -398,14 +399,24 @@ cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:,
             if mark[p]:
                 remap[p] = count
                 count += 1
-    cdiff = np.empty((count, d))
     cpos = np.empty(work.shape[0], dtype=np.int32)
     cneg = np.empty(work.shape[0], dtype=np.int32)
-    cdef double[:, ::1] cd = cdiff
     cdef int[::1] cp = cpos
     cdef int[::1] cn = cneg
+    cdef int[::1] ri
+    cdef double[:, ::1] cd
+    if rows:
+        cdiff = np.empty(count, dtype=np.int32)
+        ri = cdiff
+    else:
+        cdiff = np.empty((count, d))
+        cd = cdiff
     with nogil:
-        if d:
+        if rows:
+            for p in range(n_pairs):
+                if mark[p]:
+                    ri[remap[p]] = <int>p
+        elif d:
             for p in range(n_pairs):
                 if mark[p]:
                     memcpy(&cd[remap[p], 0], &diff[p, 0], d * sizeof(double))
@@ -534,6 +545,35 @@ def add_h(double[:, ::1] HL, const double[:, ::1] diff, const int[::1] pos,
     return np.asarray(HL)
 
 
+def rows_dot(const double[:, ::1] P, const int[::1] rows, const double[::1] q):
+    """``P[rows] @ q`` without copying the rows: a diagonal set's pair values over the
+    working pairs (``P`` holds the squared differences of all pairs)."""
+    cdef Py_ssize_t j, n = rows.shape[0]
+    cdef int d = P.shape[1]
+    out = np.zeros(n)
+    cdef double[::1] o = out
+    if d:
+        with nogil:
+            for j in range(n):
+                o[j] = ss_dot(d, &P[rows[j], 0], &q[0])
+    return out
+
+
+def rows_weighted_sum(const double[:, ::1] P, const int[::1] rows, const double[::1] w):
+    """``w @ P[rows]`` without copying the rows (rows of zero weight are skipped): the
+    diagonal of a Laplacian sum over the working pairs."""
+    cdef Py_ssize_t j, n = rows.shape[0]
+    cdef int d = P.shape[1]
+    out = np.zeros(d)
+    cdef double[::1] o = out
+    if d:
+        with nogil:
+            for j in range(n):
+                if w[j] != 0.0:
+                    ss_axpy(d, w[j], &P[rows[j], 0], &o[0])
+    return out
+
+
 def gather(const double[::1] D, const int[::1] pos, const int[::1] neg):
     """``D[pos] - D[neg]``: the triplet values from the pair forms."""
     cdef Py_ssize_t t, n = pos.shape[0]
@@ -620,7 +660,7 @@ def evaluate_full(const double[:, ::1] diff, const int[::1] pos, const int[::1] 
 def hnorms(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
            bint diagonal):
     r""":math:`\|H_t\|_F^2=\|a\|^4-2(a^\top b)^2+\|b\|^4` in O(d) per triplet; for a
-    diagonal metric :math:`\|a\circ a-b\circ b\|_2`."""
+    diagonal metric :math:`\|a\circ a-b\circ b\|_2` (``diff`` then holds the squares)."""
     cdef Py_ssize_t m = pos.shape[0], t
     cdef int d = diff.shape[1], c, p, q
     cdef double s, v, aa, bb, ab
@@ -633,7 +673,7 @@ def hnorms(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
             if diagonal:
                 s = 0.0
                 for c in range(d):
-                    v = diff[p, c] * diff[p, c] - diff[q, c] * diff[q, c]
+                    v = diff[p, c] - diff[q, c]
                     s += v * v
                 o[t] = sqrt(s)
             else:

@@ -61,19 +61,20 @@ def project(A: np.ndarray, diagonal: bool) -> np.ndarray:
     return _eigh_fast.sym_part(np.ascontiguousarray(A, dtype=np.float64), 1.0)[0]
 
 
-def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool,
-                diff2: np.ndarray | None = None) -> np.ndarray:
-    r""":math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` for every pair (any symmetric Q)."""
+def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool) -> np.ndarray:
+    r""":math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` for every pair (any symmetric Q).
+    For a diagonal metric ``diff`` holds the squares (see
+    :class:`~sklearn_safescreen.problems.triplets.TripletSet`) and ``Q`` the diagonal."""
     if diagonal:
-        return (diff * diff if diff2 is None else diff2) @ Q
+        return diff @ Q
     return np.einsum("ij,ij->i", diff @ Q, diff)
 
 
-def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool,
-              diff2: np.ndarray | None = None) -> np.ndarray:
-    r""":math:`\sum_p w_p (x_u-x_v)(x_u-x_v)^\top` (its diagonal for a diagonal metric)."""
+def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool) -> np.ndarray:
+    r""":math:`\sum_p w_p (x_u-x_v)(x_u-x_v)^\top` (its diagonal for a diagonal metric,
+    from the stored squares)."""
     if diagonal:
-        return (diff * diff if diff2 is None else diff2).T @ w
+        return diff.T @ w
     S = diff.T @ (diff * w[:, None])
     return 0.5 * (S + S.T)
 
@@ -102,6 +103,8 @@ def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
     if 8 * m > ts.n_pairs:  # many triplets: a bincount over all pairs beats sorting
         w = (np.bincount(ts.pos[idx], weights, minlength=ts.n_pairs)
              - np.bincount(ts.neg[idx], weights, minlength=ts.n_pairs))
+        if diagonal:  # one product with all the stored squares beats copying the used
+            return aggregate(ts.diff, w, diagonal)
         used = np.flatnonzero(w)
         return aggregate(ts.diff[used], w[used], diagonal)
     pairs, inv = np.unique(np.concatenate([ts.pos[idx], ts.neg[idx]]), return_inverse=True)
@@ -163,9 +166,11 @@ class TripletProblem:
         self._scratch = np.empty(0)  # the evaluations' work buffers
         self.dual_alpha = None  # dual iterate (hinge solver), per triplet
         # one compiled call: active list, their pairs, H_L's pair weights and (full
-        # metric) H_L
-        work, cpos, cneg, cdiff, wL, nL, HL = kn.status_split(self.status, ts.pos, ts.neg,
-                                                              ts.diff, not diagonal)
+        # metric) H_L. A diagonal problem reads its pairs' squares in place through their
+        # indices: its products are matrix-vector products, which a copy would not speed
+        # up, and the copy would double the memory (5,000 features: 40 kB a pair).
+        work, cpos, cneg, cdiff, wL, nL, HL = kn.status_split(
+            self.status, ts.pos, ts.neg, ts.diff, not diagonal, diagonal)
         self.nL = int(nL)
         self.n_active = int(work.size)
         if not diagonal:
@@ -195,18 +200,18 @@ class TripletProblem:
         state = self._active_state
         if state is not None and work is state[0][0]:  # the active list, unchanged
             self._stale = False
-            self._compact, self._cdiff2, self._z, self._w = state
+            self._compact, self._z, self._w = state
             return
-        self._set_compact(work, *kn.compact_work(ts.pos, ts.neg, ts.diff, work))
+        self._set_compact(work, *kn.compact_work(ts.pos, ts.neg, ts.diff, work,
+                                                 self.diagonal))
 
     def _set_compact(self, work, cpos, cneg, cdiff) -> None:
         self._stale = False
         self._compact = (work, cpos, cneg, cdiff)
-        self._cdiff2 = cdiff * cdiff if self.diagonal else None
         self._z = np.empty(work.size)
         self._w = np.empty(cdiff.shape[0])
         if work is self._active:
-            self._active_state = (self._compact, self._cdiff2, self._z, self._w)
+            self._active_state = (self._compact, self._z, self._w)
 
     def _status_changed(self) -> None:
         self._active = self._active_state = None
@@ -218,13 +223,13 @@ class TripletProblem:
             self.set_work(self.active)
         return self._compact
 
-    # the working arrays: triplet indices, their compact pair indices, the pairs
+    # the working arrays: triplet indices, their compact pair indices, the pairs (a copy
+    # of their differences; for a diagonal problem the indices of their stored squares)
     compact = property(_fresh, doc="``(work, cpos, cneg, cdiff)`` in one look-up.")
     work = property(lambda self: self._fresh()[0])
     cpos = property(lambda self: self._fresh()[1])
     cneg = property(lambda self: self._fresh()[2])
     cdiff = property(lambda self: self._fresh()[3])
-    cdiff2 = property(lambda self: (self._fresh(), self._cdiff2)[1])
 
     def screen(self, to_R: np.ndarray, to_L: np.ndarray) -> None:
         """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
@@ -270,10 +275,23 @@ class TripletProblem:
         self._status_changed()
         self._stale = True
 
+    def _pair_values(self, Q: np.ndarray) -> np.ndarray:
+        """:math:`D_Q` over the working pairs."""
+        if self.diagonal:
+            return kn.rows_dot(self.ts.diff, self.cdiff,
+                               np.ascontiguousarray(Q, dtype=np.float64))
+        return pair_values(self.cdiff, Q, False)
+
+    def _aggregate(self, w: np.ndarray) -> np.ndarray:
+        """The Laplacian sum with weights ``w`` over the working pairs."""
+        if self.diagonal:
+            return kn.rows_weighted_sum(self.ts.diff, self.cdiff,
+                                        np.ascontiguousarray(w, dtype=np.float64))
+        return aggregate(self.cdiff, w, False)
+
     def values(self, Q: np.ndarray) -> np.ndarray:
         r""":math:`\langle Q,H_t\rangle` over the working triplets (compact pairs)."""
-        D = pair_values(self.cdiff, Q, self.diagonal, self.cdiff2)
-        return kn.gather(D, self.cpos, self.cneg)
+        return kn.gather(self._pair_values(Q), self.cpos, self.cneg)
 
     # -- evaluation
     def evaluate(self, M: np.ndarray, lam: float) -> Evaluation:
@@ -300,7 +318,7 @@ class TripletProblem:
         npairs = self.cdiff.shape[0]
         w = (np.bincount(self.cpos, a, minlength=npairs)
              - np.bincount(self.cneg, a, minlength=npairs))
-        return aggregate(self.cdiff, w, self.diagonal, self.cdiff2) + self.HL
+        return self._aggregate(w) + self.HL
 
     def _evaluate_primal(self, M: np.ndarray, lam: float) -> Evaluation:
         if not self.diagonal:
@@ -315,10 +333,10 @@ class TripletProblem:
                 self._scratch if self._scratch.size >= need else None)
             return Evaluation(M, self._z.copy(), S, S_pos, primal, dual, gap,
                               lam * M - S)
-        D = pair_values(self.cdiff, M, self.diagonal, self.cdiff2)
+        D = self._pair_values(M)
         loss, sa, sa2 = kn.triplet_pass(D, self.cpos, self.cneg, self.gamma, self._z,
                                       self._w)
-        S = aggregate(self.cdiff, self._w, self.diagonal, self.cdiff2) + self.HL
+        S = self._aggregate(self._w) + self.HL
         S_pos, S_neg = psd_split(S, self.diagonal)
         nL = self.nL
         sqM = float(np.sum(M * M))

@@ -17,10 +17,16 @@ and :math:`(i,j)`, the negative pair) plus :math:`\|H_t\|`. A k-NN set has at mo
 and every :math:`\langle Q,H_t\rangle` is a difference of two of them (O(1) per
 triplet).
 
+A diagonal metric sees a pair only through the squares :math:`(x_u-x_v)\circ(x_u-x_v)`
+(:math:`D_q(u,v)=\sum_f q_f(x_{uf}-x_{vf})^2`), so a diagonal set stores those instead of
+the differences: every pass is then one product with the stored matrix, and the squares
+are never formed again (at 5,000 features they were most of a path step's time).
+
 Memory: about ``BYTES_PER_TRIPLET`` bytes per triplet for the estimator (indices, norms,
-current values, range bookkeeping) plus ``8 (4d + 8)`` bytes per pair (difference vectors
-and the solver's n_pairs x d products); it is estimated up front and refused, with the
-figure, when it would not fit.
+current values, range bookkeeping) plus ``8 (4d + 8)`` bytes per pair for a full metric
+(difference vectors and the solver's n_pairs x d products) and ``8 (d + 8)`` for a
+diagonal one (the squares, read in place by the solver); it is estimated up front and
+refused, with the figure, when it would not fit.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ class TripletSet:
     pairs : ndarray of shape (n_pairs, 2), int32
         ``(u, v)`` sample indices of every distinct pair.
     diff : ndarray of shape (n_pairs, n_features)
-        :math:`x_u - x_v` per pair.
+        :math:`x_u - x_v` per pair; for a diagonal set (``squared``) its elementwise
+        square.
     pos, neg : ndarray of shape (n_triplets,), int32
         Pair index of :math:`(i,l)` and of :math:`(i,j)` per triplet.
     hnorm : ndarray of shape (n_triplets,)
@@ -68,6 +75,7 @@ class TripletSet:
     pos: np.ndarray
     neg: np.ndarray
     hnorm: np.ndarray
+    squared: bool = False
 
     @property
     def n_triplets(self) -> int:
@@ -84,17 +92,21 @@ class TripletSet:
 
 
 # ------------------------------------------------------------------- memory ---
-def estimate_memory(n_triplets: int, n_pairs: int, n_features: int) -> int:
+def estimate_memory(n_triplets: int, n_pairs: int, n_features: int,
+                    diagonal: bool = False) -> int:
     """Bytes a fit needs for a triplet set of this size (see module docstring)."""
-    # per pair: its difference vector, the compact copy of the solver and two n_pairs x d
-    # products (x_u - x_v) Q and the weighted copy of the Laplacian form
-    return int(n_triplets) * BYTES_PER_TRIPLET + int(n_pairs) * 8 * (4 * n_features + 8)
+    # per pair, full metric: its difference vector, the compact copy of the solver and two
+    # n_pairs x d products (x_u - x_v) Q and the weighted copy of the Laplacian form;
+    # diagonal: the squares, read in place (every product is a vector)
+    per_pair = n_features + 8 if diagonal else 4 * n_features + 8
+    return int(n_triplets) * BYTES_PER_TRIPLET + int(n_pairs) * 8 * per_pair
 
 
-def check_triplet_memory(n_triplets: int, n_pairs: int, n_features: int) -> None:
+def check_triplet_memory(n_triplets: int, n_pairs: int, n_features: int,
+                         diagonal: bool = False) -> None:
     """Refuse, with the figures, a triplet set that would not fit in memory."""
     memory.check_memory(
-        estimate_memory(n_triplets, n_pairs, n_features),
+        estimate_memory(n_triplets, n_pairs, n_features, diagonal),
         f"{n_triplets:,} triplets ({n_pairs:,} pairs, {n_features} features)",
         "use a smaller k (k=None means all triplets) or fewer samples.",
         fraction=MEMORY_FRACTION)
@@ -255,7 +267,7 @@ def build_triplets(X: np.ndarray, y: np.ndarray, k: int | str | None,
     k = resolve_k(y_ind, k)
     n_trip = count_knn_triplets(y_ind, k)
     n_pairs_est = int(sum(c * (min(k or n, c - 1) + min(k or n, n - c)) for c in counts))
-    check_triplet_memory(n_trip, n_pairs_est, X.shape[1])
+    check_triplet_memory(n_trip, n_pairs_est, X.shape[1], diagonal)
 
     pairs_parts, pos_parts, neg_parts = [], [], []
     offset = 0
@@ -305,7 +317,7 @@ def triplets_from_indices(X: np.ndarray, triplets, diagonal: bool = False) -> Tr
     if T.min() < 0 or T.max() >= n:
         raise ValueError(f"triplet indices must lie in [0, {n - 1}] (n_samples={n}); got "
                          f"values in [{T.min()}, {T.max()}]")
-    check_triplet_memory(T.shape[0], 2 * T.shape[0], X.shape[1])
+    check_triplet_memory(T.shape[0], 2 * T.shape[0], X.shape[1], diagonal)
     T = T.astype(np.int64)
     keys = np.concatenate([T[:, 0] * n + T[:, 2], T[:, 0] * n + T[:, 1]])
     uniq, inv = np.unique(keys, return_inverse=True)
@@ -314,7 +326,17 @@ def triplets_from_indices(X: np.ndarray, triplets, diagonal: bool = False) -> Tr
     return _finish(X, pairs, inv[:m].astype(np.int32), inv[m:].astype(np.int32), diagonal)
 
 
+#: Pairs per block when the pair vectors are formed (bounds the temporaries to a few MB).
+_PAIR_BLOCK = 4096
+
+
 def _finish(X, pairs, pos, neg, diagonal) -> TripletSet:
-    diff = np.ascontiguousarray(X[pairs[:, 0]] - X[pairs[:, 1]])
+    diff = np.empty((pairs.shape[0], X.shape[1]))
+    for start in range(0, pairs.shape[0], _PAIR_BLOCK):
+        block = pairs[start:start + _PAIR_BLOCK]
+        rows = diff[start:start + block.shape[0]]
+        np.subtract(X[block[:, 0]], X[block[:, 1]], out=rows)
+        if diagonal:
+            np.multiply(rows, rows, out=rows)
     hnorm = hnorms(diff, pos, neg, diagonal)
-    return TripletSet(X, pairs, diff, pos, neg, hnorm)
+    return TripletSet(X, pairs, diff, pos, neg, hnorm, squared=diagonal)

@@ -479,7 +479,8 @@ cdef double _orthant_min(const double* q, const double* h, double r2, int d) noe
 def diag_pass(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg, idx_in,
               q_in, double r2):
     """Lower and upper bounds of :math:`h_t^\\top x` over the ball intersected with the
-    non-negative orthant (the diagonal metric's closed form), for the triplets ``idx``."""
+    non-negative orthant (the diagonal metric's closed form), for the triplets ``idx``
+    (``diff`` holds the squared pair differences of a diagonal set)."""
     cdef long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
     cdef double[::1] q = np.ascontiguousarray(q_in, dtype=np.float64)
     cdef Py_ssize_t m = idx.shape[0], s, t
@@ -494,7 +495,7 @@ def diag_pass(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
         for s in range(m):
             t = idx[s]
             for k in range(d):
-                h[k] = diff[pos[t], k] * diff[pos[t], k] - diff[neg[t], k] * diff[neg[t], k]
+                h[k] = diff[pos[t], k] - diff[neg[t], k]
                 nh[k] = -h[k]
             lo[s] = _orthant_min(&q[0], &h[0], r2, d)
             up[s] = -_orthant_min(&q[0], &nh[0], r2, d)

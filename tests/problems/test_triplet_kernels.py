@@ -198,3 +198,25 @@ def test_metric_factor_is_numpys_bit_for_bit_or_declines():
     for M in (np.eye(4), np.zeros((3, 3)), np.diag([2.0, 0.0, 1.0]),
               np.diag([1.0, np.nan, 2.0])):
         assert kn.metric_factor(M) is None
+
+
+def test_rows_kernels_equal_the_products_with_the_copied_rows():
+    # a diagonal problem reads its working pairs in place: the same numbers as the
+    # products with a compact copy, and rows of zero weight skipped
+    rng = np.random.default_rng(0)
+    P = rng.standard_normal((50, 7)) ** 2
+    rows = np.sort(rng.choice(50, 20, replace=False)).astype(np.int32)
+    q, w = rng.standard_normal(7), rng.standard_normal(20)
+    w[::3] = 0.0
+    np.testing.assert_allclose(kn.rows_dot(P, rows, q), P[rows] @ q, rtol=1e-14)
+    np.testing.assert_allclose(kn.rows_weighted_sum(P, rows, w), w @ P[rows], rtol=1e-13)
+    status = rng.integers(0, 3, 30).astype(np.int8)
+    pos, neg = (rng.integers(0, 50, 30).astype(np.int32) for _ in range(2))
+    copied = kn.status_split(status, pos, neg, P)
+    indexed = kn.status_split(status, pos, neg, P, False, True)
+    for a, b in zip(copied[:3], indexed[:3], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(P[indexed[3]], copied[3])
+    work = copied[0][::2].copy()
+    np.testing.assert_array_equal(P[kn.compact_work(pos, neg, P, work, True)[2]],
+                                  kn.compact_work(pos, neg, P, work)[2])

@@ -142,6 +142,9 @@ def test_bad_label_configurations():
 def test_memory_estimate_and_refusal(monkeypatch):
     assert estimate_memory(10**6, 10**4, 10) == 10**6 * _triplets.BYTES_PER_TRIPLET + \
         10**4 * 8 * 48
+    # a diagonal set stores one matrix of squares, which the solver reads in place
+    assert estimate_memory(10**6, 10**4, 10, diagonal=True) == \
+        10**6 * _triplets.BYTES_PER_TRIPLET + 10**4 * 8 * 18
     monkeypatch.setattr(memory, "available_memory", lambda: 10**6)
     X, y = scaled(load_iris)
     with pytest.raises(MemoryError, match=r"735,000 triplets .* GiB"):
@@ -211,3 +214,34 @@ def test_nearest_equals_the_full_sort_with_many_exact_ties(seed):
             np.testing.assert_array_equal(
                 _nearest(X, anchors, others, k, False),
                 _nearest_by_full_sort(X, anchors, others, k, False))
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_stored_pairs_norms_and_values_match_the_triplets_from_x(diagonal):
+    # a diagonal set stores the squared differences: its norms and values must still be
+    # those of diag(H_t) = a o a - b o b, computed here from X directly
+    from sklearn_safescreen.problems import triplet_problem as tp
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 5)) * rng.uniform(0.1, 10, 5)
+    y = rng.integers(0, 3, 40)
+    ts = build_triplets(X, y, 3, diagonal)
+    T = ts.indices()
+    A, B = X[T[:, 0]] - X[T[:, 2]], X[T[:, 0]] - X[T[:, 1]]
+    q = rng.uniform(0, 2, 5)
+    if diagonal:
+        H = A * A - B * B
+        expect_norm, expect_val = np.linalg.norm(H, axis=1), H @ q
+        Q = q
+    else:
+        Q = np.diag(q) + 0.1
+        expect_norm = np.sqrt(np.maximum(
+            (A * A).sum(1) ** 2 - 2 * (A * B).sum(1) ** 2 + (B * B).sum(1) ** 2, 0))
+        expect_val = np.einsum("ij,jk,ik->i", A, Q, A) - np.einsum("ij,jk,ik->i", B, Q, B)
+    assert ts.squared is diagonal
+    np.testing.assert_allclose(ts.hnorm, expect_norm, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(tp.triplet_values(ts, Q, diagonal), expect_val,
+                               rtol=1e-11, atol=1e-10)
+    G = tp.sum_h(ts, np.ones(ts.n_triplets), diagonal)
+    expect_G = H.sum(0) if diagonal else A.T @ A - B.T @ B
+    np.testing.assert_allclose(G, expect_G, rtol=1e-11, atol=1e-9)
