@@ -71,7 +71,7 @@ def _lad_objective(X, y, w, C):
     return 0.5 * w @ w + C * np.abs(y - X @ w).sum()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fit(kind, name, C, tol):
     """(objective, n_iter, max_iter, ConvergenceWarning messages) of one fit."""
     X, y = _classification(name) if kind == "svc" else _regression(name)
@@ -117,7 +117,7 @@ def _certifiable(kind, name, C):
 def test_tighter_tol_never_worse(kind, name, C):
     tols = _certifiable(kind, name, C)
     obj = {t: _fit(kind, name, C, t)[0] for t in tols}
-    for loose, tight in zip(tols, tols[1:]):
+    for loose, tight in zip(tols[:-1], tols[1:], strict=True):
         assert obj[tight] <= obj[loose] * (1.0 + ROUND_OFF), (loose, tight, obj)
 
 
