@@ -14,7 +14,7 @@ runs without the GIL.
 from libc.math cimport fabs, isfinite, sqrt, INFINITY
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
-from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dsyrk, dtrsm
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dsyrk, dtrmv, dtrsm
 from scipy.linalg.cython_lapack cimport dpotrf, dpotrs
 
 import numpy as np
@@ -102,42 +102,44 @@ cdef int _factor(double* Z, int n, int k, double* sqnorm, double* inv_d, double*
 
 
 cdef void _solve(double* Z, int n, int k, double* M, double* ib, double* S, double* ef,
-                 long* fidx, int nf, double* b, double* out, double* t, double* c,
-                 double* y, double* rf) noexcept nogil:
-    """``out = (Z Z' + D)^{-1} b`` from :func:`_factor`'s factors (block elimination of
-    F); ``t``, ``c`` (n), ``y`` (k) and ``rf`` (nf) are workspaces. ``Z`` is row-major
-    n x k, i.e. column-major k x n."""
+                 long* fidx, int nf, double* b, double* out, double* t, double* y,
+                 double* y2, double* y3, double* rf) noexcept nogil:
+    """``out = (Z Z' + D)^{-1} b`` from :func:`_factor`'s factors; ``t`` (n), ``y``,
+    ``y2``, ``y3`` (k) and ``rf`` (nf) are workspaces. ``Z`` is row-major n x k, i.e.
+    column-major k x n. Block elimination of F: ``x_F = S^{-1}(b_F - Z_F M_B^{-1}
+    Z_B'D_B^{-1}b_B)``, then ``x_B = D_B^{-1}(c_B - Z_B M_B^{-1} Z_B'D_B^{-1}c_B)`` with
+    ``c = b - Z Z_F'x_F``, where ``Z_B'D_B^{-1}c_B = Z_B'D_B^{-1}b_B - (M_B - I)Z_F'x_F``
+    comes from the factor: two passes over Z, as plain Woodbury."""
     cdef int i, j, one = 1, info = 0
     cdef double d_one = 1.0, d_zero = 0.0
-    cdef char trans_n = b"N", trans_t = b"T", upper = b"U"
+    cdef char trans_n = b"N", trans_t = b"T", upper = b"U", nonunit = b"N"
     for i in range(n):
-        c[i] = b[i]
+        t[i] = ib[i] * b[i]
+    dgemv(&trans_n, &k, &n, &d_one, Z, &k, t, &one, &d_zero, y, &one)  # Z_B'D_B^{-1}b_B
     if nf > 0:
-        # x_F = S^{-1} (b_F - Z_F M_B^{-1} Z_B' D_B^{-1} b_B)
-        for i in range(n):
-            t[i] = ib[i] * b[i]
-        dgemv(&trans_n, &k, &n, &d_one, Z, &k, t, &one, &d_zero, y, &one)
-        dpotrs(&upper, &k, &one, M, &k, y, &k, &info)
+        memcpy(y2, y, k * sizeof(double))
+        dpotrs(&upper, &k, &one, M, &k, y2, &k, &info)
         for j in range(nf):
-            rf[j] = ef[j] * (b[fidx[j]] - ddot(&k, &Z[fidx[j] * k], &one, y, &one))
+            rf[j] = ef[j] * (b[fidx[j]] - ddot(&k, &Z[fidx[j] * k], &one, y2, &one))
         dpotrs(&upper, &nf, &one, S, &nf, rf, &nf, &info)
         for j in range(k):
-            y[j] = 0.0
+            y2[j] = 0.0
         for j in range(nf):
-            rf[j] *= ef[j]
-            daxpy(&k, &rf[j], &Z[fidx[j] * k], &one, y, &one)
-        # c = b - Z Z_F' x_F: the right-hand side left for B
-        dgemv(&trans_t, &k, &n, &d_one, Z, &k, y, &one, &d_zero, t, &one)
-        for i in range(n):
-            c[i] -= t[i]
-    # x_B = (Z_B Z_B' + D_B)^{-1} c_B by Woodbury with M_B
-    for i in range(n):
-        t[i] = ib[i] * c[i]
-    dgemv(&trans_n, &k, &n, &d_one, Z, &k, t, &one, &d_zero, y, &one)
+            rf[j] *= ef[j]  # x_F
+            daxpy(&k, &rf[j], &Z[fidx[j] * k], &one, y2, &one)  # y2 = Z_F'x_F
+        # y -= (M_B - I) y2 = U'U y2 - y2, through the factor
+        memcpy(y3, y2, k * sizeof(double))
+        dtrmv(&upper, &trans_n, &nonunit, &k, M, &k, y3, &one)
+        dtrmv(&upper, &trans_t, &nonunit, &k, M, &k, y3, &one)
+        for j in range(k):
+            y[j] -= y3[j] - y2[j]
     dpotrs(&upper, &k, &one, M, &k, y, &k, &info)
+    if nf > 0:
+        for j in range(k):
+            y[j] += y2[j]
     dgemv(&trans_t, &k, &n, &d_one, Z, &k, y, &one, &d_zero, t, &one)
     for i in range(n):
-        out[i] = ib[i] * (c[i] - t[i])
+        out[i] = ib[i] * (b[i] - t[i])
     for j in range(nf):
         out[fidx[j]] = rf[j]
 
@@ -172,7 +174,7 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
     cdef unsigned char[::1] dropped_hi = dropped_hi_arr.view(np.uint8)
     if n_all == 0 or k == 0:
         return out_arr, dropped_lo_arr, dropped_hi_arr, 0
-    cdef double[:, ::1] work = np.empty((19, n_all))
+    cdef double[:, ::1] work = np.empty((18, n_all))
     cdef double[:, ::1] Zs = np.empty((n_all, k))
     cdef double[::1] M = np.empty(k * k)
     cdef int nf = 0, fmax = min(n_all, k)
@@ -183,6 +185,8 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
     cdef long[::1] fidx = np.empty(fmax, dtype=np.int_)
     cdef double[::1] wk = np.empty(k)
     cdef double[::1] yk = np.empty(k)
+    cdef double[::1] y2k = np.empty(k)
+    cdef double[::1] y3k = np.empty(k)
     cdef long[::1] idx = np.arange(n_all, dtype=np.int_)
     cdef long[::1] best_idx = np.arange(n_all, dtype=np.int_)
     cdef double* alpha = &work[0, 0]
@@ -203,7 +207,6 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
     cdef double* best = &work[15, 0]
     cdef double* width = &work[16, 0]
     cdef double* ib = &work[17, 0]
-    cdef double* cvec = &work[18, 0]
     cdef int i, j, m, it, n_done = 0, one = 1, info = 0, n_best = n_all
     cdef double frac, g, scale, gap, dual, rel, best_gap = INFINITY, mu, mu_aff, sigma
     cdef double tp, td, spread, lower, upper, slack, radius, d_one = 1.0, d_zero = 0.0
@@ -328,7 +331,7 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
             for i in range(n):
                 rhs[i] = -r_d[i] - u[i] + v[i]
             _solve(&Zc[0, 0], n, k, &M[0], ib, &S[0], &ef[0], &fidx[0], nf, rhs, dx, tmp,
-                   cvec, &yk[0], &rf[0])
+                   &yk[0], &y2k[0], &y3k[0], &rf[0])
             for i in range(n):
                 du[i] = -u[i] - u[i] * dx[i] / s1[i]
                 dv[i] = -v[i] + v[i] * dx[i] / s2[i]
@@ -346,7 +349,7 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
                 r2[i] = s2[i] * v[i] - dx[i] * dv[i] - sigma * mu
                 rhs[i] = -r_d[i] - r1[i] / s1[i] + r2[i] / s2[i]
             _solve(&Zc[0, 0], n, k, &M[0], ib, &S[0], &ef[0], &fidx[0], nf, rhs, dx, tmp,
-                   cvec, &yk[0], &rf[0])
+                   &yk[0], &y2k[0], &y3k[0], &rf[0])
             for i in range(n):
                 du[i] = (-r1[i] - u[i] * dx[i]) / s1[i]
                 dv[i] = (-r2[i] + v[i] * dx[i]) / s2[i]

@@ -54,6 +54,10 @@ IPM_AFTER_EPOCHS = 10
 #: cheaper than CD's: measured on 20000 x 50, 2 gave the fastest paths, 25 was 1.2x
 #: slower on paths and 2x slower at large C.)
 IPM_EPOCHS_PER_FEATURE = 2
+#: Linear mode: at most this many interior-point finishes per solve; one more is tried
+#: when CD is slow again after a finish, unless the last one did not improve the gap
+#: (then the finisher has reached round-off and the solve stops at its best point).
+IPM_MAX_FINISHES = 8
 #: Largest Newton system the finisher forms: d+1 (linear mode) or the free-set size
 #: (kernel mode).
 IPM_MAX_SYSTEM = 2500
@@ -171,41 +175,52 @@ def row_arrays(X) -> tuple:
 def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                   stop_when_slow=False):
     X = problem.X
-    dense, data, indices, indptr, is_sparse = row_arrays(X)
+    rows = row_arrays(X)
+    dense, data, indices, indptr, is_sparse = rows
     w = problem.primal_weights(alpha)
     active = np.flatnonzero(~fixed).astype(np.int64)
-    n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
+    n_iter, eps_pg, events, n_finish = 0, 0.1, [], 0
     gap = rel_gap = np.inf
     converged, gap_history = False, []
+    # The finisher's best point, and whether the last finish failed to improve on it
+    # (the interior-point method stalls only at round-off: then neither it nor CD,
+    # whose steps on unscaled data move w by delta z_i with ||z_i||^2 ~ 1e7, will
+    # do better, and the solve stops there instead of crawling to max_iter).
+    best, stalled = None, False
+    finished = False  # the interior-point finisher has just run
     while True:
-        if active.size:
+        if active.size and not finished:
             epochs, pg_ok = linear_epochs(
                 dense, data, indices, indptr, is_sparse, problem.sign, problem.p,
                 problem.lo, problem.hi, problem.sqnorm, alpha, w, active,
                 min(_check_schedule(n_iter), max(max_iter - n_iter, 1)), eps_pg,
                 rng.randint(2**31 - 1))
             n_iter += epochs
-            # w afresh from alpha (O(nd), as a gap check costs): CD's updates
+        else:
+            # measure the finisher's point before any CD epoch: at large C on unscaled
+            # data a few epochs from it raised the gap from 1e-7 to 5e-5
+            pg_ok = True
+        q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
+        if finished:
+            finished = False
+            stalled = best is not None and not rel_gap < 0.5 * best[0]
+            if best is None or rel_gap < best[0]:
+                best = (rel_gap, gap, alpha.copy(), fixed.copy(), w.copy(), len(events))
+            gap_history = []  # CD's rate from the finisher's point on
+        ipm_fits = X.shape[1] <= IPM_MAX_SYSTEM and active.size > 1
+        small = active.size * X.shape[1] ** 2 <= IPM_SMALL_FLOPS
+        polish = ipm_fits and small and n_finish == 0 and rel_gap > IPM_TOL
+        if rel_gap <= tol and not polish:
+            # confirm on w afresh from alpha (O(nd), once per solve): CD's updates
             # w += delta z_i drift by round-off, and on unscaled data a gap measured on
             # the drifted w (1e-10) was far below the one the certificate recomputes
             # (6e-8), so the solve "converged" and was sent back again and again
             w = problem.primal_weights(alpha)
-        else:
-            pg_ok = True
-        if 2 * active.size > problem.n_samples:  # BLAS on all rows beats a gather
-            q_act = problem.sign[active] * np.asarray(X @ w).ravel()[active]
-        else:
-            q_act = signed_row_dots(dense, data, indices, indptr, is_sparse,
-                                     problem.sign, active, w)
-        gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
-        dual = float(-0.5 * w @ w + problem.p @ alpha)
-        rel_gap = gap / max(abs(dual), TINY)
-        ipm_fits = X.shape[1] <= IPM_MAX_SYSTEM and active.size > 1
-        small = active.size * X.shape[1] ** 2 <= IPM_SMALL_FLOPS
-        polish = ipm_fits and small and not ipm_done and rel_gap > IPM_TOL
-        if rel_gap <= tol and not polish:
-            converged = True
-            break
+            q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
+            polish = ipm_fits and small and n_finish == 0 and rel_gap > IPM_TOL
+            if rel_gap <= tol and not polish:
+                converged = True
+                break
         if n_iter >= max_iter:
             break
         if dynamic_screen is not None and active.size:
@@ -228,11 +243,17 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         if slow and stop_when_slow and active.size > STOP_WHEN_SLOW_MIN:
             return SolveResult(alpha, fixed, gap, rel_gap, n_iter, False, events,
                                stopped_slow=True)
-        if (ipm_fits and not ipm_done and active.size > 1  # screening may have emptied it
+        if (slow and best is not None and rel_gap >= best[0]
+                and (stalled or n_finish >= IPM_MAX_FINISHES)):
+            break  # round-off: the finisher's best point is returned below
+        if (ipm_fits and n_finish < IPM_MAX_FINISHES
+                and active.size > 1  # screening may have emptied it
                 and (polish or slow)):
-            ipm_done = True
+            n_finish += 1
+            w = problem.primal_weights(alpha)  # without CD's drift (see above)
             w, to_lo, to_hi = _ipm_finish_linear(problem, alpha, w, active, tol,
                                                  dynamic_screen)
+            finished = True
             if to_lo.size or to_hi.size:
                 fixed[to_lo] = fixed[to_hi] = True
                 active = np.flatnonzero(~fixed).astype(np.int64)
@@ -240,7 +261,23 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             continue
         if pg_ok:
             eps_pg *= 0.1
+    if not converged and best is not None and best[0] < rel_gap:
+        rel_gap, gap, alpha, fixed, w, n_events = best
+        events = events[:n_events]
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _measure(problem, rows, alpha, w, active) -> tuple[np.ndarray, float, float]:
+    """Margins of ``active`` at ``w``, the gap over them and the relative gap."""
+    dense, data, indices, indptr, is_sparse = rows
+    if 2 * active.size > problem.n_samples:  # BLAS on all rows beats a gather
+        q_act = problem.sign[active] * np.asarray(problem.X @ w).ravel()[active]
+    else:
+        q_act = signed_row_dots(dense, data, indices, indptr, is_sparse, problem.sign,
+                                active, w)
+    gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
+    dual = float(-0.5 * w @ w + problem.p @ alpha)
+    return q_act, gap, gap / max(abs(dual), TINY)
 
 
 def _epochs_to_tol(history, n_iter: int, rel_gap: float, tol: float) -> float:

@@ -1,12 +1,14 @@
 """Linear SafeSVC and SafeLAD on unscaled data (features of very different magnitudes).
 
 On raw breast cancer (features up to ~4e3) the interior-point finisher's Newton systems
-lost every digit (a k x k Woodbury matrix of condition number 1e24) and its snapping to
-the bounds moved the margins by ``||z_i||^2`` times the snap: a tighter ``tol`` then gave
-a *worse* model (tol=1e-6 at C=1: objective 157 against the optimum 49.96). Every fit
-must converge, a tighter ``tol`` must never give a larger primal objective, and the
-objective must be no larger than the reference solvers' on the same problem (no
-intercept on either side: LinearSVC would penalise its intercept differently).
+lost every digit (a k x k Woodbury matrix of condition number 1e24), its snapping to the
+bounds moved the margins by ``||z_i||^2`` times the snap, coordinate descent measured its
+gap on a drifted w and spoilt the finisher's point: a tighter ``tol`` then gave a
+*worse* model (tol=1e-6 at C=1: objective 157 against the optimum 49.96). Every fit must
+stop well within max_iter, warning only where its tol is below the float64 round-off of
+the gap; a tighter ``tol`` must never give a larger primal objective; and the objective
+must be no larger than the reference solvers' on the same problem (no intercept on
+either side: LinearSVC would penalise its intercept differently).
 """
 
 import functools
@@ -23,22 +25,17 @@ from sklearn_safescreen import SafeLAD, SafeSVC
 
 C_GRID = (0.01, 1.0, 10.0, 1000.0)
 TOLS = (1e-4, 1e-6, 1e-8)
-#: A tighter tol may give a larger objective only by round-off: the objective sums
-#: ~500 terms of the size of the objective itself, each exact to a few ulps (1e-16
-#: relative), and the optimum is only determined to the round-off of the margins, which
-#: on these data (||x_i|| ~ 4e3, ||w|| ~ 1e2) is ~1e-12 relative; 1e-9 leaves room.
+#: A tighter tol's objective can exceed a looser one's by at most its own certified gap;
+#: these problems are small enough for the interior-point finisher to polish every fit
+#: to a gap of ~1e-11 whatever tol (``IPM_SMALL_FLOPS``), so only that residual and the
+#: round-off of the objective (sums of ~500 terms, 1e-13 relative) separate them.
 ROUND_OFF = 1e-9
 #: Objective versus the reference solvers at tol=1e-8: both are exact up to their
 #: stopping rules; 1e-6 relative is far below any real difference found (factors of 3).
 VS_REFERENCE = 1e-6
-#: Targets below the float64 round-off floor of the relative duality gap, measured:
-#: at C=1000, w = sum_i alpha_i s_i x_i sums terms ~1e7 times larger than w itself, and
-#: the gap of one point evaluated in float64 moves with the summation order by ~1e-6
-#: (raw breast cancer), ~5e-6 (spread SVC) and ~4e-5 (spread LAD) of the objective.
-#: Such a target cannot be certified in float64; those fits are expected to warn
-#: (xfail, not strict: the summation order can land below the target).
-BELOW_FLOOR = {("svc", "breast_cancer", 1000.0, 1e-8), ("svc", "spread", 1000.0, 1e-6),
-               ("svc", "spread", 1000.0, 1e-8), ("lad", "spread", 1000.0, 1e-8)}
+#: Summation orders over which the float64 round-off of a point's duality gap is
+#: measured (:func:`_gap_round_off`).
+N_ORDERS = 20
 
 
 def _spread_classification(seed=0, n=300, d=12):
@@ -71,9 +68,32 @@ def _lad_objective(X, y, w, C):
     return 0.5 * w @ w + C * np.abs(y - X @ w).sum()
 
 
+def _gap_round_off(kind, X, y, model, C) -> float:
+    """Largest relative duality gap of the model's dual point when w = sum_i a_i x_i is
+    summed in ``N_ORDERS`` random orders: where it exceeds tol, a gap below tol cannot
+    be certified in float64 (at C=1000 on these data w sums terms ~1e7 times larger than
+    itself)."""
+    a = np.zeros(y.shape[0])
+    a[model.support_] = model.dual_coef_.ravel()  # s_i alpha_i
+    if kind == "svc":
+        s, p, lo = np.where(y == y.max(), 1.0, -1.0), np.ones(y.shape[0]), 0.0
+    else:
+        s, p, lo = np.ones(y.shape[0]), y, -C
+    alpha = s * a
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(N_ORDERS):
+        order = rng.permutation(y.shape[0])
+        w = X[order].T @ a[order]
+        g = s * (X @ w) - p
+        gap = np.sum(np.maximum(-lo * g, -C * g) + alpha * g)
+        worst = max(worst, gap / abs(p @ alpha - 0.5 * w @ w))
+    return worst
+
+
 @functools.cache
 def _fit(kind, name, C, tol):
-    """(objective, n_iter, max_iter, ConvergenceWarning messages) of one fit."""
+    """(objective, n_iter, max_iter, warned, gap round-off) of one fit."""
     X, y = _classification(name) if kind == "svc" else _regression(name)
     est = (SafeSVC if kind == "svc" else SafeLAD)(C=C, kernel="linear", tol=tol,
                                                    fit_intercept=False)
@@ -82,8 +102,9 @@ def _fit(kind, name, C, tol):
         est.fit(X, y)
     objective = (_svc_objective if kind == "svc" else _lad_objective)(
         X, y, est.coef_.ravel(), C)
-    msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
-    return objective, int(np.max(est.n_iter_)), est.max_iter, msgs
+    warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return (objective, int(np.max(est.n_iter_)), est.max_iter, warned,
+            _gap_round_off(kind, X, y, est, C))
 
 
 def _regression(name):
@@ -97,41 +118,45 @@ CASES = [("svc", name, C, tol) for name in ("breast_cancer", "spread") for C in 
                              for C in C_GRID for tol in TOLS]
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(reason="tol below the float64 floor of the gap",
-                                            strict=False)) if c in BELOW_FLOOR else c
-    for c in CASES], ids=lambda c: "-".join(map(str, c)))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
 def test_converges_within_max_iter(case):
-    _, n_iter, max_iter, msgs = _fit(*case)
-    assert not msgs
+    """Every fit stops well within max_iter; it may warn only when its tol is below the
+    float64 round-off of the gap at its point (then no solver can certify it: the
+    measured cases are tol=1e-8 at C=1000 on raw breast cancer, C in {10, 1000} on the
+    spread set, and C=1000 with tol <= 1e-6 for LAD on the spread set)."""
+    _, n_iter, max_iter, warned, round_off = _fit(*case)
     assert n_iter < max_iter
+    assert not warned or round_off > case[-1]
 
 
-def _certifiable(kind, name, C):
-    return [t for t in TOLS if (kind, name, C, t) not in BELOW_FLOOR]
+def _slack(fit) -> float:
+    """Relative slack on a fit's objective: round-off (ROUND_OFF) when it certified its
+    tol, else its gap's round-off (its objective is within its gap of the optimum)."""
+    return max(ROUND_OFF, fit[4]) if fit[3] else ROUND_OFF
 
 
 @pytest.mark.parametrize("kind,name", [("svc", "breast_cancer"), ("svc", "spread"),
                                        ("lad", "diabetes"), ("lad", "spread")])
 @pytest.mark.parametrize("C", C_GRID)
 def test_tighter_tol_never_worse(kind, name, C):
-    tols = _certifiable(kind, name, C)
-    obj = {t: _fit(kind, name, C, t)[0] for t in tols}
-    for loose, tight in zip(tols[:-1], tols[1:], strict=True):
-        assert obj[tight] <= obj[loose] * (1.0 + ROUND_OFF), (loose, tight, obj)
+    fits = {t: _fit(kind, name, C, t) for t in TOLS}
+    for loose, tight in zip(TOLS[:-1], TOLS[1:], strict=True):
+        assert fits[tight][0] <= fits[loose][0] * (1.0 + _slack(fits[tight])), (
+            loose, tight, fits)
 
 
 @pytest.mark.parametrize("name", ["breast_cancer", "spread"])
 @pytest.mark.parametrize("C", C_GRID)
 def test_svc_objective_at_most_linearsvc(name, C):
     X, y = _classification(name)
-    ours = _fit("svc", name, C, _certifiable("svc", name, C)[-1])[0]
+    fit = _fit("svc", name, C, TOLS[-1])
     ref = LinearSVC(C=C, loss="hinge", dual=True, fit_intercept=False, tol=1e-8,
                     max_iter=100_000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # its stall is its own
         ref.fit(X, y)
-    assert ours <= _svc_objective(X, y, ref.coef_.ravel(), C) * (1.0 + VS_REFERENCE)
+    assert fit[0] <= _svc_objective(X, y, ref.coef_.ravel(), C) * (
+        1.0 + max(VS_REFERENCE, _slack(fit)))
 
 
 @pytest.mark.parametrize("name", ["diabetes", "spread"])
@@ -143,7 +168,8 @@ def test_lad_objective_at_most_quantile_regressor(name, C):
     solution is a competitor, not our optimum: our objective at our solution must not
     exceed our objective at its solution."""
     X, y = _regression(name)
-    ours = _fit("lad", name, C, _certifiable("lad", name, C)[-1])[0]
+    fit = _fit("lad", name, C, TOLS[-1])
     qr = QuantileRegressor(quantile=0.5, alpha=1.0 / (2.0 * X.shape[0] * C),
                            fit_intercept=False, solver="highs").fit(X, y)
-    assert ours <= _lad_objective(X, y, qr.coef_, C) * (1.0 + VS_REFERENCE)
+    assert fit[0] <= _lad_objective(X, y, qr.coef_, C) * (
+        1.0 + max(VS_REFERENCE, _slack(fit)))
