@@ -59,7 +59,7 @@ cdef int _factor(double* Z, int n, int k, double* sqnorm, double* inv_d, double*
     digit and the method stopped far from the optimum.
     """
     cdef int i, j, nf = 0, one = 1, info = 0
-    cdef double thr = 1.0, d_one = 1.0, d_zero = 0.0
+    cdef double thr = 1.0, sq, d_one = 1.0, d_zero = 0.0
     cdef char trans_n = b"N", trans_t = b"T", upper = b"U", left = b"L", nonunit = b"N"
     while True:  # the threshold grows until F fits in fmax
         nf = 0
@@ -77,8 +77,9 @@ cdef int _factor(double* Z, int n, int k, double* sqnorm, double* inv_d, double*
             ib[i] = 0.0
         else:
             ib[i] = inv_d[i]
+        sq = sqrt(ib[i])
         for j in range(k):
-            Zs[i * k + j] = Z[i * k + j] * sqrt(ib[i])
+            Zs[i * k + j] = Z[i * k + j] * sq
     nf_out[0] = nf
     dsyrk(&upper, &trans_n, &k, &n, &d_one, Zs, &k, &d_zero, M, &k)
     for j in range(k):
