@@ -173,13 +173,14 @@ def bench_ill_conditioned():
     lines += [
         "",
         f"1-min load average {os.getloadavg()[0]:.2f} at the end; taken on a shared "
-        "machine (other jobs running), so the times are indicative. At C=1000 a relative "
-        "duality gap of 1e-6 or below can lie under float64's round-off floor of the gap "
-        "on these data: w sums terms about 1e7 times larger than itself, and the gap of "
-        "one point moves by about 1e-6 (breast cancer) to 5e-6 (spread scales) of the "
-        "objective with the summation order; SafeSVC then warns (its model is the best "
-        "it certified). LinearSVC's dual coordinate descent crawls on these unscaled "
-        "data and stops at max_iter far from the optimum.",
+        "machine (other jobs running), so the times are indicative. At large C a "
+        "relative gap of 1e-8 can lie below float64's round-off of the gap on these data: "
+        "w sums terms up to ~1e7 times larger than itself, and the gap of one point "
+        "moves with the summation order by up to ~3e-7 of the objective (breast cancer "
+        "at C=1000, spread scales at C=10) and ~2e-5 (spread scales at C=1000); SafeSVC "
+        "then warns within a few hundred epochs and returns the interior-point "
+        "finisher's best point. LinearSVC's dual coordinate descent crawls on these "
+        "unscaled data and stops at max_iter far from the optimum.",
         "",
     ]
     text = "\n".join(lines)
