@@ -75,6 +75,8 @@ class StepOutcome:
     converged: bool
     n_lower: int
     n_upper: int
+    #: the relative gap float64 cannot resolve at this point (``BoxQP.rounding_floor``)
+    rounding_floor: float = 0.0
 
 
 class _ReducedBoxQP:
@@ -260,7 +262,7 @@ class BoxQPPath:
         # the next step's reference: compensated margins, gap and their error bounds
         self.reference = problem.reference(C, reduced.alpha)
         return StepOutcome(self.reference, cert.rel_gap, result.n_iter, result.converged,
-                           n_lower, n_upper)
+                           n_lower, n_upper, problem.rounding_floor(self.reference))
 
     def _task_words(self) -> str:
         return f" (class {self.name})" if self.name else ""

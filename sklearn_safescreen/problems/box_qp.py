@@ -39,7 +39,7 @@ from ._box_qp_fast import (
     dot2_rows,
     gap_terms,
 )
-from .constants import KERNEL_RTOL, UNIT_ROUNDOFF
+from .constants import KERNEL_RTOL, TINY, UNIT_ROUNDOFF
 from .kernels import KernelMatrix
 
 #: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`.
@@ -194,6 +194,33 @@ class BoxQP:
         n = self.n_samples
         return 2.0 * (float(a @ (margin_error + 4.0 * UNIT_ROUNDOFF * g))
                       + gamma(n) * float(np.abs(terms).sum()))
+
+    def rounding_floor(self, ref: BoxQPReference) -> float:
+        r"""The duality gap that double precision cannot resolve at ``ref``, relative
+        to the dual objective (``doc/theory/svm_lad.rst``, *Beyond double precision*).
+
+        Two parts: the error bound of the computed gap (``ref.gap_error``), and the
+        resolution of the dual point itself. A free variable (strictly inside its box)
+        is stored to one rounding, :math:`u|\alpha_j|`; each such step moves margin
+        :math:`i` by up to :math:`u|\alpha_j|\|z_i\|\|z_j\|` and the gap by
+        :math:`a_i=\max(|lo_i|,|hi_i|)+|\alpha_i|` times that, so no float64 point
+        near the optimum can be certified below
+
+        .. math::
+
+            u\Big(\sum_i a_i\|z_i\|\Big)\Big(\sum_{j\ \rm free}|\alpha_j|\|z_j\|\Big),
+
+        which grows like :math:`C^2` (:math:`a_i` and the free :math:`\alpha_j` scale
+        with ``C``) while the objective grows at most like ``C``. Variables at an end of
+        their box are exact (the box is the data) and do not count.
+        """
+        alpha = ref.alpha
+        zn = np.sqrt(np.maximum(self.sqnorm, 0.0))
+        a = np.maximum(np.abs(self.lo), np.abs(self.hi)) + np.abs(alpha)
+        free = (alpha > self.lo) & (alpha < self.hi)
+        resolution = UNIT_ROUNDOFF * float(a @ zn) * float(np.abs(alpha[free]) @ zn[free])
+        dual = abs(self.dual_objective(alpha, ref.margins))
+        return (ref.gap_error + resolution) / max(dual, TINY)
 
     def reference(self, C: float, alpha: np.ndarray) -> BoxQPReference:
         """The screening reference at ``alpha``: compensated margins, the full duality
