@@ -261,8 +261,12 @@ class BoxQPPath:
                   f"iter={result.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
         # the next step's reference: compensated margins, gap and their error bounds
         self.reference = problem.reference(C, reduced.alpha)
+        # a fit whose gap met tol is certified unless the gap's own error bound exceeds
+        # tol; one that did not is limited by the resolution of float64 if its floor
+        # (error bound and resolution of the dual point) exceeds tol
+        floor = problem.rounding_floor(self.reference, resolution=not result.converged)
         return StepOutcome(self.reference, cert.rel_gap, result.n_iter, result.converged,
-                           n_lower, n_upper, problem.rounding_floor(self.reference))
+                           n_lower, n_upper, floor)
 
     def _task_words(self) -> str:
         return f" (class {self.name})" if self.name else ""

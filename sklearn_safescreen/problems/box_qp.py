@@ -195,7 +195,7 @@ class BoxQP:
         return 2.0 * (float(a @ (margin_error + 4.0 * UNIT_ROUNDOFF * g))
                       + gamma(n) * float(np.abs(terms).sum()))
 
-    def rounding_floor(self, ref: BoxQPReference) -> float:
+    def rounding_floor(self, ref: BoxQPReference, resolution: bool = True) -> float:
         r"""The duality gap that double precision cannot resolve at ``ref``, relative
         to the dual objective (``doc/theory/svm_lad.rst``, *Beyond double precision*).
 
@@ -212,15 +212,19 @@ class BoxQP:
 
         which grows like :math:`C^2` (:math:`a_i` and the free :math:`\alpha_j` scale
         with ``C``) while the objective grows at most like ``C``. Variables at an end of
-        their box are exact (the box is the data) and do not count.
+        their box are exact (the box is the data) and do not count. This second part
+        (Cauchy-Schwarz, so pessimistic) only explains a solve that did not converge:
+        ``resolution=False`` leaves it out.
         """
         alpha = ref.alpha
+        dual = abs(self.dual_objective(alpha, ref.margins))
+        if not resolution:
+            return ref.gap_error / max(dual, TINY)
         zn = np.sqrt(np.maximum(self.sqnorm, 0.0))
         a = np.maximum(np.abs(self.lo), np.abs(self.hi)) + np.abs(alpha)
         free = (alpha > self.lo) & (alpha < self.hi)
-        resolution = UNIT_ROUNDOFF * float(a @ zn) * float(np.abs(alpha[free]) @ zn[free])
-        dual = abs(self.dual_objective(alpha, ref.margins))
-        return (ref.gap_error + resolution) / max(dual, TINY)
+        floor = UNIT_ROUNDOFF * float(a @ zn) * float(np.abs(alpha[free]) @ zn[free])
+        return (ref.gap_error + floor) / max(dual, TINY)
 
     def reference(self, C: float, alpha: np.ndarray) -> BoxQPReference:
         """The screening reference at ``alpha``: compensated margins, the full duality

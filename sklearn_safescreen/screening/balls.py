@@ -134,9 +134,14 @@ def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm, error1=0.0,
     tau = np.sqrt(np.maximum(znorm**2 - (proj_phi / phi_norm) ** 2, 0.0))
     proj_psi = proj2 + zeta * proj_phi / phi_norm
     # first-order error of every ingredient of the circle value (phi_error < phi/1000)
+    # (a call without error bounds is exact geometry: no rounding terms either, so that
+    # e.g. tangent balls still give their contact point)
+    exact = np.all(np.asarray(error1) == 0) and np.all(np.asarray(error2) == 0) \
+        and phi_error == 0
+    u = 0.0 if exact else UNIT_ROUNDOFF
     e_p = np.asarray(error1 + error2, dtype=float)  # of proj_phi
     d_zeta = abs(0.5 - (r2**2 - r1**2) / (2.0 * phi_norm**2)) * phi_error \
-        + 8 * UNIT_ROUNDOFF * (abs(zeta) + phi_norm + (r1**2 + r2**2) / phi_norm)
+        + 8 * u * (abs(zeta) + phi_norm + (r1**2 + r2**2) / phi_norm)
     d_kappa = np.sqrt(2.0 * abs(zeta) * d_zeta + d_zeta**2)
     d_ratio = e_p / phi_norm + 2.0 * np.abs(proj_phi) * phi_error / phi_norm**2  # p/||phi||
     ratio = np.abs(proj_phi) / phi_norm
@@ -144,9 +149,9 @@ def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm, error1=0.0,
     d_zr = d_zeta / phi_norm + abs(zeta) * 2.0 * phi_error / phi_norm**2  # zeta/||phi||
     d_psi = error2 + abs(zeta) / phi_norm * e_p + np.abs(proj_phi) * d_zr
     d3 = d_psi + kappa * d_tau + tau * d_kappa + d_kappa * d_tau \
-        + 8 * UNIT_ROUNDOFF * (np.abs(proj_psi) + kappa * tau)
+        + 8 * u * (np.abs(proj_psi) + kappa * tau)
     with np.errstate(divide="ignore", invalid="ignore"):
-        d_cos = np.where(znorm > 0, d_ratio / znorm, np.inf)
+        d_cos = np.where(znorm > 0, d_ratio / znorm, 0.0 if exact else np.inf)
     d_t = d_zeta / min(r1, r2) + phi_error / r1
     # case 3: the extremum lies on the circle where both spheres meet (for every value
     # of the inputs within their errors)
