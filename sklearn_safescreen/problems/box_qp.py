@@ -39,7 +39,7 @@ from ._box_qp_fast import (
     dot2_rows,
     gap_terms,
 )
-from .constants import KERNEL_RTOL, TINY, UNIT_ROUNDOFF
+from .constants import TINY, UNIT_ROUNDOFF
 from .kernels import KernelMatrix
 
 #: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`.
@@ -117,10 +117,10 @@ class BoxQP:
         :math:`\gamma_m^2` times the largest terms reaches the margins themselves.
         Linear mode takes two products, :math:`w=Z^\top\alpha` then :math:`Zw`; the
         error of the rounded :math:`w` reaches the margins through Cauchy-Schwarz.
-        Kernel mode adds ``KERNEL_RTOL`` :math:`\sum_j|Q_{ij}\alpha_j|`: the kernel
-        values are computed (BLAS distances, ``exp``), not given, and two evaluations of
-        one entry may differ by that much. Every term of the bound is doubled, which
-        covers the rounding of the bound's own arithmetic.
+        Kernel mode adds ``KernelMatrix.entry_rtol`` :math:`\sum_j|Q_{ij}\alpha_j|`
+        (0 when the kernel values are symmetric by construction): two evaluations of
+        one entry may otherwise differ by that much. Every term of the bound is
+        doubled, which covers the rounding of the bound's own arithmetic.
 
         Returns
         -------
@@ -163,18 +163,18 @@ class BoxQP:
                 rows = np.arange(sl.start, sl.stop)
                 dot2_accumulate(acc[sl], comp[sl], absum[sl], km.block(rows, nz).T, coef_nz)
         t = acc + comp
-        error = 2.0 * (UNIT_ROUNDOFF * np.abs(t) + (gamma(nz.size) ** 2 + KERNEL_RTOL) * absum)
+        error = 2.0 * (UNIT_ROUNDOFF * np.abs(t) + (gamma(nz.size) ** 2 + km.entry_rtol) * absum)
         return s * t, error
 
     def margin_error_bound(self, alpha: np.ndarray) -> np.ndarray:
         r"""A priori bound of the rounding error of margins :math:`Q\alpha` computed by
         ordinary sums (:meth:`margins`, BLAS) of at most :math:`n+d` terms:
         :math:`2(\gamma_{n+d}+\kappa)\|z_i\|\sum_j|\alpha_j|\|z_j\|` (Cauchy-Schwarz,
-        :math:`|Q_{ij}|\le\|z_i\|\|z_j\|`; :math:`\kappa` = ``KERNEL_RTOL`` in
+        :math:`|Q_{ij}|\le\|z_i\|\|z_j\|`; :math:`\kappa` = ``entry_rtol`` in
         kernel mode, 0 in linear mode). O(n)."""
         zn = np.sqrt(np.maximum(self.sqnorm, 0.0))
         m = self.n_samples + (self.X.shape[1] if self.linear else 0)
-        kappa = 0.0 if self.linear else KERNEL_RTOL
+        kappa = 0.0 if self.linear else self.kernel.entry_rtol
         return 2.0 * (gamma(m) + kappa) * zn * float(np.abs(alpha) @ zn)
 
     def gap_error(self, alpha: np.ndarray, q: np.ndarray, margin_error: np.ndarray,
@@ -183,16 +183,31 @@ class BoxQP:
         ``terms.sum()``, the per-sample terms computed from the margins ``q`` whose
         errors ``margin_error`` bounds.
 
-        Each term :math:`\max(-lo_ig_i,-hi_ig_i)+\alpha_ig_i` is Lipschitz in
-        :math:`g_i=q_i-p_i` with constant :math:`a_i=\max(|lo_i|,|hi_i|)+|\alpha_i|`;
-        :math:`g_i` itself carries the margin's error plus its rounding, the term a few
-        roundings, and the sum :math:`\gamma_n\sum_i|t_i|`. Doubled to cover the
-        bound's own arithmetic.
+        Each term :math:`t_i=\max(-lo_ig_i,-hi_ig_i)+\alpha_ig_i` is, in exact
+        arithmetic, :math:`(\alpha_i-lo_i)g_i` for :math:`g_i\ge0` and
+        :math:`(\alpha_i-hi_i)g_i` for :math:`g_i\le0`: piecewise linear in
+        :math:`g_i=q_i-p_i`, whose error is the margin's plus its rounding,
+        :math:`e_i+u|g_i|`. Over :math:`[g_i-e_i-u|g_i|,\ g_i+e_i+u|g_i|]` its slope is
+        :math:`|\alpha_i-lo_i|` if that interval is nonnegative, :math:`|hi_i-\alpha_i|`
+        if it is nonpositive, the larger of the two otherwise: a variable at the end of
+        its box on the side its margin certainly indicates contributes nothing, however
+        large ``C`` is. The term's own rounding is
+        :math:`4u(\max(|lo_i|,|hi_i|)+|\alpha_i|)|g_i|`, except that such a variable's
+        term is computed exactly 0 (two products of equal magnitude and opposite signs);
+        the sum adds :math:`\gamma_n\sum_i|t_i|`. Doubled to cover the bound's own
+        arithmetic.
         """
-        g = np.abs(q - self.p)
-        a = np.maximum(np.abs(self.lo), np.abs(self.hi)) + np.abs(alpha)
+        g = q - self.p
+        lo, hi = self.lo, self.hi
+        e = np.broadcast_to(np.asarray(margin_error, dtype=float), g.shape) \
+            + UNIT_ROUNDOFF * np.abs(g)
+        up, down = np.abs(alpha - lo), np.abs(hi - alpha)
+        slope = np.where(g - e >= 0, up, np.where(g + e <= 0, down, np.maximum(up, down)))
+        exact_zero = ((alpha == lo) & (g >= 0)) | ((alpha == hi) & (g <= 0))
+        rounding = np.where(exact_zero, 0.0, 4.0 * UNIT_ROUNDOFF * np.abs(g)
+                            * (np.maximum(np.abs(lo), np.abs(hi)) + np.abs(alpha)))
         n = self.n_samples
-        return 2.0 * (float(a @ (margin_error + 4.0 * UNIT_ROUNDOFF * g))
+        return 2.0 * (float(slope @ e) + float(rounding.sum())
                       + gamma(n) * float(np.abs(terms).sum()))
 
     def rounding_floor(self, ref: BoxQPReference, resolution: bool = True) -> float:
@@ -331,7 +346,8 @@ class BoxQPData:
             # each update adds the error of its product (and of the kernel values) and
             # the rounding of the addition: the bound accumulates along the path
             self._qv_error = self._qv_error + 2.0 * (
-                (gamma(changed.size + 1) + KERNEL_RTOL) * zn * float(np.abs(dv) @ zn[changed])
+                (gamma(changed.size + 1) + self.kernel.entry_rtol) * zn
+                * float(np.abs(dv) @ zn[changed])
                 + UNIT_ROUNDOFF * np.abs(self._qv))
         return self._qv.copy()
 

@@ -22,10 +22,9 @@ TINY = 1e-300
 #: the rounding-error bounds of the box-QP references (``problems/box_qp.py``).
 UNIT_ROUNDOFF = 2.0**-53
 
-#: Relative disagreement allowed between two evaluations of one kernel entry: a row is
-#: computed once and kept in the row cache, but :math:`k(x_i,x_j)` computed in row
-#: :math:`i` and in row :math:`j` may round differently (the norms of the BLAS distance
-#: are added in another order: units in the last place of the distance, which ``gamma``
-#: scales). Part of the error bound of kernel margins,
+#: Relative disagreement allowed between two evaluations of one kernel value (in row
+#: :math:`i` and in row :math:`j`) when they are not symmetric by construction: sparse
+#: inputs (scikit-learn's distances) and callable kernels (``KernelMatrix.entry_rtol``;
+#: the dense built-in kernels need none). Part of the error bound of kernel margins,
 #: :math:`\text{KERNEL\_RTOL}\sum_j|Q_{ij}\alpha_j|`.
 KERNEL_RTOL = 2 * UNIT_ROUNDOFF
