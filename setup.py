@@ -34,12 +34,20 @@ DIRECTIVES = {
 }
 
 
+#: Modules whose error-free transformations (compensated sums and dot products) need
+#: every product rounded on its own: no contraction of ``a * b + c`` into an FMA, which
+#: compilers may otherwise do where the instruction set has one.
+EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast"}
+NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
+
+
 def extensions() -> list[Extension]:
     sources = sorted((HERE / PACKAGE).rglob("*.pyx"))
-    return [Extension(".".join(p.relative_to(HERE).with_suffix("").parts),
-                      [str(p.relative_to(HERE))], include_dirs=[str(HERE)],
-                      extra_compile_args=COMPILE_ARGS)
-            for p in sources]
+    names = [".".join(p.relative_to(HERE).with_suffix("").parts) for p in sources]
+    return [Extension(name, [str(p.relative_to(HERE))], include_dirs=[str(HERE)],
+                      extra_compile_args=COMPILE_ARGS
+                      + (NO_CONTRACTION if name in EXACT_ROUNDING else []))
+            for name, p in zip(names, sources, strict=True)]
 
 
 setup(ext_modules=cythonize(extensions(), compiler_directives=DIRECTIVES,

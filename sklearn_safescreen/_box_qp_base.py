@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._utils.fingerprint import data_fingerprint
-from ._utils.warnings import warn_user
+from ._utils.warnings import PrecisionWarning, warn_user
 from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
 from .engine.box_qp import BoxQPPath
 from .engine.report import ScreeningReport
@@ -164,6 +164,19 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         """One warning about the value the user asked for, if its certified gap is
         above ``tol`` (an internal path step that stopped early is only a reference:
         the gap inflation keeps its screening safe)."""
+        floor = max(outcomes, key=lambda o: o.rounding_floor)
+        if floor.rounding_floor > self.tol:
+            # the gap cannot be resolved to tol in float64: a ConvergenceWarning's advice
+            # (more iterations) would not help
+            warn_user(
+                f"{type(self).__name__}(C={self.C:.6g}) is beyond double precision: the "
+                f"rounding of its duality gap (C times the kernel's scale times the "
+                f"dual variables) is {floor.rounding_floor:.3g} of the objective, above "
+                f"tol={self.tol:g}, so the fit cannot be certified and may be far from "
+                "the exact optimum. Lower C (the solution changes little beyond the "
+                "point where the loss is fitted exactly) or rescale the data.",
+                PrecisionWarning)
+            return
         worst = max(outcomes, key=lambda o: o.rel_gap)
         if not worst.converged:
             warn_user(

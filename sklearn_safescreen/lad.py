@@ -71,6 +71,16 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     new ``C`` (smaller or larger): this is how to walk a regularisation path by hand, and
     how :func:`sklearn_safescreen.path.lad_path` and ``RegularizationPathCV`` walk it.
 
+    **Precision at huge C.** Screening stays safe at any ``C``: the margins and the
+    duality gap of every reference are computed compensated, as if in twice the working
+    precision, with rigorous bounds of their rounding errors, and every rule widens its
+    bounds by them (``doc/theory/safety.rst``). The fit itself cannot be resolved beyond
+    float64: when the rounding floor of the duality gap (its error bound, plus the
+    resolution of the free dual variables if the solve stopped short) exceeds ``tol``
+    relative to the objective, a :class:`~sklearn_safescreen.PrecisionWarning` is issued
+    instead of a ``ConvergenceWarning`` (``doc/theory/svm_lad.rst``, *Beyond double
+    precision*). Lower ``C`` or rescale the data.
+
     Parameters
     ----------
     C : float, default=1.0

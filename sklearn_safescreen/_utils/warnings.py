@@ -28,6 +28,17 @@ class ScreeningRepairWarning(UserWarning):
     """
 
 
+class PrecisionWarning(UserWarning):
+    """The problem is beyond what float64 arithmetic can certify at this ``C``.
+
+    The rounding error of the duality gap (of the margins that enter it, which ``C``
+    multiplies) reaches the requested tolerance relative to the objective: the returned
+    model may be far from the optimum of the exact problem, and no solver working in
+    double precision can do better. Lower ``C`` (beyond some value the solution of a
+    separable or exactly penalised problem no longer changes), or rescale the data.
+    """
+
+
 def warn_user(message: str, category: type[Warning]) -> None:
     """``warnings.warn`` with the stack level of the first frame outside this package,
     scikit-learn and joblib (the caller's own code; the outermost frame if there is

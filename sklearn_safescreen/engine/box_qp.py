@@ -75,6 +75,8 @@ class StepOutcome:
     converged: bool
     n_lower: int
     n_upper: int
+    #: the relative gap float64 cannot resolve at this point (``BoxQP.rounding_floor``)
+    rounding_floor: float = 0.0
 
 
 class _ReducedBoxQP:
@@ -136,9 +138,13 @@ class _ReducedBoxQP:
         gap = float(terms.sum())
         rel_gap = gap / max(abs(problem.dual_objective(alpha, margins)), TINY)
         screened = self.fixed & self.movable
+        # a proof of a wrong decision must survive the round-off of these margins and
+        # gaps (a priori bounds: O(n))
+        margin_error = problem.margin_error_bound(alpha)
         wrong = proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
                                   screened & (alpha <= problem.lo),
-                                  screened & (alpha >= problem.hi))
+                                  screened & (alpha >= problem.hi), margin_error,
+                                  problem.gap_error(alpha, margins, margin_error, terms))
         loose = screened & (terms > 0)
         self.terms, self.gap = terms, gap
         return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
@@ -253,10 +259,14 @@ class BoxQPPath:
                   f"screened R={n_lower:<6d} L={n_upper:<6d} "
                   f"free={n - n_lower - n_upper:<6d} gap={cert.rel_gap:.2e} "
                   f"iter={result.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
-        self.reference = BoxQPReference(C, reduced.alpha, reduced.margins,
-                                        max(cert.gap, 0.0))
+        # the next step's reference: compensated margins, gap and their error bounds
+        self.reference = problem.reference(C, reduced.alpha)
+        # a fit whose gap met tol is certified unless the gap's own error bound exceeds
+        # tol; one that did not is limited by the resolution of float64 if its floor
+        # (error bound and resolution of the dual point) exceeds tol
+        floor = problem.rounding_floor(self.reference, resolution=not result.converged)
         return StepOutcome(self.reference, cert.rel_gap, result.n_iter, result.converged,
-                           n_lower, n_upper)
+                           n_lower, n_upper, floor)
 
     def _task_words(self) -> str:
         return f" (class {self.name})" if self.name else ""
@@ -294,7 +304,7 @@ class SVMPath(BoxQPPath):
 
     def screen(self, rule, ref, C):
         d = self.data
-        return screen_svm(rule, ref, C, d.sqnorm, d.weights, d.q_matvec)
+        return screen_svm(rule, ref, C, d.sqnorm, d.weights, d.q_matvec, d.q_matvec_error)
 
     def cold_start(self, C, report, *, tol, max_iter, rng, verbose):
         """The closed form at :math:`C_{\\min}` when it is cheap (linear mode, or a

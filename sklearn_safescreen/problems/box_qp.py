@@ -31,8 +31,27 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._box_qp_fast import gap_terms
+from ._box_qp_fast import (
+    dot2_accumulate,
+    dot2_csr,
+    dot2_csr_transpose,
+    dot2_dense,
+    dot2_rows,
+    gap_terms,
+)
+from .constants import TINY, UNIT_ROUNDOFF
 from .kernels import KernelMatrix
+
+#: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`.
+_BLOCK_ROWS = 256
+
+
+def gamma(m: int | float) -> float:
+    r""":math:`\gamma_m = mu/(1-mu)`: the relative error bound of a sum of ``m`` terms in
+    floating point, :math:`|\mathrm{fl}(\sum a_i)-\sum a_i|\le\gamma_{m}\sum|a_i|`
+    (Higham 2002, Sec. 3.1)."""
+    mu = m * UNIT_ROUNDOFF
+    return mu / (1.0 - mu)
 
 
 @dataclass
@@ -88,25 +107,187 @@ class BoxQP:
         """``-1/2 a'Qa + p'a`` given the margins ``q = Q a`` of every sample."""
         return float(-0.5 * alpha @ q + self.p @ alpha)
 
+    def accurate_margins(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r"""The margins :math:`q = Q\alpha` of every sample, compensated, with a bound
+        of their rounding error (``doc/theory/safety.rst``).
+
+        Every dot product is evaluated by Dot2 (Ogita, Rump and Oishi 2005), as if in
+        twice the working precision, so :math:`|\hat q_i-q_i|\le u|\hat q_i|+
+        \gamma_m^2\sum_j|Q_{ij}\alpha_j|`: the error does not grow with ``C`` until
+        :math:`\gamma_m^2` times the largest terms reaches the margins themselves.
+        Linear mode takes two products, :math:`w=Z^\top\alpha` then :math:`Zw`; the
+        error of the rounded :math:`w` reaches the margins through Cauchy-Schwarz.
+        Kernel mode adds ``KernelMatrix.entry_rtol`` :math:`\sum_j|Q_{ij}\alpha_j|`
+        (0 when the kernel values are symmetric by construction): two evaluations of
+        one entry may otherwise differ by that much. Every term of the bound is
+        doubled, which covers the rounding of the bound's own arithmetic.
+
+        Returns
+        -------
+        q, error : ndarray of shape (n_samples,)
+        """
+        s = self.sign
+        coef = s * alpha
+        n = self.n_samples
+        if self.linear:
+            X = self.X
+            if sp.issparse(X):
+                X = sp.csr_matrix(X)
+                w, w_abs = dot2_csr_transpose(X.data, X.indices, X.indptr, X.shape[1],
+                                              coef)
+                t, t_abs = dot2_csr(X.data, X.indices, X.indptr, w)
+                d = int(np.diff(X.indptr).max(initial=0))
+            else:
+                w, w_abs = dot2_dense(X, coef)
+                t, t_abs = dot2_rows(X, w)
+                d = X.shape[1]
+            n_nz = int(np.count_nonzero(coef))
+            w_error = 2.0 * (UNIT_ROUNDOFF * np.abs(w) + gamma(n_nz) ** 2 * w_abs)
+            error = 2.0 * (UNIT_ROUNDOFF * np.abs(t) + gamma(d) ** 2 * t_abs
+                           + np.sqrt(self.sqnorm) * float(np.sqrt(w_error @ w_error)))
+            return s * t, error
+        nz = np.flatnonzero(alpha)
+        acc, comp, absum = np.zeros(n), np.zeros(n), np.zeros(n)
+        km = self.kernel
+        if isinstance(km.kernel, str) and km.kernel != "precomputed":
+            # a built-in kernel is symmetric: rows of the support (as the row cache
+            # holds them) serve as columns
+            every = np.arange(n)
+            for start in range(0, nz.size, _BLOCK_ROWS):
+                part = nz[start:start + _BLOCK_ROWS]
+                dot2_accumulate(acc, comp, absum, km.block(part, every), coef[part])
+        else:
+            coef_nz = np.ascontiguousarray(coef[nz])
+            for start in range(0, n, _BLOCK_ROWS):
+                sl = slice(start, min(start + _BLOCK_ROWS, n))
+                rows = np.arange(sl.start, sl.stop)
+                dot2_accumulate(acc[sl], comp[sl], absum[sl], km.block(rows, nz).T, coef_nz)
+        t = acc + comp
+        error = 2.0 * (UNIT_ROUNDOFF * np.abs(t) + (gamma(nz.size) ** 2 + km.entry_rtol) * absum)
+        return s * t, error
+
+    def margin_error_bound(self, alpha: np.ndarray) -> np.ndarray:
+        r"""A priori bound of the rounding error of margins :math:`Q\alpha` computed by
+        ordinary sums (:meth:`margins`, BLAS) of at most :math:`n+d` terms:
+        :math:`2(\gamma_{n+d}+\kappa)\|z_i\|\sum_j|\alpha_j|\|z_j\|` (Cauchy-Schwarz,
+        :math:`|Q_{ij}|\le\|z_i\|\|z_j\|`; :math:`\kappa` = ``entry_rtol`` in
+        kernel mode, 0 in linear mode). O(n)."""
+        zn = np.sqrt(np.maximum(self.sqnorm, 0.0))
+        m = self.n_samples + (self.X.shape[1] if self.linear else 0)
+        kappa = 0.0 if self.linear else self.kernel.entry_rtol
+        return 2.0 * (gamma(m) + kappa) * zn * float(np.abs(alpha) @ zn)
+
+    def gap_error(self, alpha: np.ndarray, q: np.ndarray, margin_error: np.ndarray,
+                  terms: np.ndarray) -> float:
+        r"""Bound of how far the exact duality gap at ``alpha`` can exceed
+        ``terms.sum()``, the per-sample terms computed from the margins ``q`` whose
+        errors ``margin_error`` bounds.
+
+        Each term :math:`t_i=\max(-lo_ig_i,-hi_ig_i)+\alpha_ig_i` is, in exact
+        arithmetic, :math:`(\alpha_i-lo_i)g_i` for :math:`g_i\ge0` and
+        :math:`(\alpha_i-hi_i)g_i` for :math:`g_i\le0`: piecewise linear in
+        :math:`g_i=q_i-p_i`, whose error is the margin's plus its rounding,
+        :math:`e_i+u|g_i|`. Over :math:`[g_i-e_i-u|g_i|,\ g_i+e_i+u|g_i|]` its slope is
+        :math:`|\alpha_i-lo_i|` if that interval is nonnegative, :math:`|hi_i-\alpha_i|`
+        if it is nonpositive, the larger of the two otherwise: a variable at the end of
+        its box on the side its margin certainly indicates contributes nothing, however
+        large ``C`` is. The term's own rounding is
+        :math:`4u(\max(|lo_i|,|hi_i|)+|\alpha_i|)|g_i|`, except that such a variable's
+        term is computed exactly 0 (two products of equal magnitude and opposite signs);
+        the sum adds :math:`\gamma_n\sum_i|t_i|`. Doubled to cover the bound's own
+        arithmetic.
+        """
+        g = q - self.p
+        lo, hi = self.lo, self.hi
+        e = np.broadcast_to(np.asarray(margin_error, dtype=float), g.shape) \
+            + UNIT_ROUNDOFF * np.abs(g)
+        up, down = np.abs(alpha - lo), np.abs(hi - alpha)
+        slope = np.where(g - e >= 0, up, np.where(g + e <= 0, down, np.maximum(up, down)))
+        exact_zero = ((alpha == lo) & (g >= 0)) | ((alpha == hi) & (g <= 0))
+        rounding = np.where(exact_zero, 0.0, 4.0 * UNIT_ROUNDOFF * np.abs(g)
+                            * (np.maximum(np.abs(lo), np.abs(hi)) + np.abs(alpha)))
+        n = self.n_samples
+        return 2.0 * (float(slope @ e) + float(rounding.sum())
+                      + gamma(n) * float(np.abs(terms).sum()))
+
+    def rounding_floor(self, ref: BoxQPReference, resolution: bool = True) -> float:
+        r"""The duality gap that double precision cannot resolve at ``ref``, relative
+        to the dual objective (``doc/theory/svm_lad.rst``, *Beyond double precision*).
+
+        Two parts: the error bound of the computed gap (``ref.gap_error``), and the
+        resolution of the dual point itself. A free variable (strictly inside its box)
+        is stored to one rounding, :math:`u|\alpha_j|`; each such step moves margin
+        :math:`i` by up to :math:`u|\alpha_j|\|z_i\|\|z_j\|` and the gap by
+        :math:`a_i=\max(|lo_i|,|hi_i|)+|\alpha_i|` times that, so no float64 point
+        near the optimum can be certified below
+
+        .. math::
+
+            u\Big(\sum_i a_i\|z_i\|\Big)\Big(\sum_{j\ \rm free}|\alpha_j|\|z_j\|\Big),
+
+        which grows like :math:`C^2` (:math:`a_i` and the free :math:`\alpha_j` scale
+        with ``C``) while the objective grows at most like ``C``. Variables at an end of
+        their box are exact (the box is the data) and do not count. This second part
+        (Cauchy-Schwarz, so pessimistic) only explains a solve that did not converge:
+        ``resolution=False`` leaves it out.
+        """
+        alpha = ref.alpha
+        dual = abs(self.dual_objective(alpha, ref.margins))
+        if not resolution:
+            return ref.gap_error / max(dual, TINY)
+        zn = np.sqrt(np.maximum(self.sqnorm, 0.0))
+        a = np.maximum(np.abs(self.lo), np.abs(self.hi)) + np.abs(alpha)
+        free = (alpha > self.lo) & (alpha < self.hi)
+        floor = UNIT_ROUNDOFF * float(a @ zn) * float(np.abs(alpha[free]) @ zn[free])
+        return (ref.gap_error + floor) / max(dual, TINY)
+
+    def reference(self, C: float, alpha: np.ndarray) -> BoxQPReference:
+        """The screening reference at ``alpha``: compensated margins, the full duality
+        gap and the bounds of their rounding errors (one pass over the data)."""
+        q, error = self.accurate_margins(alpha)
+        terms = self.gap_terms(alpha, q)
+        gap = float(terms.sum())
+        return BoxQPReference(C, alpha, q, max(gap, 0.0), error,
+                              self.gap_error(alpha, q, error, terms))
+
 
 @dataclass(frozen=True)
 class BoxQPReference:
-    r"""A solution at ``C``: full dual vector, its exact margins and its duality gap.
+    r"""A solution at ``C``: full dual vector, its margins and its duality gap, with
+    bounds of their rounding errors.
 
     ``margins`` must be :math:`Q\alpha` for exactly this ``alpha`` over **all** samples
-    (screened ones included), and ``gap`` the full-problem duality gap at ``alpha``
-    (0 for a closed-form solution). For LAD the margins are the reference's
-    predictions :math:`G\alpha`.
+    (screened ones included) up to ``margin_error`` (per sample, or one bound for all),
+    and ``gap`` the full-problem duality gap at ``alpha`` (0 for a closed-form solution)
+    up to ``gap_error``: the exact gap is at most ``gap + gap_error``
+    (:meth:`BoxQP.reference` computes all four; ``doc/theory/safety.rst``). For LAD the
+    margins are the reference's predictions :math:`G\alpha`.
     """
 
     C: float
     alpha: np.ndarray
     margins: np.ndarray
     gap: float
+    margin_error: np.ndarray | float = 0.0
+    gap_error: float = 0.0
 
     @property
     def sq_norm_w(self) -> float:
         return max(float(self.alpha @ self.margins), 0.0)
+
+    @property
+    def safe_gap(self) -> float:
+        """An upper bound of the exact duality gap at ``alpha``."""
+        return max(self.gap, 0.0) + self.gap_error
+
+    @property
+    def sq_norm_w_error(self) -> float:
+        r"""Bound of the error of :attr:`sq_norm_w`: the margins' errors weighted by
+        :math:`|\alpha|`, and the rounding of the sum (doubled, as every bound)."""
+        a = np.abs(self.alpha)
+        n = a.size
+        return 2.0 * (float(np.sum(a * self.margin_error))
+                      + gamma(n + 1) * float(a @ np.abs(self.margins)))
 
 
 class BoxQPData:
@@ -133,6 +314,8 @@ class BoxQPData:
                 "large for float64 arithmetic; rescale X, or lower gamma or the degree")
         self._v = np.zeros_like(sign)
         self._qv = np.zeros_like(sign)
+        self._qv_error = np.zeros_like(sign)
+        self._znorm = np.sqrt(np.maximum(self.sqnorm, 0.0))
 
     @property
     def n_samples(self) -> int:
@@ -149,15 +332,28 @@ class BoxQPData:
 
     def q_matvec(self, v: np.ndarray) -> np.ndarray:
         """``Q v``; in kernel mode incrementally from the previous call."""
-        s = self.sign
+        s, zn = self.sign, self._znorm
         if self.kernel is None:
+            # two ordinary products of at most n + d terms (Cauchy-Schwarz per entry)
+            self._qv_error = 2.0 * gamma(s.size + self.X.shape[1]) * zn \
+                * float(np.abs(v) @ zn)
             return s * np.asarray(self.X @ np.asarray(self.X.T @ (s * v)).ravel()).ravel()
         changed = np.flatnonzero(v != self._v)
         if changed.size:
             dv = s[changed] * (v[changed] - self._v[changed])
             self._qv = self._qv + s * self.kernel.matvec(np.arange(s.size), changed, dv)
             self._v = v.copy()
+            # each update adds the error of its product (and of the kernel values) and
+            # the rounding of the addition: the bound accumulates along the path
+            self._qv_error = self._qv_error + 2.0 * (
+                (gamma(changed.size + 1) + self.kernel.entry_rtol) * zn
+                * float(np.abs(dv) @ zn[changed])
+                + UNIT_ROUNDOFF * np.abs(self._qv))
         return self._qv.copy()
+
+    def q_matvec_error(self) -> np.ndarray:
+        """Bound of the rounding error of the last :meth:`q_matvec` product."""
+        return self._qv_error.copy()
 
 
 class SVMData(BoxQPData):
@@ -177,8 +373,10 @@ class SVMData(BoxQPData):
 
     def closed_form(self, C: float, qc: np.ndarray) -> BoxQPReference:
         r"""The optimum :math:`\alpha = Cc` at :math:`C \le C_{\min}` (every sample
-        inside the margin), exact: its gap is 0."""
-        return BoxQPReference(C, C * self.weights, C * qc, 0.0)
+        inside the margin): its gap is 0 up to the rounding of :math:`C_{\min}`; the
+        reference carries its compensated margins and error bounds (``qc``, the
+        caller's :math:`Qc`, only located :math:`C_{\min}`)."""
+        return self.problem(C).reference(C, C * self.weights)
 
 
 class LADData(BoxQPData):
@@ -201,10 +399,9 @@ class LADData(BoxQPData):
         (0 up to round-off when no target is 0) and relative gap; ``slope`` is
         :math:`\\gamma` and ``slope_predictions`` :math:`G\\gamma`."""
         problem = self.problem(C)
-        alpha, margins = C * slope, C * slope_predictions
-        gap = max(float(problem.gap_terms(alpha, margins).sum()), 0.0)
-        dual = abs(problem.dual_objective(alpha, margins))
-        return BoxQPReference(C, alpha, margins, gap), gap / max(dual, 1e-300)
+        ref = problem.reference(C, C * slope)
+        dual = abs(problem.dual_objective(ref.alpha, ref.margins))
+        return ref, ref.gap / max(dual, 1e-300)
 
 
 def critical_C(q_of_weights: np.ndarray) -> float:

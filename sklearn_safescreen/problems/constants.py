@@ -17,3 +17,14 @@ RADIUS_ATOL = 1e-12
 
 #: Smallest magnitude a relative gap is divided by.
 TINY = 1e-300
+
+#: Unit roundoff of float64, :math:`u=2^{-53}` (half the machine epsilon): the unit of
+#: the rounding-error bounds of the box-QP references (``problems/box_qp.py``).
+UNIT_ROUNDOFF = 2.0**-53
+
+#: Relative disagreement allowed between two evaluations of one kernel value (in row
+#: :math:`i` and in row :math:`j`) when they are not symmetric by construction: sparse
+#: inputs (scikit-learn's distances) and callable kernels (``KernelMatrix.entry_rtol``;
+#: the dense built-in kernels need none). Part of the error bound of kernel margins,
+#: :math:`\text{KERNEL\_RTOL}\sum_j|Q_{ij}\alpha_j|`.
+KERNEL_RTOL = 2 * UNIT_ROUNDOFF

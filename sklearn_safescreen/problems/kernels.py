@@ -14,7 +14,16 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
 from .._utils import memory
-from ._box_qp_fast import add_rows
+from ._box_qp_fast import (
+    add_rows,
+    row_sq_norms,
+    symmetric_kernel_block,
+    symmetric_kernel_diag,
+)
+from .constants import KERNEL_RTOL
+
+#: Built-in kernels computed by :func:`symmetric_kernel_block` on dense inputs (codes).
+_SYMMETRIC_KINDS = {"linear": 0, "rbf": 1, "poly": 2}
 
 #: Rows per chunk when a kernel block is reduced on the fly (bounded memory).
 _CHUNK_ROWS = 2048
@@ -56,11 +65,27 @@ class KernelMatrix:
         self._last_use = np.zeros(self._capacity, dtype=np.int64)
         self._clock = 0
         self._lock = threading.RLock()  # one-vs-rest tasks share the cache across threads
+        # dense built-in kernels: every value a fixed symmetric function of its pair
+        # (the transposed samples and their squared norms, summed in feature order)
+        self._kind = (_SYMMETRIC_KINDS.get(kernel) if isinstance(kernel, str)
+                      and X is not None and not sp.issparse(X) else None)
+        if self._kind is not None:
+            self._prepare_symmetric()
+
+    def _prepare_symmetric(self):
+        self._Xc = np.ascontiguousarray(self.X, dtype=np.float64)
+        self._Xt = np.ascontiguousarray(self._Xc.T)
+        self._sq = row_sq_norms(self._Xc)
+        prm = self.kernel_params
+        self._sym_params = (self._kind, float(prm.get("gamma", 0.0)),
+                            float(prm.get("coef0", 0.0)), float(prm.get("degree", 1.0)))
 
     def __getstate__(self):
         # a pickled estimator should not carry (or share) the cache: start empty
         state = self.__dict__.copy()
         del state["_lock"]
+        for key in ("_Xc", "_Xt", "_sq"):  # derived from X: rebuilt on unpickling
+            state.pop(key, None)
         if self._rows is not None:
             state["_rows"] = None
             state["_slot"] = np.full(self.n_samples, -1, dtype=np.int64)
@@ -72,6 +97,28 @@ class KernelMatrix:
         if self._capacity and self._rows is None:
             self._rows = np.empty((self._capacity, self.n_samples))
         self._lock = threading.RLock()
+        if self.__dict__.get("_kind") is not None:
+            self._prepare_symmetric()
+
+    @property
+    def entry_rtol(self) -> float:
+        r"""Relative disagreement between two evaluations of one kernel value
+        :math:`k(x_i,x_j)` (in row :math:`i` and in row :math:`j`, as the row cache
+        serves rows as columns), which the margins' error bounds must allow for.
+
+        0 for the dense built-in kernels, whose values are symmetric functions of the
+        pair by construction (:func:`symmetric_kernel_block`), and for a precomputed
+        matrix that is exactly symmetric; otherwise ``KERNEL_RTOL`` (scikit-learn's
+        distances and a user's function may round the two evaluations differently)."""
+        if self._kind is not None:
+            return 0.0
+        if self.kernel == "precomputed":
+            if not hasattr(self, "_precomputed_symmetric"):
+                P = self.X
+                self._precomputed_symmetric = bool(
+                    (P != P.T).nnz == 0 if sp.issparse(P) else np.array_equal(P, P.T))
+            return 0.0 if self._precomputed_symmetric else KERNEL_RTOL
+        return KERNEL_RTOL
 
     @property
     def cache_capacity(self) -> int:
@@ -136,6 +183,13 @@ class KernelMatrix:
         self.n_evaluations += len(rows) * len(cols)
         if self.kernel == "precomputed":
             K = np.asarray(self.X[np.ix_(rows, cols)], dtype=np.float64)
+        elif self._kind is not None:
+            rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+            every = cols.size == self.n_samples and np.array_equal(
+                cols, np.arange(self.n_samples))
+            Bt = self._Xt if every else np.ascontiguousarray(self._Xt[:, cols])
+            K = symmetric_kernel_block(self._Xc[rows], self._sq[rows], Bt, self._sq[cols],
+                                       *self._sym_params)
         else:
             K = self.cross(self.X[rows], self.X[cols])
             if callable(self.kernel):  # the user's function may return an array it keeps
@@ -159,7 +213,9 @@ class KernelMatrix:
         """``K(x_i, x_i) + bias**2`` for every sample, in O(n) kernel evaluations
         for the built-in kernels."""
         X, k, prm = self.X, self.kernel, self.kernel_params
-        if k == "precomputed":
+        if self._kind is not None:  # bit for bit the diagonal of the blocks
+            d = symmetric_kernel_diag(self._sq, *self._sym_params)
+        elif k == "precomputed":
             d = np.asarray(X.diagonal(), dtype=np.float64).copy()
         elif k == "rbf":
             d = np.ones(self.n_samples)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..problems.box_qp import BoxQPReference
-from ..problems.constants import SCREEN_RTOL
+from ..problems.constants import SCREEN_RTOL, UNIT_ROUNDOFF
 from ._balls_fast import gap_ball_masks
 
 
@@ -58,11 +58,13 @@ def decide(lower, upper, target, active=None) -> tuple[np.ndarray, np.ndarray]:
     return at_lower, at_upper
 
 
-def ball_bounds(center_proj, radius, znorm) -> tuple[np.ndarray, np.ndarray]:
+def ball_bounds(center_proj, radius, znorm, error=0.0) -> tuple[np.ndarray, np.ndarray]:
     r"""Lemma 1 of Ogawa et al. (2013): over :math:`\|w-m\|\le r`, :math:`z^\top w \in
-    [z^\top m - r\|z\|,\ z^\top m + r\|z\|]`."""
-    spread = radius * znorm
+    [z^\top m - r\|z\|,\ z^\top m + r\|z\|]`, widened by ``error``, a bound of the
+    rounding error of the computed projections ``center_proj``."""
+    spread = radius * znorm + error
     return center_proj - spread, center_proj + spread
+
 
 
 def reference_ball(ref: BoxQPReference, C: float) -> tuple[np.ndarray, float, float]:
@@ -74,17 +76,28 @@ def reference_ball(ref: BoxQPReference, C: float) -> tuple[np.ndarray, float, fl
     :math:`\rho(\|\tilde w\|+\delta)+c\,\delta` with
     :math:`\rho=|C-C_{\rm ref}|/(2C_{\rm ref})` and :math:`\delta=\sqrt{2\,\mathrm{gap}}`
     (the exact reference optimum lies within :math:`\delta` of :math:`\tilde w`, the
-    primal being 1-strongly convex). Returns ``(centre projections, radius, c)``: the
-    projections :math:`z_i^\top(c\tilde w)` of the centre on every sample.
+    primal being 1-strongly convex). Returns ``(centre projections, radius, c, error)``:
+    the projections :math:`z_i^\top(c\tilde w)` of the centre on every sample and a
+    bound of their rounding error.
+
+    Rounding (``doc/theory/safety.rst``): :math:`\delta` is taken from the reference's
+    gap plus its error bound, :math:`\|\tilde w\|` from :math:`\tilde\alpha^\top q`
+    plus its error bound, and the radius is rounded up; the projections carry the
+    margins' error bound times ``c``.
     """
     c = (C + ref.C) / (2.0 * ref.C)
     rho = abs(C - ref.C) / (2.0 * ref.C)
-    delta = np.sqrt(2.0 * max(ref.gap, 0.0))
-    radius = rho * (np.sqrt(ref.sq_norm_w) + delta) + c * delta
-    return c * ref.margins, radius, c
+    delta = np.sqrt(2.0 * ref.safe_gap)
+    norm_w = np.sqrt(ref.sq_norm_w + ref.sq_norm_w_error)
+    radius = (rho * (norm_w + delta) + c * delta) * (1.0 + 16 * UNIT_ROUNDOFF)
+    proj = c * ref.margins
+    error = c * ref.margin_error * (1.0 + 4 * UNIT_ROUNDOFF) \
+        + 4 * UNIT_ROUNDOFF * np.abs(proj)
+    return proj, radius, c, error
 
 
-def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):
+def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm, error1=0.0,
+                    error2=0.0, phi_error=0.0):
     r"""Bounds of :math:`z_i^\top w` over the intersection of two balls (Ogawa et al.
     2013, Theorem 8).
 
@@ -94,14 +107,24 @@ def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):
     degenerate cases (point balls, concentric balls, no intersection). Returns
     ``(lower, upper, disjoint)``; when the balls are (numerically) disjoint the caller
     must not trust the intersection.
+
+    Rounding: ``error1`` / ``error2`` bound the errors of ``proj1`` / ``proj2`` (so
+    ``proj_phi`` errs by their sum) and ``phi_error`` that of ``phi_norm``; ``r1`` and
+    ``r2`` must be upper bounds. The single-ball bounds are widened by the projections'
+    errors. The circle value is a bound only where the extremum lies on the circle, and
+    it is sensitive to the inputs: it is used only where that case holds whatever the
+    errors, and widened by its first-order error (plus the square-root terms of
+    :math:`\kappa` and :math:`\tau`); elsewhere the two balls' bounds stand alone.
     """
-    l1, u1 = ball_bounds(proj1, r1, znorm)
-    l2, u2 = ball_bounds(proj2, r2, znorm)
+    l1, u1 = ball_bounds(proj1, r1, znorm, error1)
+    l2, u2 = ball_bounds(proj2, r2, znorm, error2)
     lower, upper = np.maximum(l1, l2), np.minimum(u1, u2)
-    disjoint = phi_norm > (r1 + r2) * (1 + 1e-12) + 1e-12
-    if disjoint or r1 <= 0.0 or r2 <= 0.0 or phi_norm <= 1e-12 * max(r1, r2, 1.0):
+    disjoint = phi_norm - phi_error > (r1 + r2) * (1 + 1e-12) + 1e-12
+    if disjoint or r1 <= 0.0 or r2 <= 0.0 or phi_norm <= 1e-12 * max(r1, r2, 1.0) \
+            or phi_error >= 1e-3 * phi_norm:
         # a point ball, concentric balls (the smaller one wins through the max/min
-        # above), or nothing to intersect
+        # above), nothing to intersect, or a distance between the centres too uncertain
+        # for the circle
         return lower, upper, disjoint
     zeta = (phi_norm**2 + r2**2 - r1**2) / (2.0 * phi_norm)
     kappa = np.sqrt(max(r2**2 - zeta**2, 0.0))
@@ -110,11 +133,32 @@ def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm):
         cos = np.where(znorm > 0, proj_phi / (znorm * phi_norm), 0.0)
     tau = np.sqrt(np.maximum(znorm**2 - (proj_phi / phi_norm) ** 2, 0.0))
     proj_psi = proj2 + zeta * proj_phi / phi_norm
-    # case 3: the extremum lies on the circle where both spheres meet
-    low3 = (t_lo <= -cos) & (-cos <= t_hi)
-    up3 = (t_lo <= cos) & (cos <= t_hi)
-    lower = np.where(low3, np.maximum(lower, proj_psi - kappa * tau), lower)
-    upper = np.where(up3, np.minimum(upper, proj_psi + kappa * tau), upper)
+    # first-order error of every ingredient of the circle value (phi_error < phi/1000)
+    # (a call without error bounds is exact geometry: no rounding terms either, so that
+    # e.g. tangent balls still give their contact point)
+    exact = np.all(np.asarray(error1) == 0) and np.all(np.asarray(error2) == 0) \
+        and phi_error == 0
+    u = 0.0 if exact else UNIT_ROUNDOFF
+    e_p = np.asarray(error1 + error2, dtype=float)  # of proj_phi
+    d_zeta = abs(0.5 - (r2**2 - r1**2) / (2.0 * phi_norm**2)) * phi_error \
+        + 8 * u * (abs(zeta) + phi_norm + (r1**2 + r2**2) / phi_norm)
+    d_kappa = np.sqrt(2.0 * abs(zeta) * d_zeta + d_zeta**2)
+    d_ratio = e_p / phi_norm + 2.0 * np.abs(proj_phi) * phi_error / phi_norm**2  # p/||phi||
+    ratio = np.abs(proj_phi) / phi_norm
+    d_tau = np.sqrt(2.0 * ratio * d_ratio + d_ratio**2)
+    d_zr = d_zeta / phi_norm + abs(zeta) * 2.0 * phi_error / phi_norm**2  # zeta/||phi||
+    d_psi = error2 + abs(zeta) / phi_norm * e_p + np.abs(proj_phi) * d_zr
+    d3 = d_psi + kappa * d_tau + tau * d_kappa + d_kappa * d_tau \
+        + 8 * u * (np.abs(proj_psi) + kappa * tau)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d_cos = np.where(znorm > 0, d_ratio / znorm, 0.0 if exact else np.inf)
+    d_t = d_zeta / min(r1, r2) + phi_error / r1
+    # case 3: the extremum lies on the circle where both spheres meet (for every value
+    # of the inputs within their errors)
+    low3 = (t_lo + d_t + d_cos <= -cos) & (-cos <= t_hi - d_t - d_cos)
+    up3 = (t_lo + d_t + d_cos <= cos) & (cos <= t_hi - d_t - d_cos)
+    lower = np.where(low3, np.maximum(lower, proj_psi - kappa * tau - d3), lower)
+    upper = np.where(up3, np.minimum(upper, proj_psi + kappa * tau + d3), upper)
     return lower, upper, disjoint
 
 
@@ -131,12 +175,20 @@ def gap_ball_screen(margins, targets, sqnorm, gap) -> tuple[np.ndarray, np.ndarr
                            np.sqrt(2.0 * max(gap, 0.0)), SCREEN_RTOL)
 
 
-def proven_violations(margins, targets, sqnorm, gap, at_lower, at_upper):
+def proven_violations(margins, targets, sqnorm, gap, at_lower, at_upper,
+                      margin_error=0.0, gap_error=0.0):
     r"""Fixed variables whose bound is *proven* wrong by the gap ball of the reduced
     problem (the certificate, ``doc/theory/safety.rst``).
 
     A variable held at its lower end needs :math:`z_i^\top w^* \ge t_i`; if even the
-    largest margin in the ball is below :math:`t_i`, the screening was wrong.
+    largest margin in the ball is below :math:`t_i`, the screening was wrong. A proof
+    must survive round-off: the ball's radius takes ``gap + gap_error`` and the margins
+    their error bound ``margin_error`` (moved towards the threshold, which can only
+    weaken the proof).
     """
-    wrong_lower, wrong_upper = gap_ball_screen(margins, targets, sqnorm, gap)
+    margins = np.asarray(margins, dtype=np.float64)
+    wrong_lower, _ = gap_ball_screen(margins - margin_error, targets, sqnorm,
+                                     max(gap, 0.0) + gap_error)
+    _, wrong_upper = gap_ball_screen(margins + margin_error, targets, sqnorm,
+                                     max(gap, 0.0) + gap_error)
     return (at_lower & wrong_upper) | (at_upper & wrong_lower)

@@ -85,8 +85,8 @@ def dvi_lad(ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
         ``info`` holds the radius of the (inflated) ball.
     """
     xnorm = np.sqrt(sqnorm)
-    centre, radius, _ = reference_ball(ref, C)
-    lower, upper = ball_bounds(centre, radius, xnorm)
+    centre, radius, _, error = reference_ball(ref, C)
+    lower, upper = ball_bounds(centre, radius, xnorm, error)
     at_lower, at_upper = decide(lower, upper, y, weights > 0)
     return ScreeningResult(at_lower, at_upper, lower, upper, {"radius": radius})
 

@@ -47,6 +47,13 @@ from sklearn_safescreen.screening import (
 PAIRS = ((1.0, 2.0), (2.0, 1.0), (0.5, 0.55), (10.0, 12.0), (12.0, 10.0), ("cmin", 5.0))
 BIASES = (0.0, 1.0)
 N, D, SEED = 200, 5, 2024
+#: unit roundoff of float64, the unit of the rules' rounding allowances
+_U = 2.0**-53
+
+
+def _gamma(m):
+    """gamma_m = m u / (1 - m u) (Higham 2002, Sec. 3.1), the test's own copy."""
+    return m * _U / (1 - m * _U)
 
 
 # ------------------------------------------------------------------ fixtures ---
@@ -276,21 +283,45 @@ def test_r6_ball_containment(kernel, bias, weighted):
         c = (C + Cr) / (2 * Cr)
         v = np.where((c * q_ref < 1) & (c_w > 0), c_w, 0.0)  # c o s_hat
         betas = {"BT1": c * a_ref, "BT2": 0.5 * (a_ref + C * v)}
+        # the formulas in the reference's margins q_ref (taken as exact: the solver's
+        # margins, not a recomputed Q a_ref that differs from them by round-off)
+        qv = Q @ v
         radii = {
-            "BT1": abs(C - Cr) / (2 * Cr) * np.sqrt(a_ref @ Q @ a_ref),
-            "BT2": np.sqrt(0.25 * (a_ref + C * v) @ Q @ (a_ref + C * v)
+            "BT1": abs(C - Cr) / (2 * Cr) * np.sqrt(a_ref @ q_ref),
+            "BT2": np.sqrt(0.25 * (a_ref @ q_ref + 2 * C * (a_ref @ qv) + C * C * (v @ qv))
                            + C * (c_w @ np.maximum(0, 1 - q_ref) - v.sum())),
         }
+        centres = {"BT1": c * q_ref, "BT2": 0.5 * (q_ref + C * qv)}
         results = {"BT1": ball_test_1(ref, C, sq, c_w),
                    "BT2": ball_test_2(ref, C, sq, c_w, lambda u: Q @ u)}
+        # the rounding allowance (doc/theory/safety.rst): the reference's margins are
+        # exact here, but the products Qv, alpha'Qalpha, ... are rounded; with
+        # N_a = sum|alpha_j| ||z_j||, N_v = sum|v_j| ||z_j|| (Cauchy-Schwarz) the squared
+        # radius may exceed the formula by E_r and each projection by E_p
+        g = _gamma(2 * n)
+        N_a, N_v = np.abs(a_ref) @ zn, np.abs(v) @ zn
+        rho = abs(C - Cr) / (2 * Cr)
+        hinge_scale = c_w @ (np.maximum(0, 1 - q_ref) + 1 + np.abs(q_ref)) + v.sum()
+        allowance = {
+            "BT1": (8 * g * (rho * N_a) ** 2, 2 * g * zn * c * N_a),
+            "BT2": (8 * g * ((N_a + C * N_v) ** 2 + C * hinge_scale),
+                    2 * g * zn * (N_a + C * N_v)),
+        }
         for name, res in results.items():
-            beta, r = betas[name], radii[name]
-            centre = Q @ beta
+            beta, r, centre = betas[name], radii[name], centres[name]
             scale = 1.0 + np.abs(centre) + r * zn
             np.testing.assert_allclose(0.5 * (res.lower + res.upper), centre, rtol=0,
                                        atol=1e-11 * scale.max(), err_msg=f"{name} {pair}")
-            np.testing.assert_allclose(0.5 * (res.upper - res.lower), r * zn, rtol=0,
-                                       atol=1e-11 * scale.max(), err_msg=f"{name} {pair}")
+            # the implemented interval contains the formula's ...
+            assert np.all(res.lower <= centre - r * zn + 16 * _U * scale), (name, pair)
+            assert np.all(res.upper >= centre + r * zn - 16 * _U * scale), (name, pair)
+            # ... and exceeds it by no more than the rounding allowance
+            E_r, E_p = allowance[name]
+            bound = np.sqrt(r**2 + E_r) * zn + E_p
+            half = 0.5 * (res.upper - res.lower)
+            assert np.all(half <= bound * (1 + 1e-12)), (
+                f"{name} {pair}: half-width exceeds the formula's by "
+                f"{np.max(half - r * zn):.3g}, allowance {np.max(bound - r * zn):.3g}")
             diff = truth.alpha - beta
             dist_sq = diff @ Q @ diff
             slack = 1e-12 * (1 + truth.alpha @ Q @ truth.alpha + beta @ Q @ beta)
@@ -391,8 +422,11 @@ def test_r8_same_C_screens_exactly_the_non_margin_samples(kernel, bias):
             r = res[name]
             np.testing.assert_array_equal(r.at_lower, off & (q > 1), err_msg=name)
             np.testing.assert_array_equal(r.at_upper, off & (q < 1), err_msg=name)
-        np.testing.assert_array_equal(res["BT1"].lower, q)
-        np.testing.assert_array_equal(res["BT1"].upper, q)
+        # the interval is the point q, widened only by the rounding allowance of the
+        # projections c q (c = 1, exact margins): 4u|q| each side (balls.reference_ball)
+        lo, up = res["BT1"].lower, res["BT1"].upper
+        assert np.all(lo <= q) and np.all(q <= up)
+        assert np.all(q - lo <= 8 * _U * np.abs(q)) and np.all(up - q <= 8 * _U * np.abs(q))
 
 
 # ---------------------------------------------------- inexact references ---

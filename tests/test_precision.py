@@ -1,0 +1,170 @@
+"""SafeSVC and SafeLAD at any ``C``: screening from sloppy references stays safe up to
+``C = 1e15`` (the rounding-error bounds of ``doc/theory/safety.rst``), and a fit beyond
+double precision says so (``PrecisionWarning``, ``doc/theory/svm_lad.rst``).
+
+ScreeningRepairWarning is an error in this suite (pyproject.toml): a rule that fixed a
+variable the certificate then proves wrong fails the test.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from _profiles import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_safescreen import PrecisionWarning, SafeLAD, SafeSVC, ScreeningRepairWarning
+from sklearn_safescreen.problems.box_qp import critical_C
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _quiet():
+    """Silence what large C legitimately warns about (not ScreeningRepairWarning)."""
+    ctx = warnings.catch_warnings()
+    ctx.__enter__()
+    warnings.simplefilter("ignore", PrecisionWarning)
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.simplefilter("error", ScreeningRepairWarning)
+    return ctx
+
+
+@pytest.mark.parametrize("c_ref, C, tol", [(1e13, 1e14, 0.1), (1e9, 1e15, 1e-3)])
+def test_rbf_svc_huge_C_from_sloppy_reference_needs_no_repair(cancer, c_ref, C, tol):
+    """The defect: RBF SafeSVC on standardised breast cancer, a loose reference far below
+    C = 1e14 / 1e15; the intersection test fixed samples from margins and a BT2 radius
+    whose round-off C amplifies (the radius came out too small), and the certificate
+    repaired them with a ScreeningRepairWarning."""
+    X, y = cancer
+    ctx = _quiet()
+    try:
+        model = SafeSVC(kernel="rbf", C=c_ref, tol=tol, warm_start=True,
+                        max_iter=2000).fit(X, y)
+        model.set_params(C=C, tol=1e-3).fit(X, y)
+    finally:
+        ctx.__exit__(None, None, None)
+    assert not any(e.moment == "repair" for e in model.screening_report_.events)
+
+
+def _sloppy(model, X, y, C_ref, noise, seed):
+    """Replace the warm-start reference by a perturbed one (its gap recomputed), as a
+    solver stopped far from convergence would leave."""
+    path, = model._path.paths
+    ref = path.reference
+    problem = path.data.problem(C_ref)
+    rng = np.random.RandomState(seed)
+    alpha = np.clip(ref.alpha * (1 + noise * rng.randn(ref.alpha.size))
+                    + noise * C_ref * rng.rand(ref.alpha.size) * (problem.hi > 0),
+                    problem.lo, problem.hi)
+    path.reference = problem.reference(C_ref, alpha)
+    return path.reference
+
+
+def _agree(screened, plain, X, scale):
+    """Two certified fits of one strictly convex problem: their primal points lie within
+    sqrt(2 gap) of the optimum each, so decision values differ by at most the sum times
+    the norm of the augmented sample (plus a rounding slack)."""
+    radius = np.sqrt(2 * max(np.max(screened.dual_gap_), 0)) \
+        + np.sqrt(2 * max(np.max(plain.dual_gap_), 0))
+    if not np.isfinite(radius) or radius > 1e6:
+        return
+    d1, d2 = np.ravel(screened._kernel_scores(X)), np.ravel(plain._kernel_scores(X))
+    bound = radius * scale + 1e-6 * (1 + np.abs(d2))
+    assert np.all(np.abs(d1 - d2) <= bound)
+
+
+@settings(max_examples=examples(24))
+@given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["linear", "rbf"]),
+       log_ratio=st.floats(0.0, 1.0), noise=st.sampled_from([1e-3, 1e-1, 0.5]),
+       up=st.booleans(), rule=st.sampled_from(["IT", "BT1", "BT2", "DVI"]))
+def test_svc_any_C_from_sloppy_reference(seed, kernel, log_ratio, noise, up, rule):
+    """Random problems, C log-uniform from C_min to 1e15, the reference a perturbed
+    solution at a neighbouring C: no repair, and the result equals the unscreened solve
+    within the gaps."""
+    X, y = make_classification(n_samples=80, n_features=4, n_informative=3,
+                               n_redundant=0, flip_y=0.05, random_state=seed)
+    X = StandardScaler().fit_transform(X)
+    Za = np.hstack([X, np.ones((len(y), 1))]) * np.where(y == 1, 1.0, -1.0)[:, None]
+    c_min = critical_C(Za @ Za.sum(axis=0)) if kernel == "linear" else 1e-3
+    C = float(np.exp(np.log(c_min) + log_ratio * (np.log(1e15) - np.log(c_min))))
+    C_ref = C / 3 if up else C * 3
+    kw = dict(kernel=kernel, gamma=0.5) if kernel == "rbf" else dict(kernel=kernel)
+    ctx = _quiet()
+    try:
+        model = SafeSVC(C=C_ref, tol=1e-2, warm_start=True, screening=rule, max_iter=500,
+                        **kw).fit(X, y)
+        _sloppy(model, X, y, C_ref, noise, seed)
+        model.set_params(C=C, tol=1e-6).fit(X, y)
+        plain = SafeSVC(C=C, tol=1e-6, screening=None, max_iter=500, **kw).fit(X, y)
+    finally:
+        ctx.__exit__(None, None, None)
+    assert not any(e.moment == "repair" for e in model.screening_report_.events)
+    scale = np.sqrt(1.0 + (np.einsum("ij,ij->i", X, X) if kernel == "linear" else 1.0))
+    _agree(model, plain, X, scale)
+
+
+def _lad_data(seed, n=80, d=3):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = X @ rng.randn(d) + 0.5 + rng.laplace(size=n)
+    return X, y
+
+
+@settings(max_examples=examples(16))
+@given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["linear", "rbf"]),
+       log_C=st.floats(-3.0, 15.0), noise=st.sampled_from([1e-3, 1e-1, 0.5]),
+       up=st.booleans())
+def test_lad_any_C_from_sloppy_reference(seed, kernel, log_C, noise, up):
+    """SafeLAD likewise, C log-uniform in [1e-3, 1e15]."""
+    X, y = _lad_data(seed)
+    C = 10.0**log_C
+    C_ref = C / 3 if up else C * 3
+    kw = dict(kernel=kernel, gamma=0.5) if kernel == "rbf" else dict(kernel=kernel)
+    ctx = _quiet()
+    try:
+        model = SafeLAD(C=C_ref, tol=1e-2, warm_start=True, max_iter=500, **kw).fit(X, y)
+        _sloppy(model, X, y, C_ref, noise, seed)
+        model.set_params(C=C, tol=1e-6).fit(X, y)
+        plain = SafeLAD(C=C, tol=1e-6, screening=None, max_iter=500, **kw).fit(X, y)
+    finally:
+        ctx.__exit__(None, None, None)
+    assert not any(e.moment == "repair" for e in model.screening_report_.events)
+    scale = np.sqrt(1.0 + (np.einsum("ij,ij->i", X, X) if kernel == "linear" else 1.0))
+    _agree(model, plain, X, scale)
+
+
+# -------------------------------------------------------- beyond double precision ---
+def test_precision_warning_lad_huge_C():
+    """SafeLAD at C = 1e15: the free dual variables, stored to one rounding of C, leave
+    a gap float64 cannot resolve; the fit says so instead of returning silently."""
+    X, y = _lad_data(0, n=200)
+    with pytest.warns(PrecisionWarning, match="beyond double precision"):
+        SafeLAD(C=1e15).fit(X, y)
+
+
+def test_precision_warning_svc_huge_C(cancer):
+    X, y = cancer
+    with pytest.warns(PrecisionWarning, match="beyond double precision"):
+        SafeSVC(kernel="linear", C=1e15).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [SafeSVC(kernel="linear", C=10.0),
+                                       SafeSVC(kernel="rbf", C=100.0),
+                                       SafeLAD(C=100.0)])
+def test_no_precision_warning_at_ordinary_C(cancer, estimator):
+    X, y = cancer
+    if isinstance(estimator, SafeLAD):
+        X, y = _lad_data(1, n=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        estimator.fit(X, y)
