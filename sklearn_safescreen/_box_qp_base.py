@@ -37,6 +37,10 @@ from .problems.kernels import (
 #: (norms, margins, kernel values) and sums them into duality gaps, which must stay far
 #: from float64's 1.8e308 for every C the estimators accept.
 MAX_ENTRY = 1e100
+#: A solve that stopped with a relative gap within this factor of the rounding floor got
+#: as far as float64 allows (a PrecisionWarning); further above it, it ran out of
+#: iterations (a ConvergenceWarning).
+_AT_THE_FLOOR = 10.0
 SOLVER_SQUARES = "the solver squares them (norms, margins, kernel values, duality gaps)"
 
 
@@ -164,12 +168,28 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         """One warning about the value the user asked for, if its certified gap is
         above ``tol`` (an internal path step that stopped early is only a reference:
         the gap inflation keeps its screening safe)."""
-        floor = max(outcomes, key=lambda o: o.rounding_floor)
-        if floor.rounding_floor > self.tol:
-            # the gap cannot be resolved to tol in float64: a ConvergenceWarning's advice
-            # (more iterations) would not help
+        name = f"{type(self).__name__}(C={self.C:.6g})"
+        worst = max(outcomes, key=lambda o: o.rel_gap)
+        if not worst.converged and worst.n_iter < self.max_iter:
+            # the solver stops before max_iter only when its steps no longer reduce the
+            # gap, i.e. when rounding dominates them: more iterations would not help
             warn_user(
-                f"{type(self).__name__}(C={self.C:.6g}) is beyond double precision: the "
+                f"{name} stopped making progress at relative duality gap "
+                f"{worst.rel_gap:.3g} > tol={self.tol:g} after {worst.n_iter} epochs, "
+                f"before max_iter={self.max_iter}: at this C the float64 arithmetic of "
+                "the solve cannot reduce the gap further, and the fit may be far from the "
+                "exact optimum. Lower C (the solution changes little beyond the point "
+                "where the loss is fitted exactly) or rescale the data.",
+                PrecisionWarning)
+            return
+        floor = max(outcomes, key=lambda o: o.rounding_floor)
+        if floor.rounding_floor > self.tol and (
+                floor.converged or floor.rel_gap <= _AT_THE_FLOOR * floor.rounding_floor):
+            # the gap cannot be resolved to tol in float64 and the solve got down to what
+            # can: a ConvergenceWarning's advice (more iterations) would not help. A solve
+            # cut by max_iter far above the floor gets the ConvergenceWarning below.
+            warn_user(
+                f"{name} is beyond double precision: the "
                 f"rounding of its duality gap (C times the kernel's scale times the "
                 f"dual variables) is {floor.rounding_floor:.3g} of the objective, above "
                 f"tol={self.tol:g}, so the fit cannot be certified and may be far from "
@@ -177,10 +197,9 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
                 "point where the loss is fitted exactly) or rescale the data.",
                 PrecisionWarning)
             return
-        worst = max(outcomes, key=lambda o: o.rel_gap)
         if not worst.converged:
             warn_user(
-                f"{type(self).__name__}(C={self.C:.6g}) stopped with relative duality gap "
+                f"{name} stopped with relative duality gap "
                 f"{worst.rel_gap:.3g} > tol={self.tol:g} after {worst.n_iter} epochs "
                 f"(max_iter={self.max_iter} per solve); increase max_iter or tol.",
                 ConvergenceWarning)

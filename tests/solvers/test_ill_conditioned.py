@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import QuantileRegressor
 from sklearn.svm import LinearSVC
 
-from sklearn_safescreen import SafeLAD, SafeSVC
+from sklearn_safescreen import PrecisionWarning, SafeLAD, SafeSVC
 
 C_GRID = (0.01, 1.0, 10.0, 1000.0)
 TOLS = (1e-4, 1e-6, 1e-8)
@@ -99,10 +99,13 @@ def _fit(kind, name, C, tol):
                                                    fit_intercept=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
+        warnings.simplefilter("always", PrecisionWarning)
         est.fit(X, y)
     objective = (_svc_objective if kind == "svc" else _lad_objective)(
         X, y, est.coef_.ravel(), C)
-    warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    # either warning says the fit did not certify its tol
+    warned = any(issubclass(w.category, ConvergenceWarning | PrecisionWarning)
+                 for w in caught)
     return (objective, int(np.max(est.n_iter_)), est.max_iter, warned,
             _gap_round_off(kind, X, y, est, C))
 
