@@ -188,13 +188,17 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
             # the gap cannot be resolved to tol in float64 and the solve got down to what
             # can: a ConvergenceWarning's advice (more iterations) would not help. A solve
             # cut by max_iter far above the floor gets the ConvergenceWarning below.
+            consequence = (
+                f"so the fit is certified only to that relative gap, not to tol={self.tol:g}"
+                if floor.converged else
+                f"above tol={self.tol:g}, so the fit cannot be certified and may be far "
+                "from the exact optimum")
             warn_user(
-                f"{name} is beyond double precision: the "
-                f"rounding of its duality gap (C times the kernel's scale times the "
-                f"dual variables) is {floor.rounding_floor:.3g} of the objective, above "
-                f"tol={self.tol:g}, so the fit cannot be certified and may be far from "
-                "the exact optimum. Lower C (the solution changes little beyond the "
-                "point where the loss is fitted exactly) or rescale the data.",
+                f"{name} is beyond double precision: the rounding of its duality gap (C "
+                f"times the kernel's scale times the dual variables) is "
+                f"{floor.rounding_floor:.3g} of the objective, {consequence}. Lower C (the "
+                "solution changes little beyond the point where the loss is fitted "
+                "exactly) or rescale the data.",
                 PrecisionWarning)
             return
         if not worst.converged:
