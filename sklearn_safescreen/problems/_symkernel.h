@@ -105,9 +105,11 @@ SYMK_AINLINE double symk_value(double dot, double sa, double sb, int kind, doubl
 #endif
 
 /* Features per pass over the query rows: a panel's chunk of KC features x W samples
- * (24 KB for the largest W) stays in L1 and the query rows' chunk in L2 while every
- * group of rows uses it (as a GEMM's blocking, but with the chunks summed in order). */
-#define SYMK_KC 128
+ * stays in cache while every group of rows uses it (as a GEMM's blocking, but with
+ * the chunks summed in order), however many features there are. */
+#ifndef SYMK_KC
+#define SYMK_KC 256
+#endif
 
 /* The block routine of one instruction set: the queries in groups of R rows (packed
  * feature-major once), the samples in panels of W = NV * VW (packed, zero-padded at the
@@ -182,15 +184,25 @@ typedef double symk_v8d __attribute__((vector_size(64)));
 typedef double symk_v2d;
 #endif
 
+/* Tiles (vectors per row, rows): the accumulators, a row of vectors and a broadcast
+ * within the registers (32 zmm, 16 ymm or xmm); measured on a Zen 4 (CPU time, busy
+ * machine): AVX-512 4 x 4 about 40 GFLOP/s at 784 features, AVX2 2 x 6 about 35, SSE2
+ * 2 x 6 about 16 (3 vectors per row were spilled in the AVX2 build: 6 GFLOP/s). */
+#ifndef SYMK_AVX512_TILE
+#define SYMK_AVX512_TILE 4, 4
+#endif
+#ifndef SYMK_AVX2_TILE
+#define SYMK_AVX2_TILE 2, 6
+#endif
+#ifndef SYMK_BASE_TILE
+#define SYMK_BASE_TILE 2, 6
+#endif
+#define SYMK_BLOCK_(...) SYMK_BLOCK(__VA_ARGS__)
 #if SYMK_DISPATCH
-#ifndef SYMK_AVX512_NV
-#define SYMK_AVX512_NV 3
-#define SYMK_AVX512_R 4
+SYMK_BLOCK_(symk_block_avx512, __attribute__((target("avx512f"))), symk_v8d, 8, SYMK_AVX512_TILE)
+SYMK_BLOCK_(symk_block_avx2, __attribute__((target("avx2"))), symk_v4d, 4, SYMK_AVX2_TILE)
 #endif
-SYMK_BLOCK(symk_block_avx512, __attribute__((target("avx512f"))), symk_v8d, 8, SYMK_AVX512_NV, SYMK_AVX512_R)
-SYMK_BLOCK(symk_block_avx2, __attribute__((target("avx2"))), symk_v4d, 4, 3, 3)
-#endif
-SYMK_BLOCK(symk_block_base, , symk_v2d, 2, 2, 4)
+SYMK_BLOCK_(symk_block_base, , symk_v2d, 2, SYMK_BASE_TILE)
 
 /* K = k(A, Bt) into out (n x m, C order): A is n x d (C order), Bt is d x m with row
  * stride ldb. Returns -1 when out of memory. */
