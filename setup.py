@@ -44,7 +44,10 @@ NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 def extensions() -> list[Extension]:
     sources = sorted((HERE / PACKAGE).rglob("*.pyx"))
     names = [".".join(p.relative_to(HERE).with_suffix("").parts) for p in sources]
+    # the C headers the modules include: an edited header rebuilds them
+    headers = sorted(str(p.relative_to(HERE)) for p in (HERE / PACKAGE).rglob("*.h"))
     return [Extension(name, [str(p.relative_to(HERE))], include_dirs=[str(HERE)],
+                      depends=headers,
                       extra_compile_args=COMPILE_ARGS
                       + (NO_CONTRACTION if name in EXACT_ROUNDING else []))
             for name, p in zip(names, sources, strict=True)]

@@ -1,7 +1,7 @@
 """Compiled kernels of the box-QP problem: per-sample duality gaps, kernel-row sums and
 compensated (twice-the-working-precision) matrix-vector products."""
 
-from libc.math cimport exp, fabs, fma, pow
+from libc.math cimport fabs, fma, pow
 from libc.stdint cimport int32_t, int64_t
 from scipy.linalg.cython_blas cimport daxpy
 
@@ -178,25 +178,14 @@ def dot2_accumulate(double[::1] s, double[::1] c, double[::1] ab,
 # fixed function of the pair: the inner product is summed over the features in their
 # order (products commute exactly), the squared norms are summed the same way and added
 # as n_i + n_j (addition commutes exactly), and this module is compiled without
-# contraction into FMAs (setup.py), so that the vector loop and its scalar remainder
-# round alike. The cost is that of a plain loop, a few times a tuned GEMM's.
+# contraction into FMAs (setup.py), so that the vector lanes and the scalar definition
+# round alike. Speed comes from vectorising across samples, with register tiles of
+# several query rows by several vectors of samples (_symkernel.h), not across features.
 
-cdef enum:
-    _TILE = 128
-
-cdef void _gram_row(const double* a, const double[:, ::1] Bt, Py_ssize_t c0,
-                    Py_ssize_t m, double* acc) noexcept nogil:
-    """``acc[c] = sum_k a[k] * Bt[k, c0 + c]`` for ``c < m``, summed in feature order."""
-    cdef Py_ssize_t k, c, d = Bt.shape[0]
-    cdef double ak
-    cdef const double* bk
-    for c in range(m):
-        acc[c] = 0.0
-    for k in range(d):
-        ak = a[k]
-        bk = &Bt[k, c0]
-        for c in range(m):
-            acc[c] = acc[c] + ak * bk[c]
+cdef extern from "sklearn_safescreen/problems/_symkernel.h" nogil:
+    int symk_block(Py_ssize_t n, Py_ssize_t d, const double* A, const double* a_sq,
+                   const double* Bt, Py_ssize_t ldb, Py_ssize_t m, const double* b_sq,
+                   int kind, double gamma, double coef0, double degree, double* out)
 
 
 def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
@@ -207,35 +196,32 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
 
     ``kind``: 0 linear ``<a, b>``, 1 RBF ``exp(-gamma max(|a|^2 + |b|^2 - 2<a, b>, 0))``
     with the squared norms ``a_sq``, ``b_sq`` of :func:`row_sq_norms`, 2 polynomial
-    ``(gamma <a, b> + coef0)^degree``.
+    ``(gamma <a, b> + coef0)^degree``. Every inner product is
+    ``sum_k A[i, k] * Bt[k, j]`` summed in feature order from 0.0, each product rounded
+    on its own (the plain sequential loop, bit for bit); the RBF's exponential is
+    NumPy's, over the whole block, as in :func:`symmetric_kernel_diag`.
     """
     cdef Py_ssize_t n = A.shape[0], m = Bt.shape[1], d = A.shape[1]
-    cdef Py_ssize_t i, c, c0, w, tile = _TILE
+    cdef int status = 0
     if Bt.shape[0] != d or a_sq.shape[0] != n or b_sq.shape[0] != m:
         raise ValueError("symmetric_kernel_block: shapes do not match")
+    if kind not in (0, 1, 2):
+        raise ValueError(f"symmetric_kernel_block: unknown kernel code {kind}")
     out_arr = np.empty((n, m))
+    if n == 0 or m == 0:
+        return out_arr
     cdef double[:, ::1] out = out_arr
-    cdef double acc[_TILE]
-    cdef double dist
+    # a zero-width memoryview has no element 0 to point at; no feature is never read
+    cdef double dummy = 0.0
+    cdef const double* a_ptr = &A[0, 0] if d else &dummy
+    cdef const double* b_ptr = &Bt[0, 0] if d else &dummy
     with nogil:
-        for i in range(n):
-            c0 = 0
-            while c0 < m:
-                w = min(tile, m - c0)
-                if d:
-                    _gram_row(&A[i, 0], Bt, c0, w, acc)
-                else:
-                    for c in range(w):
-                        acc[c] = 0.0
-                for c in range(w):
-                    if kind == 0:
-                        out[i, c0 + c] = acc[c]
-                    elif kind == 1:
-                        dist = (a_sq[i] + b_sq[c0 + c]) - 2.0 * acc[c]
-                        out[i, c0 + c] = exp(-gamma * (dist if dist > 0.0 else 0.0))
-                    else:
-                        out[i, c0 + c] = pow(gamma * acc[c] + coef0, degree)
-                c0 += w
+        status = symk_block(n, d, a_ptr, &a_sq[0], b_ptr, Bt.strides[0] // sizeof(double),
+                            m, &b_sq[0], kind, gamma, coef0, degree, &out[0, 0])
+    if status != 0:
+        raise MemoryError("symmetric_kernel_block: cannot allocate the packed operands")
+    if kind == 1:
+        np.exp(out_arr, out=out_arr)
     return out_arr
 
 
@@ -267,9 +253,11 @@ def symmetric_kernel_diag(const double[::1] sq, int kind, double gamma, double c
         for i in range(n):
             if kind == 0:
                 out[i] = sq[i]
-            elif kind == 1:
+            elif kind == 1:  # the exponent; its exponential below, as in the blocks
                 dist = (sq[i] + sq[i]) - 2.0 * sq[i]
-                out[i] = exp(-gamma * (dist if dist > 0.0 else 0.0))
+                out[i] = -gamma * (dist if dist > 0.0 else 0.0)
             else:
                 out[i] = pow(gamma * sq[i] + coef0, degree)
+    if kind == 1:
+        np.exp(out_arr, out=out_arr)
     return out_arr
