@@ -19,11 +19,12 @@ This example is a reduced version of the benchmark
 ``doc/benchmarks.md``: here only digits, three values of ``k``, 10/20-NN and a coarser
 path (13 values by a ratio of 0.5 instead of 41 by 0.8, down to the same depth), so that
 it runs in about half a minute. The digits test part has 360 samples, so one sample is
-0.3 points of accuracy: on this set the accuracy hardly changes with ``k``, while the
-saving from screening shows from ``k=3`` on. On the mnist-shaped set of the benchmark,
-more triplets give a *worse* classifier beyond ``k=3``, and its warm-started fits take
-one or two iterations each, too few for screening to pay for itself. The times are
-process CPU seconds, so they depend on the machine and on what else runs on it.
+0.3 points of accuracy: on this set the accuracy hardly changes with ``k``, while
+screening saves time once there are several thousand triplets. On the mnist-shaped set
+of the benchmark, more triplets give a *worse* classifier beyond ``k=3``, and from
+``k=5`` on its warm-started fits take about two iterations each, too few for screening
+to pay for itself. The times are process CPU seconds, so they depend on the machine and
+on what else runs on it.
 """
 
 import time
