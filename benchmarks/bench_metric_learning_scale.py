@@ -143,7 +143,8 @@ def section(results: dict, budget: float, load: tuple[float, float]) -> str:
             cpu = np.array([st["cpu"] for st in r["steps"]])
             solver = sum(st["solver"] for st in r["steps"])
             cfg = config + ("" if r["finished"] else
-                            f" (stopped after {len(r['steps'])} steps, budget {budget:g} s)")
+                            f" (stopped after {len(r['steps'])} steps, budget "
+                            f"{r.get('budget', budget):g} s)")
             lines.append(
                 f"| {label} | {r['n_triplets']:,} | {cfg} | {len(r['steps'])} | "
                 f"{r['total']:.1f} | {r['build']:.1f} | {cpu.mean():.2f} / {cpu.max():.2f} "
@@ -187,7 +188,9 @@ def main() -> None:
         configs = ["screened", "none"] + (["active-0.99"] if name == "gisette" else [])
         results[name] = {}
         for config in configs:
-            r = run_child(name, config, args.budget if config == "none" else 1800.0)
+            budget = args.budget if config == "none" else 1800.0
+            r = run_child(name, config, budget)
+            r["budget"] = budget
             results[name][config] = r
             print(f"{name} {config}: {len(r['steps'])} steps, {r['total']:.1f} s, "
                   f"triplets {r['build']:.1f} s, peak {r['peak_mb'] / 1024:.1f} GB, "
