@@ -3,16 +3,18 @@
 The compiled twin of :func:`.box_ipm.box_qp_ipm` with a dense ``LowRankTerm``
 (``Q = Z Z'``): the linear-mode finisher of small working sets, where the Python version
 spends its time in call overhead. The same Mehrotra iteration, stopping rule,
-best-iterate bookkeeping and gap-ball screening of every iterate; each Newton system is
-solved by Woodbury with one Cholesky factorisation of the k x k matrix
-``I + Z' D^{-1} Z`` (LAPACK ``dpotrf``, BLAS ``dsyrk``), used for the predictor and the
-corrector. No Python object is touched inside the loop, which runs without the GIL.
+best-iterate bookkeeping and gap-ball screening of every iterate; each Newton system
+``(Z Z' + D) x = b`` is solved by block elimination of the nearly free variables and
+Woodbury for the others (:func:`_factor`: scale-invariant, the same factors as
+``LowRankTerm.newton``), factored once for the predictor and the corrector (LAPACK
+``dpotrf``, BLAS ``dsyrk``/``dtrsm``). No Python object is touched inside the loop, which
+runs without the GIL.
 """
 
 from libc.math cimport fabs, isfinite, sqrt, INFINITY
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
-from scipy.linalg.cython_blas cimport ddot, dgemv, dsyrk
+from scipy.linalg.cython_blas cimport daxpy, ddot, dgemv, dsyrk, dtrmv, dtrsm
 from scipy.linalg.cython_lapack cimport dpotrf, dpotrs
 
 import numpy as np
@@ -41,21 +43,106 @@ cdef inline double _multiplier_step(double* u, double* v, double* du, double* dv
     return t
 
 
-cdef void _woodbury(double* Z, int n, int k, double* L, double* inv_d, double* b,
-                    double* out, double* t, double* y) noexcept nogil:
-    """``out = (Z Z' + diag(1/inv_d))^{-1} b`` given the Cholesky factor ``L`` (upper,
-    column-major) of ``I + Z' diag(inv_d) Z``; ``t`` (n) and ``y`` (k) are workspaces.
-    ``Z`` is row-major n x k, i.e. column-major k x n."""
-    cdef int i, one = 1, info = 0
+cdef int _factor(double* Z, int n, int k, double* sqnorm, double* inv_d, double* ib,
+                 double* Zs, double* M, double* ZF, double* S, double* ef, long* fidx,
+                 int fmax, int* nf_out) noexcept nogil:
+    """Factor ``Z Z' + D`` (``D = 1/inv_d``) for :func:`_solve`; returns LAPACK's info.
+
+    The variables with ``||z_i||^2 / D_i > 1`` (the free ones, near the end: at most
+    ``fmax`` of them, the largest ratios) form the set F; the others, B, enter the k x k
+    matrix ``M_B = I + Z_B' D_B^{-1} Z_B``, whose eigenvalues lie in ``[1, 1 + |B|]``
+    whatever the scale of ``Z``; F is eliminated through its Schur complement
+    ``S = D_F + Z_F M_B^{-1} Z_F'`` (``|F| x |F|``, Cholesky after a symmetric diagonal
+    scaling). Plain Woodbury over all rows puts ``1/D_i`` of the free variables (up to
+    1e13 near convergence) next to the ones of the others in one k x k matrix: on
+    unscaled data its condition number reached 1e24, the Newton directions lost every
+    digit and the method stopped far from the optimum.
+    """
+    cdef int i, j, nf = 0, one = 1, info = 0
+    cdef double thr = 1.0, sq, d_one = 1.0, d_zero = 0.0
+    cdef char trans_n = b"N", trans_t = b"T", upper = b"U", left = b"L", nonunit = b"N"
+    while True:  # the threshold grows until F fits in fmax
+        nf = 0
+        for i in range(n):
+            if sqnorm[i] * inv_d[i] > thr:
+                nf += 1
+        if nf <= fmax:
+            break
+        thr *= 4.0
+    nf = 0
+    for i in range(n):
+        if sqnorm[i] * inv_d[i] > thr:
+            fidx[nf] = i
+            nf += 1
+            ib[i] = 0.0
+        else:
+            ib[i] = inv_d[i]
+        sq = sqrt(ib[i])
+        for j in range(k):
+            Zs[i * k + j] = Z[i * k + j] * sq
+    nf_out[0] = nf
+    dsyrk(&upper, &trans_n, &k, &n, &d_one, Zs, &k, &d_zero, M, &k)
+    for j in range(k):
+        M[j * k + j] += 1.0
+    dpotrf(&upper, &k, M, &k, &info)
+    if info != 0 or nf == 0:
+        return info
+    # W = U^{-T} Z_F' (k x nf, column-major: the rows of Z_F), S = W'W + D_F
+    for i in range(nf):
+        memcpy(&ZF[i * k], &Z[fidx[i] * k], k * sizeof(double))
+    dtrsm(&left, &upper, &trans_t, &nonunit, &k, &nf, &d_one, M, &k, ZF, &k)
+    dsyrk(&upper, &trans_t, &nf, &k, &d_one, ZF, &k, &d_zero, S, &nf)
+    for i in range(nf):
+        S[i * nf + i] += 1.0 / inv_d[fidx[i]]
+        ef[i] = 1.0 / sqrt(S[i * nf + i])
+    for j in range(nf):  # upper triangle, column-major
+        for i in range(j + 1):
+            S[j * nf + i] *= ef[i] * ef[j]
+    dpotrf(&upper, &nf, S, &nf, &info)
+    return info
+
+
+cdef void _solve(double* Z, int n, int k, double* M, double* ib, double* S, double* ef,
+                 long* fidx, int nf, double* b, double* out, double* t, double* y,
+                 double* y2, double* y3, double* rf) noexcept nogil:
+    """``out = (Z Z' + D)^{-1} b`` from :func:`_factor`'s factors; ``t`` (n), ``y``,
+    ``y2``, ``y3`` (k) and ``rf`` (nf) are workspaces. ``Z`` is row-major n x k, i.e.
+    column-major k x n. Block elimination of F: ``x_F = S^{-1}(b_F - Z_F M_B^{-1}
+    Z_B'D_B^{-1}b_B)``, then ``x_B = D_B^{-1}(c_B - Z_B M_B^{-1} Z_B'D_B^{-1}c_B)`` with
+    ``c = b - Z Z_F'x_F``, where ``Z_B'D_B^{-1}c_B = Z_B'D_B^{-1}b_B - (M_B - I)Z_F'x_F``
+    comes from the factor: two passes over Z, as plain Woodbury."""
+    cdef int i, j, one = 1, info = 0
     cdef double d_one = 1.0, d_zero = 0.0
-    cdef char trans_n = b"N", trans_t = b"T", upper = b"U"
+    cdef char trans_n = b"N", trans_t = b"T", upper = b"U", nonunit = b"N"
     for i in range(n):
-        t[i] = inv_d[i] * b[i]
-    dgemv(&trans_n, &k, &n, &d_one, Z, &k, t, &one, &d_zero, y, &one)  # y = Z' t
-    dpotrs(&upper, &k, &one, L, &k, y, &k, &info)
-    dgemv(&trans_t, &k, &n, &d_one, Z, &k, y, &one, &d_zero, t, &one)  # t = Z y
+        t[i] = ib[i] * b[i]
+    dgemv(&trans_n, &k, &n, &d_one, Z, &k, t, &one, &d_zero, y, &one)  # Z_B'D_B^{-1}b_B
+    if nf > 0:
+        memcpy(y2, y, k * sizeof(double))
+        dpotrs(&upper, &k, &one, M, &k, y2, &k, &info)
+        for j in range(nf):
+            rf[j] = ef[j] * (b[fidx[j]] - ddot(&k, &Z[fidx[j] * k], &one, y2, &one))
+        dpotrs(&upper, &nf, &one, S, &nf, rf, &nf, &info)
+        for j in range(k):
+            y2[j] = 0.0
+        for j in range(nf):
+            rf[j] *= ef[j]  # x_F
+            daxpy(&k, &rf[j], &Z[fidx[j] * k], &one, y2, &one)  # y2 = Z_F'x_F
+        # y -= (M_B - I) y2 = U'U y2 - y2, through the factor
+        memcpy(y3, y2, k * sizeof(double))
+        dtrmv(&upper, &trans_n, &nonunit, &k, M, &k, y3, &one)
+        dtrmv(&upper, &trans_t, &nonunit, &k, M, &k, y3, &one)
+        for j in range(k):
+            y[j] -= y3[j] - y2[j]
+    dpotrs(&upper, &k, &one, M, &k, y, &k, &info)
+    if nf > 0:
+        for j in range(k):
+            y[j] += y2[j]
+    dgemv(&trans_t, &k, &n, &d_one, Z, &k, y, &one, &d_zero, t, &one)
     for i in range(n):
-        out[i] = inv_d[i] * (b[i] - t[i])
+        out[i] = ib[i] * (b[i] - t[i])
+    for j in range(nf):
+        out[fidx[j]] = rf[j]
 
 
 def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_outside,
@@ -88,11 +175,19 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
     cdef unsigned char[::1] dropped_hi = dropped_hi_arr.view(np.uint8)
     if n_all == 0 or k == 0:
         return out_arr, dropped_lo_arr, dropped_hi_arr, 0
-    cdef double[:, ::1] work = np.empty((17, n_all))
+    cdef double[:, ::1] work = np.empty((18, n_all))
     cdef double[:, ::1] Zs = np.empty((n_all, k))
     cdef double[::1] M = np.empty(k * k)
+    cdef int nf = 0, fmax = min(n_all, k)
+    cdef double[::1] ZF = np.empty(fmax * k)
+    cdef double[::1] S = np.empty(fmax * fmax)
+    cdef double[::1] ef = np.empty(fmax)
+    cdef double[::1] rf = np.empty(fmax)
+    cdef long[::1] fidx = np.empty(fmax, dtype=np.int_)
     cdef double[::1] wk = np.empty(k)
     cdef double[::1] yk = np.empty(k)
+    cdef double[::1] y2k = np.empty(k)
+    cdef double[::1] y3k = np.empty(k)
     cdef long[::1] idx = np.arange(n_all, dtype=np.int_)
     cdef long[::1] best_idx = np.arange(n_all, dtype=np.int_)
     cdef double* alpha = &work[0, 0]
@@ -112,9 +207,10 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
     cdef double* tmp = &work[14, 0]
     cdef double* best = &work[15, 0]
     cdef double* width = &work[16, 0]
+    cdef double* ib = &work[17, 0]
     cdef int i, j, m, it, n_done = 0, one = 1, info = 0, n_best = n_all
     cdef double frac, g, scale, gap, dual, rel, best_gap = INFINITY, mu, mu_aff, sigma
-    cdef double tp, td, spread, lower, upper, slack, radius, sq, d_one = 1.0, d_zero = 0.0
+    cdef double tp, td, spread, lower, upper, slack, radius, d_one = 1.0, d_zero = 0.0
     cdef char trans_n = b"N", trans_t = b"T", upper_c = b"U"
     with nogil:
         for i in range(n):
@@ -228,21 +324,15 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
                 inv_d[i] = 1.0 / g
             if info or mu <= 0.0:
                 break  # the barrier has reached machine precision
-            # M = I + Z' D^{-1} Z through the scaled rows, then its Cholesky factor
-            for i in range(n):
-                sq = sqrt(inv_d[i])
-                for j in range(k):
-                    Zs[i, j] = Zc[i, j] * sq
-            dsyrk(&upper_c, &trans_n, &k, &n, &d_one, &Zs[0, 0], &k, &d_zero, &M[0], &k)
-            for j in range(k):
-                M[j * k + j] += 1.0
-            dpotrf(&upper_c, &k, &M[0], &k, &info)
+            info = _factor(&Zc[0, 0], n, k, &sqnorm[0], inv_d, ib, &Zs[0, 0], &M[0],
+                           &ZF[0], &S[0], &ef[0], &fidx[0], fmax, &nf)
             if info != 0:
                 break
             # predictor (affine scaling)
             for i in range(n):
                 rhs[i] = -r_d[i] - u[i] + v[i]
-            _woodbury(&Zc[0, 0], n, k, &M[0], inv_d, rhs, dx, tmp, &yk[0])
+            _solve(&Zc[0, 0], n, k, &M[0], ib, &S[0], &ef[0], &fidx[0], nf, rhs, dx, tmp,
+                   &yk[0], &y2k[0], &y3k[0], &rf[0])
             for i in range(n):
                 du[i] = -u[i] - u[i] * dx[i] / s1[i]
                 dv[i] = -v[i] + v[i] * dx[i] / s2[i]
@@ -259,7 +349,8 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
                 r1[i] = s1[i] * u[i] + dx[i] * du[i] - sigma * mu
                 r2[i] = s2[i] * v[i] - dx[i] * dv[i] - sigma * mu
                 rhs[i] = -r_d[i] - r1[i] / s1[i] + r2[i] / s2[i]
-            _woodbury(&Zc[0, 0], n, k, &M[0], inv_d, rhs, dx, tmp, &yk[0])
+            _solve(&Zc[0, 0], n, k, &M[0], ib, &S[0], &ef[0], &fidx[0], nf, rhs, dx, tmp,
+                   &yk[0], &y2k[0], &y3k[0], &rf[0])
             for i in range(n):
                 du[i] = (-r1[i] - u[i] * dx[i]) / s1[i]
                 dv[i] = (-r2[i] + v[i] * dx[i]) / s2[i]

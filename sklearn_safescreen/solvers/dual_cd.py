@@ -54,6 +54,10 @@ IPM_AFTER_EPOCHS = 10
 #: cheaper than CD's: measured on 20000 x 50, 2 gave the fastest paths, 25 was 1.2x
 #: slower on paths and 2x slower at large C.)
 IPM_EPOCHS_PER_FEATURE = 2
+#: Linear mode: at most this many interior-point finishes per solve; one more is tried
+#: when CD is slow again after a finish, unless the last one did not improve the gap
+#: (then the finisher has reached round-off and the solve stops at its best point).
+IPM_MAX_FINISHES = 8
 #: Largest Newton system the finisher forms: d+1 (linear mode) or the free-set size
 #: (kernel mode).
 IPM_MAX_SYSTEM = 2500
@@ -171,14 +175,21 @@ def row_arrays(X) -> tuple:
 def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                   stop_when_slow=False):
     X = problem.X
-    dense, data, indices, indptr, is_sparse = row_arrays(X)
+    rows = row_arrays(X)
+    dense, data, indices, indptr, is_sparse = rows
     w = problem.primal_weights(alpha)
     active = np.flatnonzero(~fixed).astype(np.int64)
-    n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
+    n_iter, eps_pg, events, n_finish = 0, 0.1, [], 0
     gap = rel_gap = np.inf
     converged, gap_history = False, []
+    # The finisher's best point, and whether the last finish failed to improve on it
+    # (the interior-point method stalls only at round-off: then neither it nor CD,
+    # whose steps on unscaled data move w by delta z_i with ||z_i||^2 ~ 1e7, will
+    # do better, and the solve stops there instead of crawling to max_iter).
+    best, stalled = None, False
+    finished = False  # the interior-point finisher has just run
     while True:
-        if active.size:
+        if active.size and not finished:
             epochs, pg_ok = linear_epochs(
                 dense, data, indices, indptr, is_sparse, problem.sign, problem.p,
                 problem.lo, problem.hi, problem.sqnorm, alpha, w, active,
@@ -186,21 +197,30 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 rng.randint(2**31 - 1))
             n_iter += epochs
         else:
+            # measure the finisher's point before any CD epoch: at large C on unscaled
+            # data a few epochs from it raised the gap from 1e-7 to 5e-5
             pg_ok = True
-        if 2 * active.size > problem.n_samples:  # BLAS on all rows beats a gather
-            q_act = problem.sign[active] * np.asarray(X @ w).ravel()[active]
-        else:
-            q_act = signed_row_dots(dense, data, indices, indptr, is_sparse,
-                                     problem.sign, active, w)
-        gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
-        dual = float(-0.5 * w @ w + problem.p @ alpha)
-        rel_gap = gap / max(abs(dual), TINY)
+        q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
+        if finished:
+            finished = False
+            stalled = best is not None and not rel_gap < 0.5 * best[0]
+            if best is None or rel_gap < best[0]:
+                best = (rel_gap, gap, alpha.copy(), fixed.copy(), w.copy(), len(events))
+            gap_history = []  # CD's rate from the finisher's point on
         ipm_fits = X.shape[1] <= IPM_MAX_SYSTEM and active.size > 1
         small = active.size * X.shape[1] ** 2 <= IPM_SMALL_FLOPS
-        polish = ipm_fits and small and not ipm_done and rel_gap > IPM_TOL
+        polish = ipm_fits and small and n_finish == 0 and rel_gap > IPM_TOL
         if rel_gap <= tol and not polish:
-            converged = True
-            break
+            # confirm on w afresh from alpha (O(nd), once per solve): CD's updates
+            # w += delta z_i drift by round-off, and on unscaled data a gap measured on
+            # the drifted w (1e-10) was far below the one the certificate recomputes
+            # (6e-8), so the solve "converged" and was sent back again and again
+            w = problem.primal_weights(alpha)
+            q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
+            polish = ipm_fits and small and n_finish == 0 and rel_gap > IPM_TOL
+            if rel_gap <= tol and not polish:
+                converged = True
+                break
         if n_iter >= max_iter:
             break
         if dynamic_screen is not None and active.size:
@@ -223,11 +243,17 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         if slow and stop_when_slow and active.size > STOP_WHEN_SLOW_MIN:
             return SolveResult(alpha, fixed, gap, rel_gap, n_iter, False, events,
                                stopped_slow=True)
-        if (ipm_fits and not ipm_done and active.size > 1  # screening may have emptied it
+        if (slow and best is not None and rel_gap >= best[0]
+                and (stalled or n_finish >= IPM_MAX_FINISHES)):
+            break  # round-off: the finisher's best point is returned below
+        if (ipm_fits and n_finish < IPM_MAX_FINISHES
+                and active.size > 1  # screening may have emptied it
                 and (polish or slow)):
-            ipm_done = True
+            n_finish += 1
+            w = problem.primal_weights(alpha)  # without CD's drift (see above)
             w, to_lo, to_hi = _ipm_finish_linear(problem, alpha, w, active, tol,
                                                  dynamic_screen)
+            finished = True
             if to_lo.size or to_hi.size:
                 fixed[to_lo] = fixed[to_hi] = True
                 active = np.flatnonzero(~fixed).astype(np.int64)
@@ -235,7 +261,23 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             continue
         if pg_ok:
             eps_pg *= 0.1
+    if not converged and best is not None and best[0] < rel_gap:
+        rel_gap, gap, alpha, fixed, w, n_events = best
+        events = events[:n_events]
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _measure(problem, rows, alpha, w, active) -> tuple[np.ndarray, float, float]:
+    """Margins of ``active`` at ``w``, the gap over them and the relative gap."""
+    dense, data, indices, indptr, is_sparse = rows
+    if 2 * active.size > problem.n_samples:  # BLAS on all rows beats a gather
+        q_act = problem.sign[active] * np.asarray(problem.X @ w).ravel()[active]
+    else:
+        q_act = signed_row_dots(dense, data, indices, indptr, is_sparse, problem.sign,
+                                active, w)
+    gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
+    dual = float(-0.5 * w @ w + problem.p @ alpha)
+    return q_act, gap, gap / max(abs(dual), TINY)
 
 
 def _epochs_to_tol(history, n_iter: int, rel_gap: float, tol: float) -> float:
@@ -272,8 +314,22 @@ def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen):
                                       problem.sqnorm[active], p_outside=p_outside,
                                       tol=ipm_tol, alpha0=alpha[active],
                                       screen=dynamic_screen)
-    alpha[active] = snap_to_bounds(a, lo, hi)
+    # Snapping to the bounds moves a variable by up to 1e-6 of its box, which moves the
+    # margins by ||z_i||^2 times that: on unscaled data (||z_i||^2 ~ 1e7) it turned a
+    # relative gap of 1e-7 into 1e-1. Keep the snapped point only if its gap (of the
+    # problem over ``active``, the others held) is not worse.
+    snapped = snap_to_bounds(a, lo, hi)
+    if np.any(snapped != a) and (_sub_gap(Z, w_rest, p[active], lo, hi, snapped)
+                                 > _sub_gap(Z, w_rest, p[active], lo, hi, a)):
+        snapped = a
+    alpha[active] = snapped
     return w_rest + np.asarray(Z.T @ alpha[active]).ravel(), active[d_lo], active[d_hi]
+
+
+def _sub_gap(Z, w_rest, p, lo, hi, a) -> float:
+    """Duality gap of ``min 1/2 a'ZZ'a + a'Z w_rest - p'a`` over the box at ``a``."""
+    g = np.asarray(Z @ (np.asarray(Z.T @ a).ravel() + w_rest)).ravel() - p
+    return float((np.maximum(-lo * g, -hi * g) + a * g).sum())
 
 
 def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
