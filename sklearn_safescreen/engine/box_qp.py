@@ -95,7 +95,7 @@ class _ReducedBoxQP:
                                  problem.hi, at_lower, at_upper)
         self.fixed = at_lower | at_upper
         self.movable = problem.lo < problem.hi
-        self.margins = None
+        self.margins = self.margin_error = None
         self._reduced_gap = np.inf
 
     def _solver(self):
@@ -121,11 +121,17 @@ class _ReducedBoxQP:
                              random_state=self.rng,
                              dynamic_screen=gap_ball_screen if self.dynamic else None)
         self.alpha, self.fixed, self._reduced_gap = res.alpha, res.fixed, res.gap
-        # linear mode: the solver's margins were computed from scratch at this alpha;
-        # kernel mode recomputes (incremental updates would carry their round-off into
-        # the certificate)
-        self.margins = res.margins if res.margins is not None and problem.linear \
-            else problem.margins(self.alpha)
+        # linear mode: the solver's margins were computed from scratch at this alpha,
+        # their error bound is a priori. Kernel mode recomputes them compensated (the
+        # solver's incremental updates would carry their round-off into the
+        # certificate), with a bound of their error: one pass over the support's kernel
+        # rows serves the certificate and, once certified, the next step's reference.
+        if res.margins is not None and problem.linear:
+            self.margins, self.margin_error = res.margins, None
+        elif problem.linear:
+            self.margins, self.margin_error = problem.margins(self.alpha), None
+        else:
+            self.margins, self.margin_error = problem.accurate_margins(self.alpha)
         self.report.add(ScreeningEvent(
             "gap", "dynamic" if self.dynamic else "solve", self.C,
             sum(e[0] for e in res.dynamic), sum(e[1] for e in res.dynamic),
@@ -139,8 +145,9 @@ class _ReducedBoxQP:
         rel_gap = gap / max(abs(problem.dual_objective(alpha, margins)), TINY)
         screened = self.fixed & self.movable
         # a proof of a wrong decision must survive the round-off of these margins and
-        # gaps (a priori bounds: O(n))
-        margin_error = problem.margin_error_bound(alpha)
+        # gaps (the compensated margins' bound, else a priori bounds: O(n))
+        margin_error = self.margin_error if self.margin_error is not None \
+            else problem.margin_error_bound(alpha)
         wrong = proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
                                   screened & (alpha <= problem.lo),
                                   screened & (alpha >= problem.hi), margin_error,
@@ -260,7 +267,10 @@ class BoxQPPath:
                   f"free={n - n_lower - n_upper:<6d} gap={cert.rel_gap:.2e} "
                   f"iter={result.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
         # the next step's reference: compensated margins, gap and their error bounds
-        self.reference = problem.reference(C, reduced.alpha)
+        # (kernel mode: the certificate's margins, compensated already)
+        self.reference = problem.reference(
+            C, reduced.alpha, None if reduced.margin_error is None
+            else (reduced.margins, reduced.margin_error))
         # a fit whose gap met tol is certified unless the gap's own error bound exceeds
         # tol; one that did not is limited by the resolution of float64 if its floor
         # (error bound and resolution of the dual point) exceeds tol

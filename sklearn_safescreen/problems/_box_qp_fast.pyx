@@ -1,7 +1,7 @@
 """Compiled kernels of the box-QP problem: per-sample duality gaps, kernel-row sums and
 compensated (twice-the-working-precision) matrix-vector products."""
 
-from libc.math cimport fabs, fma, pow
+from libc.math cimport fabs, pow
 from libc.stdint cimport int32_t, int64_t
 from scipy.linalg.cython_blas cimport daxpy
 
@@ -44,86 +44,111 @@ def add_rows(double[::1] g, const double[:, ::1] A, const int64_t[::1] rows,
                 daxpy(&n, &c, <double*>&A[rows[k], 0], &one, &g[0], &one)
 
 
+def gap_error_terms(const double[::1] q, const double[::1] p, const double[::1] lo,
+                    const double[::1] hi, const double[::1] alpha,
+                    const double[::1] margin_error, double unit_roundoff):
+    """The two sums of ``BoxQP.gap_error`` in one pass: the margins' errors weighted by
+    the slope of each gap term, and the terms' own rounding (see there)."""
+    cdef Py_ssize_t i, n = q.shape[0]
+    cdef double g, e, up, down, slope, weighted = 0.0, rounding = 0.0
+    if (p.shape[0] != n or lo.shape[0] != n or hi.shape[0] != n or alpha.shape[0] != n
+            or margin_error.shape[0] != n):
+        raise ValueError("gap_error_terms: shapes do not match")
+    with nogil:
+        for i in range(n):
+            g = q[i] - p[i]
+            e = margin_error[i] + unit_roundoff * fabs(g)
+            up = fabs(alpha[i] - lo[i])
+            down = fabs(hi[i] - alpha[i])
+            if g - e >= 0.0:
+                slope = up
+            elif g + e <= 0.0:
+                slope = down
+            else:
+                slope = max(up, down)
+            weighted += slope * e
+            if not ((alpha[i] == lo[i] and g >= 0.0) or (alpha[i] == hi[i] and g <= 0.0)):
+                rounding += 4.0 * unit_roundoff * fabs(g) * (
+                    max(fabs(lo[i]), fabs(hi[i])) + fabs(alpha[i]))
+    return weighted, rounding
+
+
 # ------------------------------------------------- compensated (Dot2) margins ---
-# Ogita, Rump & Oishi (2005), "Accurate sum and dot product", Algorithm Dot2: every
-# product is split exactly into p + e (TwoProduct, with an FMA) and every addition into
-# s + e (TwoSum, Knuth); the error terms are summed in a second accumulator. The
-# result is as accurate as if computed in twice the working precision,
-# |res - a'b| <= u|a'b| + gamma_n^2 |a|'|b| (their Proposition 5.5, u = 2^-53,
-# gamma_n = nu/(1-nu)). This module is compiled with -ffp-contract=off (setup.py), so
-# that the compiler cannot fuse a product into the following sum, which would break
-# the exactness of the error-free transformations.
+# Ogita, Rump & Oishi (2005), "Accurate sum and dot product", Algorithm Dot2 (in
+# _dot2.h, built per instruction set): the result is as accurate as if computed in twice
+# the working precision, |res - a'b| <= u|a'b| + gamma_n^2 |a|'|b| (their Proposition
+# 5.5, u = 2^-53, gamma_n = nu/(1-nu)). This module is compiled with -ffp-contract=off
+# (setup.py), so that the compiler cannot fuse a product into the following sum, which
+# would break the exactness of the error-free transformations.
 
-cdef inline void _dot2_add(double a, double b, double* s, double* c) noexcept nogil:
-    """``(s, c) += a * b`` with the error-free transformations of Dot2."""
-    cdef double p = a * b
-    cdef double ep = fma(a, b, -p)
-    cdef double t = s[0] + p
-    cdef double z = t - s[0]
-    c[0] += ((s[0] - (t - z)) + (p - z)) + ep
-    s[0] = t
+cdef extern from "sklearn_safescreen/problems/_dot2.h" nogil:
+    void d2_axpy(Py_ssize_t n, double a, const double* x, double* s, double* c,
+                 double* ab)
+    void d2_dot(Py_ssize_t n, const double* x, const double* y, double* out,
+                double* out_abs)
+    void d2_dot_gather_i32(Py_ssize_t n, const double* vals, const int32_t* idx,
+                           const double* w, double* out, double* out_abs)
+    void d2_dot_gather_i64(Py_ssize_t n, const double* vals, const int64_t* idx,
+                           const double* w, double* out, double* out_abs)
+    void d2_scatter_i32(Py_ssize_t n, double a, const double* vals, const int32_t* idx,
+                        double* s, double* c, double* ab)
+    void d2_scatter_i64(Py_ssize_t n, double a, const double* vals, const int64_t* idx,
+                        double* s, double* c, double* ab)
+    void d2_add_rows(Py_ssize_t n, const double* A, Py_ssize_t ld, const int64_t* rows,
+                     const double* coef, Py_ssize_t m, double* s, double* c, double* ab)
 
 
-def dot2_dense(const double[:, :] X, const double[::1] coef):
+def dot2_dense(const double[:, ::1] X, const double[::1] coef):
     """Compensated ``X' coef`` (length ``X.shape[1]``) and ``|X|' |coef|``, the latter
     in plain arithmetic (an error bound's ingredient)."""
     cdef Py_ssize_t i, k, n = X.shape[0], d = X.shape[1]
     if coef.shape[0] != n:
         raise ValueError("dot2_dense: shapes do not match")
     s_arr, c_arr, a_arr = np.zeros(d), np.zeros(d), np.zeros(d)
+    if d == 0:
+        return s_arr, a_arr
     cdef double[::1] s = s_arr, c = c_arr, ab = a_arr
-    cdef double a
     with nogil:
         for i in range(n):
-            a = coef[i]
-            if a == 0.0:
-                continue
-            for k in range(d):
-                _dot2_add(X[i, k], a, &s[k], &c[k])
-                ab[k] += fabs(X[i, k] * a)
+            if coef[i] != 0.0:
+                d2_axpy(d, coef[i], &X[i, 0], &s[0], &c[0], &ab[0])
         for k in range(d):
             s[k] = s[k] + c[k]
     return s_arr, a_arr
 
 
-def dot2_rows(const double[:, :] X, const double[::1] w):
+def dot2_rows(const double[:, ::1] X, const double[::1] w):
     """Compensated ``X w`` (one Dot2 per row) and ``|X| |w|``."""
-    cdef Py_ssize_t i, k, n = X.shape[0], d = X.shape[1]
+    cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
     if w.shape[0] != d:
         raise ValueError("dot2_rows: shapes do not match")
-    out, a_arr = np.empty(n), np.empty(n)
+    out, a_arr = np.zeros(n), np.zeros(n)
+    if d == 0:
+        return out, a_arr
     cdef double[::1] o = out, ab = a_arr
-    cdef double s, c, a
     with nogil:
         for i in range(n):
-            s = 0.0
-            c = 0.0
-            a = 0.0
-            for k in range(d):
-                _dot2_add(X[i, k], w[k], &s, &c)
-                a += fabs(X[i, k] * w[k])
-            o[i] = s + c
-            ab[i] = a
+            d2_dot(d, &X[i, 0], &w[0], &o[i], &ab[i])
     return out, a_arr
 
 
 def dot2_csr(const double[::1] data, const int32_or_64[::1] indices,
              const int32_or_64[::1] indptr, const double[::1] w):
     """Compensated ``X w`` of a CSR matrix and ``|X| |w|``."""
-    cdef Py_ssize_t i, p, n = indptr.shape[0] - 1
-    out, a_arr = np.empty(n), np.empty(n)
+    cdef Py_ssize_t i, start, n = indptr.shape[0] - 1
+    out, a_arr = np.zeros(n), np.zeros(n)
     cdef double[::1] o = out, ab = a_arr
-    cdef double s, c, a
     with nogil:
         for i in range(n):
-            s = 0.0
-            c = 0.0
-            a = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                _dot2_add(data[p], w[indices[p]], &s, &c)
-                a += fabs(data[p] * w[indices[p]])
-            o[i] = s + c
-            ab[i] = a
+            start = indptr[i]
+            if indptr[i + 1] == start:
+                continue
+            if int32_or_64 is int32_t:
+                d2_dot_gather_i32(indptr[i + 1] - start, &data[start], &indices[start],
+                                  &w[0], &o[i], &ab[i])
+            else:
+                d2_dot_gather_i64(indptr[i + 1] - start, &data[start], &indices[start],
+                                  &w[0], &o[i], &ab[i])
     return out, a_arr
 
 
@@ -131,43 +156,59 @@ def dot2_csr_transpose(const double[::1] data, const int32_or_64[::1] indices,
                        const int32_or_64[::1] indptr, Py_ssize_t n_features,
                        const double[::1] coef):
     """Compensated ``X' coef`` of a CSR matrix and ``|X|' |coef|``."""
-    cdef Py_ssize_t i, p, j, n = indptr.shape[0] - 1
+    cdef Py_ssize_t i, j, start, n = indptr.shape[0] - 1
     if coef.shape[0] != n:
         raise ValueError("dot2_csr_transpose: shapes do not match")
     s_arr, c_arr, a_arr = np.zeros(n_features), np.zeros(n_features), np.zeros(n_features)
+    if n_features == 0:
+        return s_arr, a_arr
     cdef double[::1] s = s_arr, c = c_arr, ab = a_arr
-    cdef double a
     with nogil:
         for i in range(n):
-            a = coef[i]
-            if a == 0.0:
+            start = indptr[i]
+            if coef[i] == 0.0 or indptr[i + 1] == start:
                 continue
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                _dot2_add(data[p], a, &s[j], &c[j])
-                ab[j] += fabs(data[p] * a)
+            if int32_or_64 is int32_t:
+                d2_scatter_i32(indptr[i + 1] - start, coef[i], &data[start],
+                               &indices[start], &s[0], &c[0], &ab[0])
+            else:
+                d2_scatter_i64(indptr[i + 1] - start, coef[i], &data[start],
+                               &indices[start], &s[0], &c[0], &ab[0])
         for j in range(n_features):
             s[j] = s[j] + c[j]
     return s_arr, a_arr
 
 
 def dot2_accumulate(double[::1] s, double[::1] c, double[::1] ab,
-                    const double[:, :] block, const double[::1] coef):
+                    const double[:, ::1] block, const double[::1] coef):
     """``(s, c) += block' coef`` with Dot2 accumulators (``s`` the sums, ``c`` their
     compensations, both of length ``block.shape[1]``) and ``ab += |block|' |coef|``:
     a kernel matrix-vector product accumulated block by block."""
-    cdef Py_ssize_t k, i, m = block.shape[0], n = block.shape[1]
-    cdef double a
+    cdef Py_ssize_t k, m = block.shape[0], n = block.shape[1]
     if coef.shape[0] != m or s.shape[0] != n or c.shape[0] != n or ab.shape[0] != n:
         raise ValueError("dot2_accumulate: shapes do not match")
+    if n == 0:
+        return
     with nogil:
         for k in range(m):
-            a = coef[k]
-            if a == 0.0:
-                continue
-            for i in range(n):
-                _dot2_add(block[k, i], a, &s[i], &c[i])
-                ab[i] += fabs(block[k, i] * a)
+            if coef[k] != 0.0:
+                d2_axpy(n, coef[k], &block[k, 0], &s[0], &c[0], &ab[0])
+
+
+def dot2_add_rows(double[::1] s, double[::1] c, double[::1] ab, const double[:, ::1] A,
+                  const int64_t[::1] rows, const double[::1] coef):
+    """``(s, c) += coef' A[rows]`` with Dot2 accumulators and ``ab += |coef|' |A[rows]|``,
+    reading the rows in place (the kernel row cache), in column blocks."""
+    cdef Py_ssize_t k, n = A.shape[1], m = rows.shape[0]
+    if coef.shape[0] != m or s.shape[0] != n or c.shape[0] != n or ab.shape[0] != n:
+        raise ValueError("dot2_add_rows: shapes do not match")
+    for k in range(m):
+        if rows[k] < 0 or rows[k] >= A.shape[0]:
+            raise ValueError("dot2_add_rows: a row index is out of range")
+    if n == 0 or m == 0:
+        return
+    with nogil:
+        d2_add_rows(n, &A[0, 0], n, &rows[0], &coef[0], m, &s[0], &c[0], &ab[0])
 
 
 # ------------------------------------------------ symmetric kernel blocks ---

@@ -37,6 +37,7 @@ from ._box_qp_fast import (
     dot2_csr_transpose,
     dot2_dense,
     dot2_rows,
+    gap_error_terms,
     gap_terms,
 )
 from .constants import TINY, UNIT_ROUNDOFF
@@ -138,6 +139,7 @@ class BoxQP:
                 t, t_abs = dot2_csr(X.data, X.indices, X.indptr, w)
                 d = int(np.diff(X.indptr).max(initial=0))
             else:
+                X = np.ascontiguousarray(X, dtype=np.float64)
                 w, w_abs = dot2_dense(X, coef)
                 t, t_abs = dot2_rows(X, w)
                 d = X.shape[1]
@@ -147,21 +149,19 @@ class BoxQP:
                            + np.sqrt(self.sqnorm) * float(np.sqrt(w_error @ w_error)))
             return s * t, error
         nz = np.flatnonzero(alpha)
-        acc, comp, absum = np.zeros(n), np.zeros(n), np.zeros(n)
         km = self.kernel
         if isinstance(km.kernel, str) and km.kernel != "precomputed":
             # a built-in kernel is symmetric: rows of the support (as the row cache
             # holds them) serve as columns
-            every = np.arange(n)
-            for start in range(0, nz.size, _BLOCK_ROWS):
-                part = nz[start:start + _BLOCK_ROWS]
-                dot2_accumulate(acc, comp, absum, km.block(part, every), coef[part])
+            acc, comp, absum = km.dot2_matvec(nz, coef[nz])
         else:
+            acc, comp, absum = np.zeros(n), np.zeros(n), np.zeros(n)
             coef_nz = np.ascontiguousarray(coef[nz])
             for start in range(0, n, _BLOCK_ROWS):
                 sl = slice(start, min(start + _BLOCK_ROWS, n))
                 rows = np.arange(sl.start, sl.stop)
-                dot2_accumulate(acc[sl], comp[sl], absum[sl], km.block(rows, nz).T, coef_nz)
+                dot2_accumulate(acc[sl], comp[sl], absum[sl],
+                                np.ascontiguousarray(km.block(rows, nz).T), coef_nz)
         t = acc + comp
         error = 2.0 * (UNIT_ROUNDOFF * np.abs(t) + (gamma(nz.size) ** 2 + km.entry_rtol) * absum)
         return s * t, error
@@ -197,18 +197,13 @@ class BoxQP:
         the sum adds :math:`\gamma_n\sum_i|t_i|`. Doubled to cover the bound's own
         arithmetic.
         """
-        g = q - self.p
-        lo, hi = self.lo, self.hi
-        e = np.broadcast_to(np.asarray(margin_error, dtype=float), g.shape) \
-            + UNIT_ROUNDOFF * np.abs(g)
-        up, down = np.abs(alpha - lo), np.abs(hi - alpha)
-        slope = np.where(g - e >= 0, up, np.where(g + e <= 0, down, np.maximum(up, down)))
-        exact_zero = ((alpha == lo) & (g >= 0)) | ((alpha == hi) & (g <= 0))
-        rounding = np.where(exact_zero, 0.0, 4.0 * UNIT_ROUNDOFF * np.abs(g)
-                            * (np.maximum(np.abs(lo), np.abs(hi)) + np.abs(alpha)))
-        n = self.n_samples
-        return 2.0 * (float(slope @ e) + float(rounding.sum())
-                      + gamma(n) * float(np.abs(terms).sum()))
+        e = np.ascontiguousarray(np.broadcast_to(np.asarray(margin_error, dtype=float),
+                                                 q.shape))
+        c = np.ascontiguousarray
+        weighted, rounding = gap_error_terms(
+            c(q, dtype=np.float64), c(self.p, dtype=np.float64), c(self.lo, dtype=np.float64),
+            c(self.hi, dtype=np.float64), c(alpha, dtype=np.float64), e, UNIT_ROUNDOFF)
+        return 2.0 * (weighted + rounding + gamma(self.n_samples) * float(np.abs(terms).sum()))
 
     def rounding_floor(self, ref: BoxQPReference, resolution: bool = True) -> float:
         r"""The duality gap that double precision cannot resolve at ``ref``, relative
@@ -241,10 +236,13 @@ class BoxQP:
         floor = UNIT_ROUNDOFF * float(a @ zn) * float(np.abs(alpha[free]) @ zn[free])
         return (ref.gap_error + floor) / max(dual, TINY)
 
-    def reference(self, C: float, alpha: np.ndarray) -> BoxQPReference:
+    def reference(self, C: float, alpha: np.ndarray,
+                  margins: tuple[np.ndarray, np.ndarray] | None = None) -> BoxQPReference:
         """The screening reference at ``alpha``: compensated margins, the full duality
-        gap and the bounds of their rounding errors (one pass over the data)."""
-        q, error = self.accurate_margins(alpha)
+        gap and the bounds of their rounding errors (one pass over the data).
+        ``margins``: :meth:`accurate_margins` of this very ``alpha``, if the caller has
+        them."""
+        q, error = self.accurate_margins(alpha) if margins is None else margins
         terms = self.gap_terms(alpha, q)
         gap = float(terms.sum())
         return BoxQPReference(C, alpha, q, max(gap, 0.0), error,

@@ -16,6 +16,8 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from .._utils import memory
 from ._box_qp_fast import (
     add_rows,
+    dot2_accumulate,
+    dot2_add_rows,
     row_sq_norms,
     symmetric_kernel_block,
     symmetric_kernel_diag,
@@ -27,6 +29,9 @@ _SYMMETRIC_KINDS = {"linear": 0, "rbf": 1, "poly": 2}
 
 #: Rows per chunk when a kernel block is reduced on the fly (bounded memory).
 _CHUNK_ROWS = 2048
+
+#: Rows of uncached kernel blocks per compensated product (:meth:`KernelMatrix.dot2_matvec`).
+_DOT2_BLOCK_ROWS = 256
 
 
 class KernelMatrix:
@@ -178,6 +183,33 @@ class KernelMatrix:
             if slots is not None:  # one gather (a fresh array the caller may modify)
                 return self._rows[np.ix_(slots, np.asarray(cols, dtype=np.int64))]
         return self._compute(rows, cols)
+
+    def dot2_matvec(self, cols, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""Compensated :math:`(K_{:,\mathrm{cols}} + s^2)\,v` over every row, as the
+        Dot2 sums, their compensations and :math:`|K_{:,\mathrm{cols}}+s^2|\,|v|`
+        (:func:`dot2_add_rows`).
+
+        Only for a symmetric kernel (the built-in ones on dense input): the cached rows
+        of ``cols`` serve as its columns, read in place when they all fit in the cache;
+        otherwise they are computed in blocks, without displacing the cached rows the
+        solver works with.
+        """
+        n = self.n_samples
+        acc, comp, absum = np.zeros(n), np.zeros(n), np.zeros(n)
+        cols = np.asarray(cols, dtype=np.int64)
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if cols.size == 0:
+            return acc, comp, absum
+        with self._lock:
+            slots = self._ensure_cached(cols)
+            if slots is not None:
+                dot2_add_rows(acc, comp, absum, self._rows, slots, v)
+                return acc, comp, absum
+        every = np.arange(n)
+        for start in range(0, cols.size, _DOT2_BLOCK_ROWS):
+            part = slice(start, start + _DOT2_BLOCK_ROWS)
+            dot2_accumulate(acc, comp, absum, self._compute(cols[part], every), v[part])
+        return acc, comp, absum
 
     def _compute(self, rows, cols) -> np.ndarray:
         self.n_evaluations += len(rows) * len(cols)
