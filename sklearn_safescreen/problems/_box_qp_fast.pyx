@@ -118,17 +118,36 @@ def dot2_dense(const double[:, ::1] X, const double[::1] coef):
 
 
 def dot2_rows(const double[:, ::1] X, const double[::1] w):
-    """Compensated ``X w`` (one Dot2 per row) and ``|X| |w|``."""
-    cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
+    """Compensated ``X w`` (one Dot2 per row, over the features in order) and
+    ``|X| |w|``.
+
+    One row's Dot2 is a chain of dependent operations; blocks of rows are transposed
+    into a buffer instead, so that a feature's values over the rows of a block form one
+    vectorised compensated update: the same terms in the same order per row, so the
+    same values, several times faster."""
+    cdef Py_ssize_t i, i0, k, m, n = X.shape[0], d = X.shape[1]
     if w.shape[0] != d:
         raise ValueError("dot2_rows: shapes do not match")
-    out, a_arr = np.zeros(n), np.zeros(n)
-    if d == 0:
+    out, a_arr, c_arr = np.zeros(n), np.zeros(n), np.zeros(n)
+    if d == 0 or n == 0:
         return out, a_arr
-    cdef double[::1] o = out, ab = a_arr
+    # a block of rows, transposed, takes at most about 1 MB
+    cdef Py_ssize_t block = max(8, min(256, (1 << 17) // d))
+    buf = np.empty(block * d)
+    cdef double[::1] o = out, ab = a_arr, c = c_arr, t = buf
     with nogil:
+        i0 = 0
+        while i0 < n:
+            m = min(block, n - i0)
+            for i in range(m):
+                for k in range(d):
+                    t[k * m + i] = X[i0 + i, k]
+            for k in range(d):
+                if w[k] != 0.0:
+                    d2_axpy(m, w[k], &t[k * m], &o[i0], &c[i0], &ab[i0])
+            i0 += m
         for i in range(n):
-            d2_dot(d, &X[i, 0], &w[0], &o[i], &ab[i])
+            o[i] = o[i] + c[i]
     return out, a_arr
 
 
