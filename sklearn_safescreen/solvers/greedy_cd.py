@@ -263,23 +263,23 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     p = problem.p[W].copy()
     diag = np.ascontiguousarray(problem.sqnorm[W])
     # the held variables' margins over W, and the objective 1/2 a'Qa - p'a, afterwards
-    # tracked through the updates' exact decreases
+    # tracked through the updates' exact decreases; its constant part a_h'Q_hh a_h over
+    # the held variables (|held|^2 kernel values) only when the stopping test needs it
+    const = const_fixed_quad if not pending.size else None
     if held.size:
         a_held = s[held] * alpha[held]
         d = s[W] * K.matvec(W, held, a_held)
-        if const_fixed_quad is None or pending.size:
-            const_fixed_quad = float(a_held @ K.matvec(held, held, a_held))
     else:
         d = np.zeros(m)
-        const_fixed_quad = 0.0
+        const = 0.0
     g = d - p
     nz = np.flatnonzero(a != 0.0)
     if nz.size:
         # interior variables first: they are the likeliest to be selected
         nz = nz[np.argsort((a[nz] <= lo[nz]) | (a[nz] >= hi[nz]), kind="stable")]
         cache.accumulate(problem, g, nz, a[nz])
-    quad = float(a @ (g + p - d)) + 2.0 * float(a @ d) + const_fixed_quad
-    objective = 0.5 * quad - float(problem.p @ alpha)
+    objective = 0.5 * (float(a @ (g + p - d)) + 2.0 * float(a @ d)) \
+        - float(problem.p @ alpha)  # without 0.5 * const
     active = np.flatnonzero(~outside).astype(np.int64)
     n_listed = n_active = active.size
     n_free0 = max(free.size, 1)
@@ -292,13 +292,14 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     if problem.newton is not None:
         problem.newton.keep_bytes = problem.kernel.cache_bytes
     while True:
+        inv_diag = _inverse(diag) if inv_diag is None else inv_diag
         budget = min(max(_check_schedule(n_checks) * n_free0 // 8, 1),
                      max(max_updates - updates, 1))
-        inv_diag = _inverse(diag) if inv_diag is None else inv_diag
-        status, done, n_active, cache.clock, violation, need, decrease = greedy_updates(
-            a, g, lo, hi, diag, inv_diag, active, n_active, n_listed, cache.rows, cache.slot,
-            cache.last_use, cache.clock, budget, eps,
-            min(SHRINK_EVERY, n_listed) if n_listed > 1 else 0)
+        status, done, n_active, cache.clock, violation, need, decrease = \
+            greedy_updates(a, g, lo, hi, diag, inv_diag, active, n_active, n_listed,
+                           cache.rows, cache.slot, cache.last_use, cache.clock,
+                           budget, eps, min(SHRINK_EVERY, n_listed) if n_listed > 1
+                           else 0)
         updates += done
         objective -= decrease
         if status == NEED_ROW:
@@ -308,7 +309,9 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
         la = active[:n_listed]
         G = g[la]
         gap = float((np.maximum(-lo[la] * G, -hi[la] * G) + a[la] * G).sum())
-        rel_gap = gap / max(abs(objective), TINY)
+        alpha[W] = a
+        rel_gap, const = _relative_gap(problem, alpha, gap, objective, const, tol,
+                                       held, a_held if held.size else None)
         complete = pending.size == 0
         last = rel_gap <= tol or updates >= max_updates
         if not complete and last:
@@ -319,7 +322,8 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
             t_pend = (np.maximum(-problem.lo[pending] * g_pend, -problem.hi[pending] * g_pend)
                       + alpha[pending] * g_pend)
             gap += float(t_pend.sum())
-            rel_gap = gap / max(abs(objective), TINY)
+            rel_gap, const = _relative_gap(problem, alpha, gap, objective, const, tol,
+                                           held, a_held if held.size else None)
             back = t_pend > 0.0
             if rel_gap > tol and back.any() and updates < max_updates:
                 cache, a, g, lo, hi, p, diag, active = _add_columns(
@@ -441,6 +445,19 @@ def _newton_step(problem, cache: RowCache, a, g, lo, hi, interior) -> float | No
     a[interior] = new
     # exact change of the objective: delta'(g_old + g_new) / 2
     return 0.5 * float(delta @ (g_old + g[interior]))
+
+
+def _relative_gap(problem, alpha, gap, objective, const, tol, held, a_held):
+    """``(gap / |dual objective|, const)``. The dual objective is ``-(objective + const
+    / 2)``; it is at most ``p'alpha``, so while ``gap > tol p'alpha > 0`` the solve is
+    certainly not done and ``gap / p'alpha`` (a lower bound) is returned without the
+    constant; otherwise the constant is computed (once)."""
+    pa = float(problem.p @ alpha)
+    if const is None and pa > 0.0 and gap > tol * pa:
+        return gap / pa, const
+    if const is None:
+        const = float(a_held @ problem.kernel.matvec(held, held, a_held))
+    return gap / max(abs(objective + 0.5 * const), TINY), const
 
 
 def _inverse(diag: np.ndarray) -> np.ndarray:
