@@ -32,6 +32,7 @@ from ..screening.lad import screen_lad
 from ..screening.svm import screen_svm
 from ..solvers._cd_fast import seed_point, start_point
 from ..solvers.dual_cd import solve_box_qp
+from ..solvers.greedy_cd import prefer_greedy, solve_kernel_greedy
 from ..solvers.newton import NewtonCache
 from ..solvers.working_set import (
     WS_MIN_PROBLEM,
@@ -112,6 +113,8 @@ class _ReducedBoxQP:
             return solve_working_set
         if large and problem.linear:
             return solve_plain_then_working_set
+        if prefer_greedy(problem, undecided):
+            return solve_kernel_greedy
         return solve_box_qp
 
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:

@@ -56,6 +56,9 @@ class KernelMatrix:
         self.bias_sq = float(bias) ** 2
         self.n_samples = 0 if X is None else X.shape[0]
         self.n_evaluations = 0  # kernel values computed so far (cost accounting)
+        #: the memory budget of a row cache (bytes): this one's, and the kernel solver's
+        #: rows over its free samples (:mod:`~sklearn_safescreen.solvers.greedy_cd`)
+        self.cache_bytes = float(cache_size) * 2**20
         # Row cache (as LIBSVM's): whole rows K[i, :] + bias**2 of the built-in kernels,
         # which are symmetric, so a cached row also serves as a column. A precomputed
         # kernel is already in memory and a callable one may be asymmetric: no cache.
@@ -230,6 +233,27 @@ class KernelMatrix:
         if self.bias_sq:
             K += self.bias_sq  # in place: K is ours (callers may modify it too)
         return K
+
+    def rows_over(self, cols) -> Callable[[np.ndarray], np.ndarray]:
+        """A function ``rows -> K[rows][:, cols] + bias**2`` (a fresh array) for a fixed
+        column set, evaluated without the row cache; for the dense built-in kernels the
+        columns' operand is prepared once (the values are those of :meth:`block`)."""
+        cols = np.asarray(cols, dtype=np.int64)
+        if self._kind is None:
+            return lambda rows: self._compute(np.asarray(rows, dtype=np.int64), cols)
+        Bt = np.ascontiguousarray(self._Xt[:, cols])
+        b_sq = self._sq[cols]
+
+        def evaluate(rows):
+            rows = np.asarray(rows, dtype=np.int64)
+            self.n_evaluations += rows.size * cols.size
+            K = symmetric_kernel_block(self._Xc[rows], self._sq[rows], Bt, b_sq,
+                                       *self._sym_params)
+            if self.bias_sq:
+                K += self.bias_sq
+            return K
+
+        return evaluate
 
     def cross(self, A, B) -> np.ndarray:
         """Kernel between two sets of raw samples (no bias)."""

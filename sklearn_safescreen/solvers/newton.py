@@ -53,6 +53,12 @@ class NewtonCache:
 
     def __init__(self):
         self.clear()
+        #: factors up to this many bytes are also kept between fits (the greedy solver
+        #: sets it to the kernel cache's budget)
+        self.keep_bytes = 0.0
+        #: the greedy solver's kernel rows over its free samples
+        #: (:class:`~sklearn_safescreen.solvers.greedy_cd.RowCache`), kept like the factor
+        self.rows = None
 
     def clear(self) -> None:
         self.idx = None
@@ -61,14 +67,19 @@ class NewtonCache:
     def end_fit(self, keep: bool) -> None:
         """After a fit: keep the factor for the next fit of a path only if ``keep`` and
         it is small (``NEWTON_KEEP_SYSTEM``)."""
-        if not keep or (self.idx is not None and self.idx.size > NEWTON_KEEP_SYSTEM):
+        large = self.idx is not None and self.idx.size > NEWTON_KEEP_SYSTEM \
+            and 8.0 * self.idx.size**2 > self.keep_bytes
+        if not keep or large:
             self.clear()
+        if not keep:
+            self.rows = None
 
     def __getstate__(self):
         return {}
 
     def __setstate__(self, state):
         self.clear()
+        self.rows = None
 
     def solve(self, problem: BoxQP, Q: np.ndarray, free: np.ndarray, interior: np.ndarray,
               rhs: np.ndarray) -> np.ndarray:

@@ -1,0 +1,529 @@
+r"""Greedy coordinate descent for large kernel box QPs, with a bounded kernel-row cache.
+
+For the kernel duals of :mod:`sklearn_safescreen.problems.box_qp` whose free set is too
+large for a dense block and a Cholesky factor (thousands of free support vectors): the
+SMO idea (Platt 1998; Fan, Chen and Lin 2005) applied to a box QP **without** the
+equality constraint (SafeSVC's intercept is regularised, so it sits in the kernel as
+``+ intercept_scaling**2``). One variable moves at a time, the one whose exact
+one-dimensional minimisation decreases the objective most; the gradient over the free
+set is updated with that variable's signed kernel row. Rows come from a
+least-recently-used cache over the free samples (:class:`RowCache`), kept across the
+fits of a warm-started path, whose columns are extended (not recomputed) when the next
+step's free set adds a few samples. Shrinking as LIBSVM's (compiled loop:
+:mod:`._greedy_fast`).
+
+The solver stops on the duality gap of the reduced problem (the same rule as
+:func:`~.dual_cd.solve_box_qp`) and applies the gap-safe dynamic screening at every gap
+check; every answer is then certified on the full problem by the caller
+(:func:`~sklearn_safescreen.engine.certify.certified_solve`), so the solver's own
+round-off never reaches the certificate.
+
+Memory: the row cache holds at most ``max(cache_size, 16 rows)`` of ``8 m`` bytes
+(``m`` the free samples), beside ``O(m d)`` for the free samples' feature-major copy
+and ``O(n)`` vectors: at most ``cache_size + 8 (16 m + m d + c n)`` bytes for a small
+constant ``c``, never an ``m x m`` block.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.linalg import LinAlgWarning
+
+from ..problems.box_qp import BoxQP
+from ..problems.constants import TINY
+from ..problems.kernels import add_rows
+from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
+from .dual_cd import DynamicScreen, SolveResult, _check_schedule
+from .newton import NEWTON_MAX_SYSTEM, NewtonCache
+
+#: Fewest rows the cache holds whatever ``cache_size`` (a tiny cache would recompute a
+#: row at nearly every update).
+MIN_CACHE_ROWS = 16
+#: Rows computed together when the selected variable's row is missing: it and the
+#: largest other violations (the next selections, likely), one blocked kernel call.
+PREFETCH_ROWS = 32
+#: A kept cache serves the next solve if its columns cover the new free set after adding
+#: at most this fraction of new columns, and hold at most this factor more columns than
+#: the free set (each update adds a row over every column).
+EXTEND_FRACTION = 0.25
+SHRINK_COLUMNS = 1.5
+#: ... and at most this factor when its rows do not all fit in the cache (wider rows
+#: leave room for fewer of them).
+WIDER_COLUMNS = 1.1
+#: Newton steps on the interior variables (with the kept Cholesky factor, bordered when
+#: the interior set changed little: :class:`~.newton.NewtonCache`) are tried once the
+#: relative gap over W is below this (the interior set is then nearly the final one),
+#: at most ``NEWTON_MAX_STEPS`` times per solve: greedy steps alone crawl through the
+#: last decades of the gap on thousands of free support vectors.
+NEWTON_BELOW_GAP = 1e-3
+NEWTON_MAX_STEPS = 6
+#: Fewest free variables for which :func:`prefer_greedy` chooses this solver.
+GREEDY_MIN_FREE = 2000
+#: W is narrowed to the variables shrinking kept when they are fewer than this fraction
+#: of it.
+RESTRICT_FRACTION = 0.7
+#: Updates between two shrinking passes, relative to the free set (LIBSVM: min(n, 1000)).
+SHRINK_EVERY = 1000
+
+
+class RowCache:
+    r"""Signed kernel rows :math:`Q_{iW}` over a column set ``W`` (global sample
+    indices), least recently used rows evicted, at most ``capacity`` rows.
+
+    Positions are indices into ``W``; ``slot[j]`` is the buffer row of position ``j``
+    (-1: not cached).
+    """
+
+    def __init__(self, problem: BoxQP, W: np.ndarray):
+        self.W = np.asarray(W, dtype=np.int64)
+        self._setup(problem)
+        self.slot = np.full(self.W.size, -1, dtype=np.int64)
+        self.owner = np.full(self.capacity, -1, dtype=np.int64)
+        self.last_use = np.zeros(self.capacity, dtype=np.int64)
+        self.clock = 0
+        self.rows = np.empty((self.capacity, self.W.size))
+
+    def _setup(self, problem):
+        m = max(self.W.size, 1)
+        budget = int(problem.kernel.cache_bytes // (8 * m))
+        self.capacity = int(min(self.W.size, max(budget, MIN_CACHE_ROWS)))
+        self._evaluate = problem.kernel.rows_over(self.W)
+        self._sign_W = problem.sign[self.W]
+
+    def signed(self, problem: BoxQP, positions: np.ndarray) -> np.ndarray:
+        """The rows of ``positions`` computed afresh (not stored)."""
+        rows = self.W[positions]
+        block = self._evaluate(rows)
+        block *= problem.sign[rows][:, None]
+        block *= self._sign_W[None, :]
+        return block
+
+    def fetch(self, problem: BoxQP, positions: np.ndarray) -> None:
+        """Make the rows of ``positions`` (at most ``capacity``, distinct) cached,
+        evicting the least recently used others."""
+        missing = positions[self.slot[positions] < 0]
+        self.clock += 1
+        if missing.size == 0:
+            self.last_use[self.slot[positions]] = self.clock
+            return
+        empty = np.flatnonzero(self.owner < 0)
+        if empty.size < missing.size:
+            taken = np.flatnonzero(self.owner >= 0)
+            taken = taken[~np.isin(self.owner[taken], positions)]
+            need = missing.size - empty.size
+            evicted = taken[np.argpartition(self.last_use[taken], need - 1)[:need]]
+            self.slot[self.owner[evicted]] = -1
+            self.owner[evicted] = -1
+            empty = np.concatenate([empty, evicted])
+        slots = empty[:missing.size]
+        self.rows[slots] = self.signed(problem, missing)
+        self.slot[missing] = slots
+        self.owner[slots] = missing
+        self.last_use[self.slot[positions]] = self.clock
+
+    def accumulate(self, problem: BoxQP, out: np.ndarray, positions: np.ndarray,
+                   coef: np.ndarray) -> None:
+        """``out += coef @ Q[positions, W]``: cached rows in place, the others computed
+        in blocks and stored while the cache has empty slots."""
+        cached = self.slot[positions] >= 0
+        if cached.any():
+            add_rows(out, self.rows, self.slot[positions[cached]], coef[cached])
+        rest, rest_coef = positions[~cached], coef[~cached]
+        for start in range(0, rest.size, 256):
+            part, c = rest[start:start + 256], rest_coef[start:start + 256]
+            empty = np.flatnonzero(self.owner < 0)
+            if empty.size >= part.size:
+                self.fetch(problem, part)
+                add_rows(out, self.rows, self.slot[part], c)
+            else:
+                out += c @ self.signed(problem, part)
+
+    def restricted(self, problem: BoxQP, keep: np.ndarray) -> RowCache:
+        """This cache over the columns ``W[keep]`` (sorted positions): the cached rows of
+        the kept positions, narrowed (no kernel values computed)."""
+        new = RowCache.__new__(RowCache)
+        new.W = self.W[keep]
+        new._setup(problem)
+        new.slot = np.full(new.W.size, -1, dtype=np.int64)
+        new.owner = np.full(new.capacity, -1, dtype=np.int64)
+        new.last_use = np.zeros(new.capacity, dtype=np.int64)
+        new.clock = self.clock
+        new.rows = np.empty((new.capacity, new.W.size))
+        old_slot = self.slot[keep]
+        have = np.flatnonzero(old_slot >= 0)
+        have = have[np.argsort(-self.last_use[old_slot[have]], kind="stable")]
+        have = have[:new.capacity]
+        k = np.arange(have.size)
+        for start in range(0, have.size, 256):  # bounded temporaries
+            sl = slice(start, start + 256)
+            new.rows[k[sl]] = self.rows[old_slot[have[sl]]][:, keep]
+        new.slot[have] = k
+        new.owner[k] = have
+        new.last_use[k] = self.last_use[old_slot[have]]
+        return new
+
+    def extended(self, problem: BoxQP, extra: np.ndarray) -> RowCache:
+        """This cache over the columns ``W + extra`` (appended): the kept rows gain the
+        new columns (computed), the least recently used ones are dropped if the wider
+        rows no longer fit."""
+        new = RowCache.__new__(RowCache)
+        new.W = np.concatenate([self.W, np.asarray(extra, dtype=np.int64)])
+        new._setup(problem)
+        m_old = self.W.size
+        new.slot = np.full(new.W.size, -1, dtype=np.int64)
+        new.owner = np.full(new.capacity, -1, dtype=np.int64)
+        new.last_use = np.zeros(new.capacity, dtype=np.int64)
+        new.clock = self.clock
+        new.rows = np.empty((new.capacity, new.W.size))
+        held = np.flatnonzero(self.owner >= 0)
+        held = held[np.argsort(-self.last_use[held], kind="stable")][:new.capacity]
+        if held.size:
+            pos = self.owner[held]
+            k = np.arange(held.size)
+            new.rows[k, :m_old] = self.rows[held]
+            if extra.size:
+                rows_g = self.W[pos]
+                block = problem.kernel.rows_over(extra)(rows_g)
+                block *= problem.sign[rows_g][:, None]
+                block *= problem.sign[extra][None, :]
+                new.rows[k, m_old:] = block
+            new.slot[pos] = k
+            new.owner[k] = pos
+            new.last_use[k] = self.last_use[held]
+        return new
+
+
+def prefer_greedy(problem: BoxQP, n_undecided: int) -> bool:
+    """Whether a kernel solve over ``n_undecided`` samples should use this solver: when
+    their kernel rows do not fit in the kernel's row cache (the dense solver would
+    compute its ``m x m`` block afresh at every solve and factorise a Newton system of
+    the interior set) and the problem is not small."""
+    return (not problem.linear and n_undecided > GREEDY_MIN_FREE
+            and problem.kernel.cache_capacity < n_undecided)
+
+
+def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCache:
+    """The columns of the solve: the kept cache's within ``free`` (extended by the
+    ``interior`` free variables it lacks) when it keeps most of its rows, else a new
+    cache over ``free``."""
+    keeper = problem.newton
+    cache = getattr(keeper, "rows", None)
+    if cache is not None:
+        inside = np.isin(cache.W, free, assume_unique=True)
+        extra = np.setdiff1d(interior, cache.W, assume_unique=True)
+        if inside.mean() >= 1.0 - EXTEND_FRACTION and extra.size <= EXTEND_FRACTION * (
+                cache.W.size):
+            if not inside.all():
+                cache = cache.restricted(problem, np.flatnonzero(inside))
+            if extra.size:
+                cache = cache.extended(problem, extra)
+            _install(problem, cache)
+            return cache
+    cache = RowCache(problem, free)
+    _install(problem, cache)
+    return cache
+
+
+def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
+                        tol: float, max_iter: int, random_state: np.random.RandomState,
+                        dynamic_screen: DynamicScreen | None = None,
+                        const_fixed_quad: float | None = None) -> SolveResult:
+    """Greedy coordinate descent with a row cache (see the module docstring); same
+    contract as :func:`~.dual_cd.solve_box_qp` in kernel mode (``max_iter`` counts
+    epochs: updates divided by the number of free variables). ``random_state`` is not
+    used: the selection is deterministic.
+
+    The updates run over a column set ``W`` of the free variables: the kept cache's
+    (when the last solve of the path left one) and the free variables strictly inside
+    their box, later only those that shrinking keeps. The other free variables are
+    *pending*: held at their value, their gradient is reconstructed (one kernel product)
+    before the solve may stop, and those that violate their optimality condition
+    return to ``W``. The reported gap is always that of every free variable.
+    """
+    del random_state
+    alpha = alpha.astype(np.float64, copy=True)
+    fixed = fixed | (problem.hi <= problem.lo)
+    n = problem.n_samples
+    s, K = problem.sign, problem.kernel
+    free = np.flatnonzero(~fixed)
+    interior = free[(alpha[free] > problem.lo[free]) & (alpha[free] < problem.hi[free])]
+    cache = _row_cache(problem, free, interior)
+    W = cache.W
+    m = W.size
+    in_W = np.zeros(n, dtype=bool)
+    in_W[W] = True
+    pending = free[~in_W[free]]
+    held = np.flatnonzero(~in_W & (alpha != 0.0))
+    a = alpha[W].copy()
+    lo, hi = problem.lo[W].copy(), problem.hi[W].copy()
+    outside = fixed[W]  # positions of W held at their value (a degenerate box)
+    lo[outside] = hi[outside] = a[outside]
+    p = problem.p[W].copy()
+    diag = np.ascontiguousarray(problem.sqnorm[W])
+    # the held variables' margins over W, and the objective 1/2 a'Qa - p'a, afterwards
+    # tracked through the updates' exact decreases; its constant part a_h'Q_hh a_h over
+    # the held variables (|held|^2 kernel values) only when the stopping test needs it
+    const = const_fixed_quad if not pending.size else None
+    if held.size:
+        a_held = s[held] * alpha[held]
+        d = s[W] * K.matvec(W, held, a_held)
+    else:
+        d = np.zeros(m)
+        const = 0.0
+    g = d - p
+    nz = np.flatnonzero(a != 0.0)
+    if nz.size:
+        # interior variables first: they are the likeliest to be selected
+        nz = nz[np.argsort((a[nz] <= lo[nz]) | (a[nz] >= hi[nz]), kind="stable")]
+        cache.accumulate(problem, g, nz, a[nz])
+    objective = 0.5 * (float(a @ (g + p - d)) + 2.0 * float(a @ d)) \
+        - float(problem.p @ alpha)  # without 0.5 * const
+    active = np.flatnonzero(~outside).astype(np.int64)
+    n_listed = n_active = active.size
+    n_free0 = max(free.size, 1)
+    max_updates = int(max_iter) * n_free0
+    updates, n_checks, eps, events, dyn_fixed = 0, 0, 0.1, [], []
+    inv_diag = None
+    gap = rel_gap = np.inf
+    converged = False
+    newton_tried, n_newton = None, 0
+    if problem.newton is not None:
+        problem.newton.keep_bytes = problem.kernel.cache_bytes
+    while True:
+        inv_diag = _inverse(diag) if inv_diag is None else inv_diag
+        budget = min(max(_check_schedule(n_checks) * n_free0 // 8, 1),
+                     max(max_updates - updates, 1))
+        status, done, n_active, cache.clock, violation, need, decrease = \
+            greedy_updates(a, g, lo, hi, diag, inv_diag, active, n_active, n_listed,
+                           cache.rows, cache.slot, cache.last_use, cache.clock,
+                           budget, eps, min(SHRINK_EVERY, n_listed) if n_listed > 1
+                           else 0)
+        updates += done
+        objective -= decrease
+        if status == NEED_ROW:
+            cache.fetch(problem, _prefetch(a, g, lo, hi, active[:n_active], cache, need))
+            continue
+        n_checks += 1
+        la = active[:n_listed]
+        G = g[la]
+        gap = float((np.maximum(-lo[la] * G, -hi[la] * G) + a[la] * G).sum())
+        alpha[W] = a
+        rel_gap, const = _relative_gap(problem, alpha, gap, objective, const, tol,
+                                       held, a_held if held.size else None)
+        complete = pending.size == 0
+        last = rel_gap <= tol or updates >= max_updates
+        if not complete and last:
+            # the pending variables' gradient, afresh: they join the gap and, where it
+            # is open, W
+            alpha[W] = a
+            g_pend = _gradient(problem, alpha, pending)
+            t_pend = (np.maximum(-problem.lo[pending] * g_pend, -problem.hi[pending] * g_pend)
+                      + alpha[pending] * g_pend)
+            gap += float(t_pend.sum())
+            rel_gap, const = _relative_gap(problem, alpha, gap, objective, const, tol,
+                                           held, a_held if held.size else None)
+            back = t_pend > 0.0
+            if rel_gap > tol and back.any() and updates < max_updates:
+                cache, a, g, lo, hi, p, diag, active = _add_columns(
+                    problem, cache, alpha, pending[back], g_pend[back],
+                    (a, g, lo, hi, p, diag), active[:n_listed])
+                W = cache.W
+                m = W.size
+                pending = pending[~back]
+                n_listed = n_active = active.size
+                inv_diag = None
+                # the returning variables' violations set the next target, not the
+                # (tiny) one the others had reached
+                eps = max(eps, 0.1 * float(np.abs(g_pend[back]).max()))
+                continue
+            complete = True
+        if rel_gap <= tol and complete:
+            converged = True
+            break
+        if updates >= max_updates:
+            break
+        interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
+        if (rel_gap > tol and rel_gap <= NEWTON_BELOW_GAP and n_newton < NEWTON_MAX_STEPS
+                and 0 < interior.size <= NEWTON_MAX_SYSTEM
+                and not np.array_equal(W[interior], newton_tried)):
+            newton_tried, n_newton = W[interior], n_newton + 1
+            moved = _newton_step(problem, cache, a, g, lo, hi, interior)
+            if moved is not None:
+                objective += moved
+                eps = max(eps, 0.1 * violation)
+                continue
+        if dynamic_screen is not None and la.size and complete:
+            lo_m, hi_m = dynamic_screen(G + p[la], p[la], diag[la], gap)
+            to_lo, to_hi = la[lo_m], la[hi_m]
+            if to_lo.size or to_hi.size:
+                moved = np.concatenate([to_lo, to_hi])
+                new = np.concatenate([lo[to_lo], hi[to_hi]])
+                step = new - a[moved]
+                change = step != 0.0
+                g_old = g[moved]
+                cache.accumulate(problem, g, moved[change], step[change])
+                # exact change of the objective: step'(g_old + g_new) / 2
+                objective += 0.5 * float(step @ (g_old + g[moved]))
+                a[moved] = new
+                lo[moved] = hi[moved] = new
+                dyn_fixed.append(W[moved])
+                keep = np.ones(m, dtype=bool)
+                keep[moved] = False
+                active = np.ascontiguousarray(la[keep[la]])
+                n_listed = n_active = active.size
+                events.append((to_lo.size, to_hi.size, n_listed + pending.size))
+        kept = _narrowed(a, g, lo, hi, la, cache.capacity)
+        if kept.size < RESTRICT_FRACTION * m:
+            # most of W sits at a bound on the right side of it: narrower rows, more of
+            # them cached; the others wait as pending variables
+            alpha[W] = a
+            is_kept = np.zeros(m, dtype=bool)
+            is_kept[kept] = True
+            pending = np.concatenate([pending, W[la[~is_kept[la]]]])
+            cache = cache.restricted(problem, kept)
+            a, g, lo, hi, p, diag = (x[kept].copy() for x in (a, g, lo, hi, p, diag))
+            W = cache.W
+            m = W.size
+            active = np.arange(m, dtype=np.int64)
+            n_listed = n_active = m
+            inv_diag = None
+            continue
+        if status == CONVERGED:
+            eps = 0.1 * min(eps, violation)
+    alpha[W] = a
+    if dyn_fixed:
+        fixed[np.concatenate(dyn_fixed)] = True
+    n_iter = int(np.ceil(updates / n_free0))
+    return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+class _CachedBlock:
+    """``Q[np.ix_(i, j)]`` over positions of W, gathered from the cached rows (the
+    others computed, not stored): what :meth:`.NewtonCache.solve` factorises."""
+
+    def __init__(self, problem, cache: RowCache):
+        self.problem, self.cache = problem, cache
+
+    def __getitem__(self, key):
+        rows, cols = (np.asarray(k).ravel() for k in key)
+        cache = self.cache
+        out = np.empty((rows.size, cols.size))
+        for start in range(0, rows.size, 256):  # bounded temporaries
+            part = rows[start:start + 256]
+            slots = cache.slot[part]
+            if (slots >= 0).all():
+                out[start:start + part.size] = cache.rows[slots][:, cols]
+            else:
+                out[start:start + part.size] = cache.signed(self.problem, part)[:, cols]
+        return out
+
+
+def _newton_step(problem, cache: RowCache, a, g, lo, hi, interior) -> float | None:
+    """Newton step on the interior positions (the others held): ``Q_II step = g_I``,
+    clipped to the box; updates ``a`` and ``g`` in place and returns the change of the
+    objective, or None when the system is singular (nothing changed)."""
+    keeper = problem.newton if problem.newton is not None else NewtonCache()
+    # the factor cache works on sorted global indices (W is not sorted once extended)
+    interior = interior[np.argsort(cache.W[interior], kind="stable")]
+    try:
+        with warnings.catch_warnings():
+            # an ill-conditioned step is harmless: the gap check judges its result
+            warnings.simplefilter("ignore", LinAlgWarning)
+            step = keeper.solve(problem, _CachedBlock(problem, cache), cache.W, interior,
+                                g[interior])
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    if not np.all(np.isfinite(step)):
+        return None
+    new = np.clip(a[interior] - step, lo[interior], hi[interior])
+    delta = new - a[interior]
+    change = delta != 0.0
+    g_old = g[interior].copy()
+    cache.accumulate(problem, g, interior[change], delta[change])
+    a[interior] = new
+    # exact change of the objective: delta'(g_old + g_new) / 2
+    return 0.5 * float(delta @ (g_old + g[interior]))
+
+
+def _relative_gap(problem, alpha, gap, objective, const, tol, held, a_held):
+    """``(gap / |dual objective|, const)``. The dual objective is ``-(objective + const
+    / 2)``; it is at most ``p'alpha``, so while ``gap > tol p'alpha > 0`` the solve is
+    certainly not done and ``gap / p'alpha`` (a lower bound) is returned without the
+    constant; otherwise the constant is computed (once)."""
+    pa = float(problem.p @ alpha)
+    if const is None and pa > 0.0 and gap > tol * pa:
+        return gap / pa, const
+    if const is None:
+        const = float(a_held @ problem.kernel.matvec(held, held, a_held))
+    return gap / max(abs(objective + 0.5 * const), TINY), const
+
+
+def _inverse(diag: np.ndarray) -> np.ndarray:
+    """``1 / diag`` where positive (0 elsewhere: the loop does not read it there)."""
+    out = np.zeros_like(diag)
+    np.divide(1.0, diag, out=out, where=diag > 0.0)
+    return out
+
+
+def _narrowed(a, g, lo, hi, la, capacity: int) -> np.ndarray:
+    """Sorted positions to keep in W: the listed variables strictly inside their box or
+    violating their optimality condition, then the nearest to violating it (smallest
+    gradient pushing into their bound) up to the cache's capacity."""
+    G = g[la]
+    push = np.where(a[la] <= lo[la], G, np.where(a[la] >= hi[la], -G, -np.inf))
+    must = int((push <= 0.0).sum())
+    k = min(max(must, capacity), la.size)
+    if k >= la.size:
+        return np.sort(la)
+    return np.sort(la[np.argpartition(push, k - 1)[:k]])
+
+
+def _gradient(problem: BoxQP, alpha: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``(Q alpha - p)[rows]`` afresh."""
+    nz = np.flatnonzero(alpha)
+    s = problem.sign
+    q = s[rows] * problem.kernel.matvec(rows, nz, s[nz] * alpha[nz])
+    return q - problem.p[rows]
+
+
+def _add_columns(problem, cache, alpha, extra, g_extra, arrays, active):
+    """Extend W by the pending variables ``extra`` (global) with their gradient."""
+    a, g, lo, hi, p, diag = arrays
+    m = cache.W.size
+    cache = cache.extended(problem, extra)
+    _install(problem, cache)
+    a = np.concatenate([a, alpha[extra]])
+    g = np.concatenate([g, g_extra])
+    lo = np.concatenate([lo, problem.lo[extra]])
+    hi = np.concatenate([hi, problem.hi[extra]])
+    p = np.concatenate([p, problem.p[extra]])
+    diag = np.ascontiguousarray(np.concatenate([diag, problem.sqnorm[extra]]))
+    active = np.concatenate([active, m + np.arange(extra.size)]).astype(np.int64)
+    return cache, a, g, lo, hi, p, diag, active
+
+
+def _install(problem, cache) -> None:
+    if problem.newton is not None:
+        problem.newton.rows = cache
+
+
+def _prefetch(a, g, lo, hi, scanned, cache: RowCache, need: int) -> np.ndarray:
+    """``need`` and the largest violations among the scanned positions whose rows are
+    missing (at most ``PREFETCH_ROWS`` in all, and a quarter of the cache)."""
+    k = min(PREFETCH_ROWS, max(cache.capacity // 4, 1)) - 1
+    if k <= 0 or scanned.size == 0:
+        return np.array([need], dtype=np.int64)
+    G = g[scanned]
+    a_s, lo_s, hi_s = a[scanned], lo[scanned], hi[scanned]
+    blocked = ((a_s <= lo_s) & (G >= 0)) | ((a_s >= hi_s) & (G <= 0))
+    viol = np.where(blocked, 0.0, np.abs(G))
+    viol[cache.slot[scanned] >= 0] = 0.0
+    viol[scanned == need] = 0.0
+    if k < scanned.size:
+        top = np.argpartition(-viol, k - 1)[:k]
+    else:
+        top = np.arange(scanned.size)
+    top = top[viol[top] > 0.0]
+    return np.concatenate([[need], scanned[top]]).astype(np.int64)

@@ -1,0 +1,210 @@
+"""The greedy kernel solver with its bounded row cache (solvers/greedy_cd.py and its
+compiled loop): exact against the independent solver of tests/screening/_svm_truth.py,
+with caches smaller than the problem, warm starts along a path (kept rows, narrowed and
+extended columns, the kept Newton factor), variables held on entry, and inside SafeSVC's
+certified path."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from _box_models import check_against_truth
+from _svm_truth import noisy_data, solve_svm_dual
+from sklearn_safescreen.solvers._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
+
+from sklearn_safescreen import SafeSVC
+from sklearn_safescreen.problems.box_qp import BoxQP
+from sklearn_safescreen.problems.kernels import KernelMatrix
+from sklearn_safescreen.screening.balls import gap_ball_screen
+from sklearn_safescreen.solvers import greedy_cd
+from sklearn_safescreen.solvers.dual_cd import solve_box_qp
+from sklearn_safescreen.solvers.greedy_cd import RowCache, solve_kernel_greedy
+from sklearn_safescreen.solvers.newton import NewtonCache
+
+GAMMA = 0.5
+
+
+def _problem(X, y, C, cache_mb, newton=None):
+    km = KernelMatrix(X, "rbf", {"gamma": GAMMA}, 1.0, cache_size=cache_mb)
+    n = y.size
+    return BoxQP(sign=y, p=np.ones(n), lo=np.zeros(n), hi=np.full(n, C), sqnorm=km.diag(),
+                 kernel=km, newton=newton)
+
+
+def _signed_gram(X, y):
+    Q = y[:, None] * (np.exp(-GAMMA * ((X[:, None] - X[None]) ** 2).sum(-1)) + 1.0) * y
+    return 0.5 * (Q + Q.T)
+
+
+def _rows_mb(n_rows, n):
+    """A cache budget (MB) of ``n_rows`` rows of ``n`` doubles."""
+    return n_rows * 8.0 * n / 2**20
+
+
+@pytest.mark.parametrize("C", [0.1, 3.0])
+@pytest.mark.parametrize("rows", [None, 40])
+def test_greedy_equals_exact_solution(C, rows):
+    """Cold solves, with every row cached or a cache of 40 rows (of 500: rows are
+    evicted and computed again), equal the exact optimum; what dynamic screening fixed
+    sits at the bound the optimum demands."""
+    X, y = noisy_data(seed=5, n=500, d=4)
+    n = y.size
+    problem = _problem(X, y, C, 50.0 if rows is None else _rows_mb(rows, n))
+    truth = solve_svm_dual(C, Q=_signed_gram(X, y))
+    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                              max_iter=100000, random_state=None,
+                              dynamic_screen=gap_ball_screen)
+    check_against_truth(problem, res, truth, 1e-9)
+    if rows is not None:
+        assert problem.newton is None  # no keeper: a fresh cache, bounded as asked
+        assert greedy_cd.MIN_CACHE_ROWS <= rows
+
+
+def test_row_cache_is_bounded_and_evicts_least_recently_used():
+    X, y = noisy_data(seed=1, n=300, d=3)
+    problem = _problem(X, y, 1.0, _rows_mb(20, 300))
+    cache = RowCache(problem, np.arange(300))
+    assert cache.capacity == 20 and cache.rows.shape == (20, 300)
+    Q = _signed_gram(X, y)
+    cache.fetch(problem, np.arange(10))
+    cache.fetch(problem, np.arange(10, 20))
+    cache.fetch(problem, np.arange(5))  # used again: the most recent
+    cache.fetch(problem, np.arange(20, 25))  # evicts 5 of the rows 5..19
+    held = np.sort(cache.owner[cache.owner >= 0])
+    assert held.size == 20
+    assert set(range(5)) <= set(held) and set(range(20, 25)) <= set(held)
+    assert np.count_nonzero(held >= 5) - 5 == 10  # ten of 5..19 kept, five evicted
+    for j in held:
+        np.testing.assert_allclose(cache.rows[cache.slot[j]], Q[j], rtol=1e-12, atol=1e-12)
+    assert np.all(cache.slot[np.setdiff1d(np.arange(300), held)] == -1)
+
+
+def test_row_cache_restricted_and_extended_serve_the_same_rows():
+    """Narrowing the columns (no kernel values computed) and extending them (the new
+    columns computed for the kept rows) give the rows of the new column set."""
+    X, y = noisy_data(seed=2, n=200, d=3)
+    problem = _problem(X, y, 1.0, 50.0)
+    Q = _signed_gram(X, y)
+    W = np.arange(0, 200, 2)
+    cache = RowCache(problem, W)
+    cache.fetch(problem, np.arange(0, 30))
+    keep = np.arange(5, 80)
+    narrow = cache.restricted(problem, keep)
+    extra = np.arange(1, 60, 2)
+    wide = narrow.extended(problem, extra)
+    for c in (narrow, wide):
+        for pos in np.flatnonzero(c.slot >= 0):
+            np.testing.assert_allclose(c.rows[c.slot[pos]], Q[c.W[pos]][c.W], rtol=1e-12,
+                                       atol=1e-12)
+    assert np.count_nonzero(wide.slot >= 0) == 25  # rows 5..29 of W survived both
+
+
+def test_compiled_loop_stops_on_a_missing_row_without_changing_it():
+    Q = np.array([[2.0, 0.5], [0.5, 1.0]])
+    a, g = np.zeros(2), -np.ones(2)
+    lo, hi = np.zeros(2), np.full(2, 10.0)
+    diag = np.diag(Q).copy()
+    active = np.arange(2, dtype=np.int64)
+    slot = np.array([-1, 0], dtype=np.int64)
+    rows = np.ascontiguousarray(Q[[1]])
+    last = np.zeros(1, dtype=np.int64)
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, active, 2, 2, rows, slot, last,
+                         0, 100, 1e-12, 0)
+    # position 1 (decrease 0.5) beats position 0 (0.25); after it, 0 needs its row
+    assert out[0] == NEED_ROW and out[5] == 0 and out[1] == 1
+    np.testing.assert_allclose(a, [0.0, 1.0])
+    np.testing.assert_allclose(g, [-0.5, 0.0])
+    assert out[6] == pytest.approx(0.5)  # the exact decrease of the objective
+    slot[:] = [0, 1]
+    rows = np.ascontiguousarray(Q)
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, active, 2, 2, rows, slot,
+                         np.zeros(2, dtype=np.int64), 0, 100000, 1e-13, 0)
+    assert out[0] == CONVERGED
+    np.testing.assert_allclose(a, np.linalg.solve(Q, np.ones(2)), rtol=1e-10)
+
+
+def _objective(Q, alpha):
+    return -0.5 * alpha @ Q @ alpha + alpha.sum()
+
+
+def test_warm_path_with_kept_cache_equals_dense_solver():
+    """A path of C up to the hard-margin regime with the rows (and the Newton factor)
+    kept between solves, 60 rows of cache for 400 samples: every solve, started from
+    the previous solution, reaches the optimum of the existing dense solver (its
+    interior-point finish is exact to ~1e-12)."""
+    X, y = noisy_data(seed=3, n=400, d=5, flip=0.05)
+    n = y.size
+    Q = _signed_gram(X, y)
+    keeper = NewtonCache()
+    prev = np.zeros(n)
+    for C in (0.05, 0.5, 5.0, 50.0, 500.0):
+        problem = _problem(X, y, C, _rows_mb(60, n), newton=keeper)
+        res = solve_kernel_greedy(problem, np.clip(prev, 0.0, C), np.zeros(n, bool),
+                                  tol=1e-10, max_iter=100000, random_state=None,
+                                  dynamic_screen=gap_ball_screen)
+        dense = solve_box_qp(_problem(X, y, C, 50.0), np.zeros(n), np.zeros(n, bool),
+                             tol=1e-12, max_iter=100000,
+                             random_state=np.random.RandomState(0))
+        assert res.converged and res.rel_gap <= 1e-10
+        best = _objective(Q, dense.alpha)
+        assert _objective(Q, res.alpha) == pytest.approx(best, rel=1e-9)
+        q, q_dense = Q @ res.alpha, Q @ dense.alpha
+        np.testing.assert_allclose(q, q_dense, atol=1e-4 * max(1.0, np.abs(q).max()))
+        # what dynamic screening fixed is at the bound the optimum's margins demand
+        at_lo, at_hi = res.fixed & (res.alpha <= 0.0), res.fixed & (res.alpha >= C)
+        assert not np.any(at_lo & (q_dense < 1.0 - 1e-6))
+        assert not np.any(at_hi & (q_dense > 1.0 + 1e-6))
+        # the memory bound: the budget in bytes (more, narrower rows once W narrowed)
+        rows = keeper.rows.rows
+        assert rows.nbytes <= max(problem.kernel.cache_bytes,
+                                  greedy_cd.MIN_CACHE_ROWS * 8 * rows.shape[1])
+        prev = res.alpha
+
+
+def test_variables_held_on_entry_stay_and_the_gap_counts_only_the_others():
+    """Variables fixed on entry (some at a nonzero bound) are held; the answer equals
+    the dense solver's on the same reduced problem."""
+    X, y = noisy_data(seed=4, n=350, d=4)
+    n, C = y.size, 2.0
+    rng = np.random.RandomState(0)
+    fixed = rng.rand(n) < 0.3
+    alpha0 = np.where(fixed & (rng.rand(n) < 0.5), C, 0.0)
+    problem = _problem(X, y, C, _rows_mb(30, n))
+    res = solve_kernel_greedy(problem, alpha0, fixed, tol=1e-10, max_iter=100000,
+                              random_state=None, dynamic_screen=None)
+    dense = solve_box_qp(_problem(X, y, C, 50.0), alpha0, fixed, tol=1e-12,
+                         max_iter=100000, random_state=np.random.RandomState(0))
+    assert res.converged and np.array_equal(res.alpha[fixed], alpha0[fixed])
+    Q = _signed_gram(X, y)
+    assert _objective(Q, res.alpha) == pytest.approx(_objective(Q, dense.alpha), rel=1e-9)
+    np.testing.assert_allclose(res.alpha, dense.alpha, atol=1e-5 * C)
+
+
+def test_safesvc_path_through_the_greedy_solver(monkeypatch):
+    """SafeSVC's certified path with the greedy solver chosen (its threshold lowered, a
+    cache of 30 rows for 500 samples) gives the models of the dense solver, without a
+    repair."""
+    monkeypatch.setattr(greedy_cd, "GREEDY_MIN_FREE", 0)
+    X, y = noisy_data(seed=6, n=500, d=5, flip=0.05)
+    ours = SafeSVC(kernel="rbf", gamma=GAMMA, tol=1e-8, warm_start=True,
+                   cache_size=_rows_mb(30, 500), random_state=0)
+    calls = []
+    real = greedy_cd.solve_kernel_greedy
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    from sklearn_safescreen.engine import box_qp as engine
+
+    monkeypatch.setattr(engine, "solve_kernel_greedy", spy)
+    for C in (0.1, 1.0, 10.0, 100.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no repair, no convergence warning
+            ours.set_params(C=C).fit(X, y)
+        ref = SafeSVC(kernel="rbf", gamma=GAMMA, tol=1e-10, C=C, screening=None).fit(X, y)
+        np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X),
+                                   atol=1e-3)
+    assert calls, "the greedy solver was not used"
