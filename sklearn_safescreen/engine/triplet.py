@@ -270,10 +270,10 @@ class TripletPath:
         else:
             ref0.z[redo] = triplet_values_at(ts, ref0.M, diag, redo)
             ref0.zrad[redo] = 0.0
-        sub = np.zeros(redo.size, dtype=np.int8)
-        r2, l2 = tb.scaled_sphere_screen(np.ascontiguousarray(ref0.z[redo]), ts.hnorm[redo],
-                                         ball.scale, ball.radius, gamma, sub)
-        status[redo] = sub
+        # every triplet still undecided now has its exact value: the exact rule (which
+        # leaves the decided ones as they are)
+        r2, l2 = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale, ball.radius, gamma,
+                                         status)
         return n_R + r2, n_L + l2
 
     def _problem(self, status: np.ndarray) -> TripletProblem:
@@ -309,7 +309,7 @@ class TripletPath:
             else:  # ref0's arrays are not needed any more: update them in place
                 label, lo, hi = ref0.range_label, ref0.range_lo, ref0.range_hi
             tb.merge_rrpb_ranges(ref.z, self.ts.hnorm, m, eps, alpha, self.gamma, label,
-                                 lo, hi, keep=stale)
+                                 lo, hi, stale)
         ref.range_label, ref.range_lo, ref.range_hi = label, lo, hi
 
     def loss(self) -> float:
