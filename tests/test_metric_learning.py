@@ -464,4 +464,4 @@ def test_a_diagonal_metric_builds_its_matrices_only_when_read():
     assert "metric_" in vars(ml) and np.count_nonzero(full - np.diag(np.diag(full)))
     assert np.array_equal(ml.set_params(metric="diagonal").fit(X, y).metric_, np.diag(m))
     with pytest.raises(AttributeError):
-        SafeMetricLearner().metric_
+        _ = SafeMetricLearner().metric_

@@ -211,3 +211,33 @@ def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
     # little: bounded values screen less)
     for a, b in zip(bounded_path, exact_path, strict=True):
         assert np.linalg.norm(a - b) <= 1e-3 * np.linalg.norm(b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), diagonal=st.booleans(),
+       stale=st.sampled_from([1e-3, 0.1, 10.0]), shrink=st.sampled_from([0.5, 0.9, 1.2]))
+def test_reference_screening_from_bounded_values_equals_the_exact_rule(seed, diagonal,
+                                                                       stale, shrink):
+    """The reference's sphere rule when part of its values are bounds takes the exact
+    rule's decisions (the undecided ones evaluated), and leaves exact values behind for
+    every triplet it evaluated."""
+    from sklearn_safescreen.screening import triplet_bounds as tb
+
+    rng = np.random.RandomState(seed)
+    X, y, ts = small_problem(seed=seed, n=15, d=3, k=2, diagonal=diagonal)
+    M0 = _random_metric(rng, X.shape[1], diagonal, 1.0)
+    z = tp.triplet_values(ts, M0, diagonal)
+    M0 = M0 * 2.0 / max(np.median(np.abs(z)), 1e-12)
+    z = tp.triplet_values(ts, M0, diagonal)
+    zrad = np.where(rng.rand(ts.n_triplets) < 0.5, stale * rng.rand(ts.n_triplets), 0.0)
+    z_bounded = z + zrad * ts.hnorm * rng.uniform(-1, 1, ts.n_triplets)
+    ref = et.TripletReference(1.0, M0, 1e-4, z_bounded.copy(), exact=False, zrad=zrad.copy())
+    ball = tb.rrpb(M0, 1.0, shrink, ref.eps)
+    path = et.TripletPath(ts, GAMMA, diagonal)
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    got = path._screen_bounded(ref, ball, status)
+    exact = np.zeros(ts.n_triplets, dtype=np.int8)
+    want = tb.scaled_sphere_screen(z, ts.hnorm, ball.scale, ball.radius, GAMMA, exact)
+    assert np.array_equal(status, exact) and got == want
+    known = np.flatnonzero(ref.zrad == 0) if ref.zrad is not None else np.arange(z.size)
+    assert np.allclose(ref.z[known], z[known], rtol=1e-12, atol=1e-12)
