@@ -445,3 +445,23 @@ def test_critical_value_hands_its_triplets_to_the_next_fit(monkeypatch):
     critical_value(SafeMetricLearner(k=3), X, y)
     SafeMetricLearner(k=3, alpha=0.3 * lam).fit(X[:-1], y[:-1])  # other data
     assert len(calls) == 4
+
+
+def test_a_diagonal_metric_builds_its_matrices_only_when_read():
+    """A diagonal fit keeps the learned diagonal; ``metric_`` and ``components_`` (d x d,
+    O(d^2) to build) are built when read, equal to the diagonal's, and a later fit of
+    the other kind replaces them."""
+    X, y = scaled(load_wine, every=2)
+    ml = SafeMetricLearner(k=3, metric="diagonal", alpha=1.0).fit(X, y)
+    assert "metric_" not in vars(ml) and "components_" not in vars(ml)
+    m = np.diag(ml.metric_)
+    assert (m >= 0).all() and m.any()
+    assert np.array_equal(ml.metric_, np.diag(m))
+    assert np.array_equal(ml.components_, np.diag(np.sqrt(m)))
+    assert "metric_" not in vars(ml)  # reading does not change the fitted learner
+    assert np.allclose(ml.transform(X), X * np.sqrt(m))
+    full = ml.set_params(metric="full").fit(X, y).metric_
+    assert "metric_" in vars(ml) and np.count_nonzero(full - np.diag(np.diag(full)))
+    assert np.array_equal(ml.set_params(metric="diagonal").fit(X, y).metric_, np.diag(m))
+    with pytest.raises(AttributeError):
+        _ = SafeMetricLearner().metric_

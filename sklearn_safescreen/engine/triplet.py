@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..problems import _triplet_fast as tk
+from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL
 from ..problems.triplet_problem import (
     STATUS_ACTIVE,
     STATUS_L,
@@ -38,6 +39,8 @@ from ..problems.triplet_problem import (
     pair_values,
     psd_split,
     triplet_values,
+    triplet_values_at,
+    update_hl,
 )
 from ..problems.triplets import TripletSet
 from ..screening import triplet_bounds as tb
@@ -46,6 +49,22 @@ from ..screening.triplet import SdpSchedule, screen_triplets
 from ..solvers import psd_gradient as pg
 from .certify import Certificate, certified_solve
 from .report import ScreeningEvent, ScreeningReport
+
+#: Share of the pairs above which values are computed in one pass over every pair rather
+#: than over the pairs of the triplets that need them (the pass streams the pairs in
+#: order; a subset is gathered, and its bookkeeping costs as well).
+FULL_PASS_SHARE = 0.5
+#: At most this many fits without the certificate from bounds after it did not pay.
+MAX_BOUNDS_BACKOFF = 16
+
+
+def pair_share(ts: TripletSet, idx: np.ndarray) -> float:
+    """The share of the pairs that the triplets ``idx`` use."""
+    used = np.zeros(ts.n_pairs, dtype=bool)
+    used[ts.pos[idx]] = True
+    used[ts.neg[idx]] = True
+    return float(np.count_nonzero(used)) / max(ts.n_pairs, 1)
+
 
 #: The balls a ``screening`` value names.
 BOUNDS = ("rrpb+pgb", "rrpb", "pgb", "gb", "dgb", "cdgb", "rpb")
@@ -72,11 +91,17 @@ class TripletSettings:
 
 
 class TripletReference:
-    """A solution at ``alpha``: the metric, its full gap, the values of every triplet,
-    the solution before it (for the extrapolated start) and the stored RRPB ranges."""
+    r"""A solution at ``alpha``: the metric, its full gap, the values of every triplet,
+    the solution before it (for the extrapolated start) and the stored RRPB ranges.
 
-    def __init__(self, alpha, M, gap, z, exact, loss=None, prev=None):
+    ``z`` holds :math:`\langle M,H_t\rangle` exactly where ``zrad`` is 0 (or None), and
+    otherwise a value within ``zrad[t] * hnorm[t]`` of it: the certificate bounds the
+    screened triplets' values from an earlier metric instead of evaluating them
+    (:meth:`_ReducedTriplets.certify`)."""
+
+    def __init__(self, alpha, M, gap, z, exact, loss=None, prev=None, zrad=None):
         self.alpha, self.M, self.gap, self.z, self.exact = alpha, M, gap, z, exact
+        self.zrad = zrad
         self.loss = loss  # sum of the triplet losses at M (full problem)
         self.prev = prev  # (alpha, M) of the solution before
         self.range_label = None
@@ -120,6 +145,12 @@ class TripletPath:
         # the SDP rule's schedule: its budget grows with the solver's iterations along
         # the path
         self.sdp_schedule = SdpSchedule()
+        # (status, H_L) of the last fit's reduced problem and the triplets whose status
+        # changed since H_L was last summed from scratch: the next fit updates H_L
+        self._hl_state = None
+        # the certificate from bounds: tried again after 1, 2, 4, ... fits once it did
+        # not pay (when most pairs had to be evaluated anyway)
+        self._bounds_skip, self._bounds_backoff = 0, 1
 
     def fit(self, alpha: float, settings: TripletSettings,
             report: ScreeningReport) -> TripletOutcome:
@@ -179,9 +210,12 @@ class TripletPath:
                 status[idx[res.to_R]] = STATUS_R
                 status[idx[res.to_L]] = STATUS_L
                 n_R, n_L = int(res.to_R.sum()), int(res.to_L.sum())
-            else:  # a path bound has no half-space: "linear" is the sphere rule here
+            elif ref0.zrad is None:  # a path bound has no half-space: "linear" is the
+                # sphere rule here
                 n_R, n_L = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale,
                                                    ball.radius, gamma, status)
+            else:
+                n_R, n_L = self._screen_bounded(ref0, ball, status)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent(ball.name, "reference", alpha, n_R, n_L, n_t, dt))
             if settings.verbose:
@@ -189,34 +223,93 @@ class TripletPath:
                              f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
         hook = (None if bound is None
                 else DynamicScreening(ts, alpha, report, settings, schedule))
-        reduced = _ReducedTriplets(TripletProblem(ts, gamma, diag, status),
-                                   start_point(ref0, alpha), alpha, hook, self.step,
-                                   report, settings, self.workspace)
+        # the SDP rule reads the reference's values as exact: no bounds for it
+        prior = (None if settings.rule == "sdp" or bound is None or self._bounds_skip
+                 else ref0)
+        self._bounds_skip = max(self._bounds_skip - 1, 0)
+        reduced = _ReducedTriplets(self._problem(status), start_point(ref0, alpha),
+                                   alpha, hook, self.step, report, settings,
+                                   self.workspace, prior)
         result = certified_solve(reduced, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=f"SafeMetricLearner at alpha={alpha:.6g}")
         self.step = reduced.step
+        if reduced.bounded is not None:
+            self._bounds_backoff = 1 if reduced.bounded else min(2 * self._bounds_backoff,
+                                                                 MAX_BOUNDS_BACKOFF)
+            self._bounds_skip = 0 if reduced.bounded else self._bounds_backoff
         if schedule is not None:
             schedule.end_fit(result.n_iter)
         problem = reduced.problem  # (its counts follow its status)
         report.set_final(n_t - problem.n_active - problem.nL, problem.nL)
         cert = result.certificate
         ref = TripletReference(alpha, reduced.M, cert.gap, reduced.z_full, exact=False,
-                               loss=reduced.loss, prev=(ref0.alpha, ref0.M))
+                               loss=reduced.loss, prev=(ref0.alpha, ref0.M),
+                               zrad=reduced.zrad)
+        # (the dynamic rules added to H_L too: their triplets count as changed)
+        changed = (0 if self._hl_state is None else self._hl_state[2]) + abs(
+            problem.nL - reduced.nL0)
+        self._hl_state = (problem.status, np.array(problem.HL, copy=True), changed)
         if bound is not None and settings.range_screening:
             self._update_ranges(ref, ref0, alpha)
         return TripletOutcome(ref, result.n_iter, cert.gap, cert.rel_gap, result.converged)
 
+    def _screen_bounded(self, ref0: TripletReference, ball, status: np.ndarray):
+        """The reference's sphere rule when some of its values are bounds (``zrad >
+        0``): with the bound first (the ball grows by ``scale * zrad``), then, for the
+        triplets it leaves undecided, with their exact values at the reference, which
+        are stored in it. The decisions are those of the exact values everywhere."""
+        ts, gamma, diag = self.ts, self.gamma, self.diagonal
+        n_R, n_L = tb.scaled_sphere_screen_rad(ref0.z, ref0.zrad, ts.hnorm, ball.scale,
+                                               ball.radius, gamma, status)
+        redo = np.flatnonzero((status == STATUS_ACTIVE) & (ref0.zrad > 0))
+        if not redo.size:
+            return n_R, n_L
+        if pair_share(ts, redo) > FULL_PASS_SHARE:  # most pairs: one pass over all
+            ref0.z, ref0.zrad = triplet_values(ts, ref0.M, diag), None
+            redo = np.flatnonzero(status == STATUS_ACTIVE)
+        else:
+            ref0.z[redo] = triplet_values_at(ts, ref0.M, diag, redo)
+            ref0.zrad[redo] = 0.0
+        # every triplet still undecided now has its exact value: the exact rule (which
+        # leaves the decided ones as they are)
+        r2, l2 = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale, ball.radius, gamma,
+                                         status)
+        return n_R + r2, n_L + l2
+
+    def _problem(self, status: np.ndarray) -> TripletProblem:
+        """The reduced problem of ``status``, its H_L updated from the last fit's (only
+        the triplets whose status changed are summed) until as many triplets have
+        changed as the set holds; then summed from scratch, so that the round-off of
+        the updates cannot pile up."""
+        ts, state = self.ts, self._hl_state
+        if state is not None:
+            HL, n = update_hl(ts, self.diagonal, state[0], state[1], status,
+                              FULL_PASS_SHARE)
+            if HL is not None and state[2] + n <= ts.n_triplets:
+                self._hl_state = (state[0], state[1], state[2] + n)
+                return TripletProblem(ts, self.gamma, self.diagonal, status, HL=HL)
+        self._hl_state = None
+        return TripletProblem(ts, self.gamma, self.diagonal, status)
+
     def _update_ranges(self, ref: TripletReference, ref0: TripletReference,
                        alpha: float) -> None:
         """RRPB ranges from the new solution: kept where the old range still covers
-        ``alpha``'s neighbourhood, recomputed (overwritten) elsewhere."""
+        ``alpha``'s neighbourhood, recomputed (overwritten) elsewhere. A triplet whose
+        value is only bounded (``ref.zrad > 0``) keeps its stored range, which stays
+        valid (the reference screening still tests it, with its bound)."""
         m, eps = float(np.linalg.norm(ref.M)), ref.eps
-        if ref0.range_label is None:
+        stale = None if ref.zrad is None else ref.zrad > 0
+        if ref0.range_label is None and stale is None:
             label, lo, hi = tb.rrpb_ranges(ref.z, self.ts.hnorm, m, eps, alpha, self.gamma)
-        else:  # ref0's arrays are not needed any more: update them in place
-            label, lo, hi = ref0.range_label, ref0.range_lo, ref0.range_hi
+        else:
+            if ref0.range_label is None:
+                n = ref.z.size
+                label = np.zeros(n, dtype=np.int8)
+                lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
+            else:  # ref0's arrays are not needed any more: update them in place
+                label, lo, hi = ref0.range_label, ref0.range_lo, ref0.range_hi
             tb.merge_rrpb_ranges(ref.z, self.ts.hnorm, m, eps, alpha, self.gamma, label,
-                                 lo, hi)
+                                 lo, hi, stale)
         ref.range_label, ref.range_lo, ref.range_hi = label, lo, hi
 
     def loss(self) -> float:
@@ -249,12 +342,17 @@ class _ReducedTriplets:
     def __init__(self, problem: TripletProblem, M0: np.ndarray, alpha: float,
                  hook: DynamicScreening | None, step: float | None,
                  report: ScreeningReport, settings: TripletSettings,
-                 workspace: pg.SpgWorkspace | None = None):
+                 workspace: pg.SpgWorkspace | None = None,
+                 prior: TripletReference | None = None):
         self.problem, self.M, self.alpha = problem, M0, alpha
         self.hook, self.step = hook, step
         self.report, self.settings = report, settings
         self.workspace = workspace
+        self.prior = prior  # the values of an earlier metric, for the bounds
+        self.nL0 = problem.nL
         self.res = None
+        self.zrad = None
+        self.bounded = None  # whether the last certificate came from the bounds
 
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
         s = self.settings
@@ -273,11 +371,21 @@ class _ReducedTriplets:
     def certify(self) -> Certificate:
         """When every screened triplet is on its side at M (z >= 1 in R, z <= 1 - gamma
         in L), the full primal, dual point and gap equal the reduced ones exactly;
-        otherwise the full problem is evaluated."""
+        otherwise the full problem is evaluated.
+
+        With a :attr:`prior` (values at an earlier metric), the screened triplets'
+        values are first bounded (:meth:`_bounded_certificate`) and only those the
+        bound leaves undecided are evaluated."""
         problem, M, alpha = self.problem, self.M, self.alpha
         ts, gamma = problem.ts, problem.gamma
         red = self.res.evaluation
         n_t = ts.n_triplets
+        self.zrad = None
+        if self.prior is not None and problem.n_active < n_t:
+            self.bounded = self._bounded_certificate(red)
+            if self.bounded:
+                self._log_certificate(red.rel_gap, red)
+                return Certificate(red.gap, red.rel_gap)
         if problem.n_active == n_t and red.z.size == n_t:
             # nothing screened: the solver's evaluation covers every triplet (in order)
             z_full, on_side = red.z, True
@@ -303,6 +411,62 @@ class _ReducedTriplets:
             isL & (z_full - r * ts.hnorm > 1.0 - gamma))
         loose = (isR & (z_full < 1.0)) | (isL & (z_full > 1.0 - gamma))
         return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
+
+    def _bounded_certificate(self, red: Evaluation) -> bool:
+        r"""The certificate without a pass over every pair, when it succeeds.
+
+        The prior's values :math:`z^0_t` are within :math:`\rho_t\|H_t\|` of
+        :math:`\langle M_0,H_t\rangle` (``zrad``; 0 where exact), so by Cauchy-Schwarz
+        :math:`|\langle M,H_t\rangle-z^0_t|\le(\rho_t+\|M-M_0\|_F)\|H_t\|_F`, the
+        distance inflated for round-off as every radius is (``RADIUS_RTOL``,
+        ``RADIUS_ATOL``) and each decision strict with the slack ``SCREEN_RTOL``. A
+        screened triplet that this bound puts on its side is; the others screened and
+        every active triplet are evaluated exactly at M (the active ones are the
+        solver's last evaluation when it covers them all). If an evaluated screened
+        triplet is off its side, returns False: the caller's exact certificate decides.
+        Otherwise sets :attr:`z_full` (bounded values where :attr:`zrad` > 0) and the
+        full loss :attr:`loss`, from the active triplets' losses and the screened ones'
+        (0 in R, linear in L: :math:`(1-\gamma/2)|\hat L|-\langle M,H_{\hat L}\rangle`),
+        and returns True."""
+        problem, M, prior = self.problem, self.M, self.prior
+        ts, gamma, diag = problem.ts, problem.gamma, problem.diagonal
+        status = problem.status
+        scale = max(1.0, float(np.linalg.norm(M)), float(np.linalg.norm(prior.M)))
+        dist = (float(np.linalg.norm(M - prior.M)) * (1.0 + RADIUS_RTOL)
+                + RADIUS_ATOL * scale)
+        rad = np.full(ts.n_triplets, dist) if prior.zrad is None else prior.zrad + dist
+        z0 = prior.z
+        e = rad * ts.hnorm
+        lower, upper = z0 - e, z0 + e
+        slack = SCREEN_RTOL * (np.abs(lower) + np.abs(upper) + 1.0)
+        bounded = ((status == STATUS_R) & (lower > 1.0 + slack)) | (
+            (status == STATUS_L) & (upper < 1.0 - gamma - slack))
+        active = problem.active
+        exact = np.flatnonzero(~bounded & (status != STATUS_ACTIVE))
+        if pair_share(ts, np.concatenate([exact, active])) > FULL_PASS_SHARE:
+            return False  # most pairs needed anyway: the exact certificate's one pass
+        z_act = None
+        if (not problem._stale and red.z.size == active.size
+                and np.array_equal(problem._compact[0], active) and np.array_equal(red.M, M)):
+            z_act = red.z  # the solver's evaluation at M covers every active triplet
+        else:
+            exact = np.union1d(exact, active)
+        z_ex = triplet_values_at(ts, M, diag, exact)
+        st = status[exact]
+        if np.any(((st == STATUS_R) & (z_ex < 1.0)) | ((st == STATUS_L) & (z_ex > 1.0 - gamma))):
+            return False
+        z_full = z0.copy()
+        z_full[exact] = z_ex
+        rad[exact] = 0.0
+        if z_act is not None:
+            z_full[active] = z_act
+            rad[active] = 0.0
+        else:
+            z_act = z_full[active]
+        self.z_full, self.zrad = z_full, rad
+        self.loss = (float(tk.loss_sum(np.ascontiguousarray(z_act), gamma))
+                     + (1.0 - 0.5 * gamma) * problem.nL - float(np.sum(M * problem.HL)))
+        return True
 
     def _log_certificate(self, rel_gap: float, reduced) -> None:
         if not self.settings.verbose:

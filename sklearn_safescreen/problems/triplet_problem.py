@@ -39,6 +39,8 @@ STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
 #: The evaluations' work buffers are kept on the problem up to this size (they save an
 #: allocation per evaluation, which counts for small problems only).
 KEPT_SCRATCH_BYTES = 8 * 2**20
+#: Pairs per block when the differences of a subset of the pairs are copied.
+PAIR_BLOCK = 8192
 
 
 def psd_split(A: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -111,6 +113,56 @@ def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
     return _aggregate_rows(ts, pairs, w, diagonal)
 
 
+def triplet_values_at(ts: TripletSet, Q: np.ndarray, diagonal: bool,
+                      idx: np.ndarray) -> np.ndarray:
+    r""":math:`\langle Q,H_t\rangle` for the triplets ``idx``, touching only their pairs
+    (:func:`triplet_values` with ``idx`` evaluates every pair): O(n_pairs) integer work
+    plus O(d^2) (O(d) diagonal) per pair used."""
+    idx = np.asarray(idx, dtype=np.int64)
+    if idx.size == 0:
+        return np.empty(0)
+    p, q = ts.pos[idx], ts.neg[idx]
+    used = np.zeros(ts.n_pairs, dtype=bool)
+    used[p] = True
+    used[q] = True
+    rows = np.flatnonzero(used).astype(np.int32)
+    where = np.empty(ts.n_pairs, dtype=np.int32)
+    where[rows] = np.arange(rows.size, dtype=np.int32)
+    Q = np.ascontiguousarray(Q, dtype=np.float64)
+    if diagonal:  # the stored squares, read in place
+        D = kn.rows_dot(ts.diff, rows, Q)
+    else:  # in blocks: a copy of every used pair's difference could be large
+        D = np.empty(rows.size)
+        for b in range(0, rows.size, PAIR_BLOCK):
+            D[b:b + PAIR_BLOCK] = pair_values(ts.diff[rows[b:b + PAIR_BLOCK]], Q, False)
+    return D[where[p]] - D[where[q]]
+
+
+def update_hl(ts: TripletSet, diagonal: bool, status_old: np.ndarray, HL_old: np.ndarray,
+              status: np.ndarray, max_share: float = 1.0) -> tuple[np.ndarray | None, int]:
+    r""":math:`H_{\hat L}` of ``status`` from the one of ``status_old``: adds the triplets
+    that entered :math:`\hat{\mathcal L}` and subtracts those that left it, touching only
+    their pairs. Returns the new sum and the number of triplets that changed (the caller
+    recomputes the sum from scratch once enough have, so that round-off cannot pile
+    up); the sum is None when the changed triplets use more than ``max_share`` of the
+    pairs (then the sum over the L-screened pairs costs no more)."""
+    was, now = status_old == STATUS_L, status == STATUS_L
+    changed = was != now
+    idx = np.flatnonzero(changed)
+    n = int(idx.size)
+    if n == 0:
+        return HL_old.copy(), 0
+    w = np.where(now[idx], 1.0, -1.0)
+    w_pairs = (np.bincount(ts.pos[idx], w, minlength=ts.n_pairs)
+               - np.bincount(ts.neg[idx], w, minlength=ts.n_pairs))
+    used = np.flatnonzero(w_pairs)  # (integer weights: a cancellation is exact)
+    if used.size > max_share * ts.n_pairs:
+        return None, n
+    if not used.size:
+        return HL_old.copy(), n
+    return HL_old + _aggregate_rows(ts, used, w_pairs[used], diagonal), n
+
+
 def _aggregate_rows(ts: TripletSet, rows: np.ndarray, w: np.ndarray,
                     diagonal: bool) -> np.ndarray:
     """The Laplacian sum over the pairs ``rows`` with weights ``w``. A diagonal set's
@@ -165,7 +217,7 @@ class TripletProblem:
     """
 
     def __init__(self, ts: TripletSet, gamma: float, diagonal: bool,
-                 status: np.ndarray | None = None):
+                 status: np.ndarray | None = None, HL: np.ndarray | None = None):
         self.ts, self.gamma, self.diagonal = ts, float(gamma), diagonal
         d = ts.X.shape[1]
         self.status = (np.zeros(ts.n_triplets, dtype=np.int8) if status is None
@@ -177,12 +229,16 @@ class TripletProblem:
         # metric) H_L. A diagonal problem reads its pairs' squares in place through their
         # indices: its products are matrix-vector products, which a copy would not speed
         # up, and the copy would double the memory (5,000 features: 40 kB a pair).
-        work, cpos, cneg, cdiff, wL, nL, HL = kn.status_split(
-            self.status, ts.pos, ts.neg, ts.diff, not diagonal, diagonal)
+        # ``HL``, when given, is H_L of ``status`` already (see :func:`update_hl`): the
+        # sum over all screened pairs is then not computed again
+        work, cpos, cneg, cdiff, wL, nL, HL_sum = kn.status_split(
+            self.status, ts.pos, ts.neg, ts.diff, not diagonal and HL is None, diagonal)
         self.nL = int(nL)
         self.n_active = int(work.size)
-        if not diagonal:
+        if HL is not None:
             self.HL = HL
+        elif not diagonal:
+            self.HL = HL_sum
         elif nL:
             self.HL = aggregate(ts.diff, wL, True)
         else:

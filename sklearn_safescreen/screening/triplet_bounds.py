@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL
+from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL
 from ..problems.triplet_problem import psd_split
 from ._triplet_fast import range_screen, rrpb_ranges_pass, scaled_sphere_screen  # noqa: F401
 
@@ -153,11 +153,34 @@ def rrpb_ranges(z: np.ndarray, h: np.ndarray, m: float, eps: float, lam0: float,
     return label, lo, hi
 
 
-def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi):
-    """Spec 4.4 in place: triplets whose stored range still covers ``lam0`` keep it, the
-    others get the range computed from the new reference (possibly empty)."""
+def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi, keep=None):
+    """In place: triplets whose stored range still covers ``lam0``, and those of the
+    boolean mask ``keep``, keep it; the others get the range computed from the new
+    reference (possibly empty)."""
     eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)
+    if keep is None:
+        keep = np.empty(0, dtype=np.int8)
+    else:
+        keep = (keep | ((label > 0) & (lo < lam0) & (lam0 < hi))).view(np.int8)
     rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
-               lo, hi, np.empty(0, dtype=np.int8))
+               lo, hi, keep)
+
+
+def scaled_sphere_screen_rad(z0, zrad, hn, scale, radius, gamma, status):
+    r""":func:`scaled_sphere_screen` when the reference's values are known only within
+    ``zrad[t] * hn[t]`` (:math:`|\langle M_0,H_t\rangle-z_t|\le\rho_t\|H_t\|`): the
+    centre's value :math:`c\,z_t` is then within :math:`c\rho_t\|H_t\|`, so the radius
+    of triplet t grows by ``scale * zrad[t]``. Same strict decisions with the slack
+    ``SCREEN_RTOL``; ``status`` updated in place. Returns (n_R, n_L)."""
+    hq = scale * z0
+    e = (radius + scale * zrad) * hn
+    lower, upper = hq - e, hq + e
+    slack = SCREEN_RTOL * (np.abs(lower) + np.abs(upper) + 1.0)
+    free = status == 0
+    r = free & (lower > 1.0 + slack)
+    l_ = free & ~r & (upper < 1.0 - gamma - slack)
+    status[r] = 2
+    status[l_] = 1
+    return int(r.sum()), int(l_.sum())
 
 

@@ -288,9 +288,25 @@ def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evalua
             ev = problem.evaluate(M, lam)
     if active_set:
         work = problem.work[ev.z < 1.0]  # positive loss
-        if work.size < problem.work.size:
+        if work.size < problem.work.size and _fewer_pairs(problem, work):
             problem.set_work(work)
             ev = problem.evaluate(M, lam)
     return ev
+
+
+#: The active-set heuristic restricts the iterations only when the restricted triplets
+#: use at most this share of the active triplets' pairs: an iteration costs per pair,
+#: and a restriction costs an evaluation now and one over all active triplets at the end.
+ACTIVE_SET_PAIR_SHARE = 0.9
+
+
+def _fewer_pairs(problem: TripletProblem, work: np.ndarray) -> bool:
+    """Whether the triplets ``work`` use a smaller share of the pairs than
+    :data:`ACTIVE_SET_PAIR_SHARE` of the current working triplets' pairs."""
+    ts = problem.ts
+    used = np.zeros(ts.n_pairs, dtype=bool)
+    used[ts.pos[work]] = True
+    used[ts.neg[work]] = True
+    return np.count_nonzero(used) <= ACTIVE_SET_PAIR_SHARE * problem.cdiff.shape[0]
 
 

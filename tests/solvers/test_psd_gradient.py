@@ -184,3 +184,23 @@ def test_workspace_is_bounded(monkeypatch):
         out.append(res.M)
         assert (ws.nbytes > 0) == (limit > 0)
     assert np.array_equal(out[0], out[1])
+
+
+@pytest.mark.parametrize("share", [0.0, 0.9, 1.0])
+def test_active_set_restricts_only_when_it_retires_pairs(monkeypatch, share):
+    """The active-set heuristic iterates over the triplets with positive loss only when
+    they use at most ACTIVE_SET_PAIR_SHARE of the active triplets' pairs (an iteration
+    costs per pair; a restriction costs two more evaluations)."""
+    monkeypatch.setattr(pg, "ACTIVE_SET_PAIR_SHARE", share)
+    _, _, ts = small_problem(1, n=30, d=3, k=3)
+    problem = tp.TripletProblem(ts, 0.05, False)
+    z = tp.triplet_values(ts, np.eye(3), False)
+    M = np.eye(3) * 2.0 / np.median(np.abs(z))  # a part of the triplets has zero loss
+    ev = pg._checkpoint(problem, M, 1.0, None, True)
+    positive = np.flatnonzero(tp.triplet_values(ts, M, False) < 1.0)
+    assert 0 < positive.size < ts.n_triplets
+    pairs = np.union1d(ts.pos[positive], ts.neg[positive]).size
+    restrict = pairs <= share * ts.n_pairs
+    assert restrict == (share > 0) and pairs < ts.n_pairs
+    want = positive if restrict else np.arange(ts.n_triplets)
+    assert np.array_equal(problem.work, want) and ev.z.size == want.size

@@ -1,0 +1,243 @@
+"""The triplet path's certificate from bounds and its incremental H_L.
+
+The certificate may bound a screened triplet's value at the new metric M from its value
+at an earlier metric M0, :math:`|\\langle M-M_0,H_t\\rangle|\\le\\|M-M_0\\|\\|H_t\\|`, and
+evaluate exactly only the triplets the bound leaves undecided
+(``doc/theory/metric_learning.rst``); H_L is updated from the last fit's by the triplets
+whose status changed.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_safescreen.engine import triplet as et
+from sklearn_safescreen.engine.report import ScreeningReport
+from sklearn_safescreen.problems import triplet_problem as tp
+from tests._triplet_models import small_problem
+
+GAMMA = 0.05
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _bounds_on_every_share():
+    """The small problems' undecided triplets use most pairs, where the engine would
+    rather make one pass over all: test the bounded path whatever the share."""
+    share = et.FULL_PASS_SHARE
+    et.FULL_PASS_SHARE = 1.0
+    yield
+    et.FULL_PASS_SHARE = share
+
+
+def _settings():
+    return et.TripletSettings(gamma=GAMMA, diagonal=False, bound="rrpb+pgb",
+                              rule="sphere", range_screening=True, active_set=False,
+                              interval=10, tol=1e-6, max_iter=100)
+
+
+def _random_metric(rng, d, diagonal, scale):
+    if diagonal:
+        return scale * rng.rand(d)
+    A = rng.randn(d, d)
+    return scale * (A @ A.T) / d
+
+
+def _case(seed, diagonal, step, stale, wrong):
+    """A small problem with a status screened from the exact values at M (plus, with
+    ``wrong``, one triplet put on the wrong side), and a prior at M0 = M - step whose
+    values are exact or, for a random part, moved within their stated bound."""
+    rng = np.random.RandomState(seed)
+    X, y, ts = small_problem(seed=seed, n=15, d=3, k=2, diagonal=diagonal)
+    d = X.shape[1]
+    M0 = _random_metric(rng, d, diagonal, 1.0)
+    z0 = tp.triplet_values(ts, M0, diagonal)
+    M0 = M0 * 2.0 / max(np.median(np.abs(z0)), 1e-12)  # values around the thresholds
+    move = step * np.linalg.norm(M0) * rng.randn(*M0.shape) / np.sqrt(M0.size)
+    M = tp.project(M0 + move, diagonal)
+    z = tp.triplet_values(ts, M, diagonal)
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    pick = rng.rand(ts.n_triplets) < 0.7
+    status[pick & (z >= 1.0)] = tp.STATUS_R
+    status[pick & (z <= 1.0 - GAMMA)] = tp.STATUS_L
+    if wrong and (status == tp.STATUS_R).any():
+        status[np.flatnonzero(status == tp.STATUS_R)[0]] = tp.STATUS_L
+    z_prior = tp.triplet_values(ts, M0, diagonal)
+    zrad = None
+    if stale:  # values known within zrad * hnorm only
+        zrad = np.where(rng.rand(ts.n_triplets) < 0.5, stale * rng.rand(ts.n_triplets), 0.0)
+        z_prior = z_prior + zrad * ts.hnorm * rng.uniform(-1, 1, ts.n_triplets)
+    prior = et.TripletReference(1.0, M0, 0.0, z_prior, exact=False, zrad=zrad)
+    problem = tp.TripletProblem(ts, GAMMA, diagonal, status)
+    alpha = 1.0
+    reduced = et._ReducedTriplets(problem, M, alpha, None, None, ScreeningReport(),
+                                  _settings(), None, prior)
+    reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, alpha))
+    return ts, M, z, status, prior, reduced
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), diagonal=st.booleans(),
+       step=st.sampled_from([0.0, 1e-3, 0.05, 0.5]),
+       stale=st.sampled_from([0.0, 1e-3, 0.1]), wrong=st.booleans())
+def test_bounded_certificate_agrees_with_the_exact_one(seed, diagonal, step, stale, wrong):
+    """Decisions equal to the exact certificate's (every screened triplet on its side),
+    every exactly evaluated value equal to the exact one, every other within its stated
+    bound, the loss the full problem's, and every screened triplet the bound does not
+    put on its side evaluated."""
+    ts, M, z, status, prior, reduced = _case(seed, diagonal, step, stale, wrong)
+    evaluated = []
+    values_at = tp.triplet_values_at
+
+    def recording(ts_, Q, diagonal_, idx):
+        evaluated.append(np.asarray(idx).copy())
+        return values_at(ts_, Q, diagonal_, idx)
+
+    et.triplet_values_at = recording
+    try:
+        ok = reduced._bounded_certificate(reduced.res.evaluation)
+    finally:
+        et.triplet_values_at = values_at
+    on_side = not np.any(((status == tp.STATUS_R) & (z < 1.0))
+                         | ((status == tp.STATUS_L) & (z > 1.0 - GAMMA)))
+    assert ok == on_side
+    # the triplets the bound cannot decide, computed here independently
+    e = (np.linalg.norm(M - prior.M) + (0 if prior.zrad is None else prior.zrad)) * ts.hnorm
+    undecided = (((status == tp.STATUS_R) & (prior.z - e <= 1.0))
+                 | ((status == tp.STATUS_L) & (prior.z + e >= 1.0 - GAMMA)))
+    assert np.isin(np.flatnonzero(undecided), np.concatenate(evaluated)).all()
+    if not ok:
+        return
+    exact = reduced.zrad == 0
+    assert np.allclose(reduced.z_full[exact], z[exact], rtol=1e-12, atol=1e-12)
+    err = np.abs(reduced.z_full - z)
+    assert (err <= reduced.zrad * ts.hnorm * (1 + 1e-9) + 1e-12).all()
+    assert exact[status == tp.STATUS_ACTIVE].all()
+    assert np.isclose(reduced.loss, tp.loss_values(z, GAMMA).sum(), rtol=1e-10, atol=1e-10)
+
+
+def test_an_undecided_triplet_is_evaluated_exactly():
+    """A screened triplet whose bound crosses its threshold gets its exact value (and a
+    zero radius), however close the prior's value is to the right side."""
+    ts, M, z, status, prior, reduced = _case(3, False, 1e-3, 0.0, False)
+    t = np.flatnonzero(status == tp.STATUS_R)[0]
+    # the prior says "just on the R side", but its bound reaches below 1
+    prior.z = prior.z.copy()
+    prior.z[t] = 1.0 + 1e-3 * ts.hnorm[t]
+    prior.zrad = np.zeros(ts.n_triplets)
+    prior.zrad[t] = 1.0
+    assert reduced._bounded_certificate(reduced.res.evaluation)
+    assert reduced.zrad[t] == 0.0 and np.isclose(reduced.z_full[t], z[t], rtol=1e-12)
+    # and one the bound decides keeps the prior's value and a positive radius
+    far = np.flatnonzero((status != tp.STATUS_ACTIVE) & (reduced.zrad > 0))
+    assert far.size and np.array_equal(reduced.z_full[far], prior.z[far])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), diagonal=st.booleans())
+def test_incremental_hl_equals_the_recomputed_one(seed, diagonal):
+    rng = np.random.RandomState(seed)
+    _, _, ts = small_problem(seed=seed, n=15, d=3, k=2, diagonal=diagonal)
+    s0 = rng.randint(0, 3, ts.n_triplets).astype(np.int8)
+    s1 = s0.copy()
+    flip = rng.rand(ts.n_triplets) < rng.rand()
+    s1[flip] = rng.randint(0, 3, int(flip.sum()))
+    HL0 = tp.TripletProblem(ts, GAMMA, diagonal, s0).HL
+    HL, n = tp.update_hl(ts, diagonal, s0, HL0, s1)
+    fresh = tp.TripletProblem(ts, GAMMA, diagonal, s1)
+    assert n == int(((s0 == tp.STATUS_L) != (s1 == tp.STATUS_L)).sum())
+    assert np.allclose(HL, fresh.HL, rtol=1e-12, atol=1e-12 * max(1, np.abs(HL0).max()))
+    given_hl = tp.TripletProblem(ts, GAMMA, diagonal, s1, HL=HL)
+    assert given_hl.nL == fresh.nL and np.array_equal(given_hl.active, fresh.active)
+
+
+def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
+    """Along a path the reduced problems' H_L (updated between fits) equals the sum over
+    their L-screened triplets, the certificate bounds screened values at most fits, and
+    the metrics equal those of the exact certificate's path."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import MinMaxScaler
+
+    from sklearn_safescreen.metric_learning import SafeMetricLearner
+
+    X, y = load_wine(return_X_y=True)
+    X = MinMaxScaler().fit_transform(X[::2])
+    y = y[::2]
+    problems, bounded = [], []
+    make = et.TripletPath._problem
+    bounded_cert = et._ReducedTriplets._bounded_certificate
+
+    def recording_problem(self, status):
+        p = make(self, status)
+        problems.append((p.status.copy(), np.array(p.HL, copy=True), self))
+        return p
+
+    def recording_cert(self, red):
+        ok = bounded_cert(self, red)
+        bounded.append(ok and bool((self.zrad > 0).any()))
+        return ok
+
+    def walk(exact):
+        ml = SafeMetricLearner(k=3, warm_start=True, tol=1e-8)
+        lam_L = ml._critical_value(X, y)
+        out = []
+        for a in lam_L * 0.8 ** np.arange(1, 25):
+            ml.set_params(alpha=a).fit(X, y)
+            out.append(ml.metric_.copy())
+        return out
+
+    try:
+        et.TripletPath._problem = recording_problem
+        et._ReducedTriplets._bounded_certificate = recording_cert
+        bounded_path = walk(False)
+    finally:
+        et.TripletPath._problem = make
+        et._ReducedTriplets._bounded_certificate = bounded_cert
+    for status, HL, path in problems:
+        L = np.flatnonzero(status == tp.STATUS_L)
+        ref = tp.sum_h(path.ts, np.ones(L.size), path.diagonal, L) if L.size else 0 * HL
+        assert np.allclose(HL, ref, rtol=1e-11, atol=1e-11 * max(1, np.abs(ref).max()))
+    assert sum(bounded) >= len(bounded) // 2
+    try:
+        et._ReducedTriplets._bounded_certificate = lambda self, red: False
+        exact_path = walk(True)
+    finally:
+        et._ReducedTriplets._bounded_certificate = bounded_cert
+    # the same optima, to the solver's tolerance (the reference screening differs a
+    # little: bounded values screen less)
+    for a, b in zip(bounded_path, exact_path, strict=True):
+        assert np.linalg.norm(a - b) <= 1e-3 * np.linalg.norm(b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), diagonal=st.booleans(),
+       stale=st.sampled_from([1e-3, 0.1, 10.0]), shrink=st.sampled_from([0.5, 0.9, 1.2]))
+def test_reference_screening_from_bounded_values_equals_the_exact_rule(seed, diagonal,
+                                                                       stale, shrink):
+    """The reference's sphere rule when part of its values are bounds takes the exact
+    rule's decisions (the undecided ones evaluated), and leaves exact values behind for
+    every triplet it evaluated."""
+    from sklearn_safescreen.screening import triplet_bounds as tb
+
+    rng = np.random.RandomState(seed)
+    X, y, ts = small_problem(seed=seed, n=15, d=3, k=2, diagonal=diagonal)
+    M0 = _random_metric(rng, X.shape[1], diagonal, 1.0)
+    z = tp.triplet_values(ts, M0, diagonal)
+    M0 = M0 * 2.0 / max(np.median(np.abs(z)), 1e-12)
+    z = tp.triplet_values(ts, M0, diagonal)
+    zrad = np.where(rng.rand(ts.n_triplets) < 0.5, stale * rng.rand(ts.n_triplets), 0.0)
+    z_bounded = z + zrad * ts.hnorm * rng.uniform(-1, 1, ts.n_triplets)
+    ref = et.TripletReference(1.0, M0, 1e-4, z_bounded.copy(), exact=False, zrad=zrad.copy())
+    ball = tb.rrpb(M0, 1.0, shrink, ref.eps)
+    path = et.TripletPath(ts, GAMMA, diagonal)
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    got = path._screen_bounded(ref, ball, status)
+    exact = np.zeros(ts.n_triplets, dtype=np.int8)
+    want = tb.scaled_sphere_screen(z, ts.hnorm, ball.scale, ball.radius, GAMMA, exact)
+    assert np.array_equal(status, exact) and got == want
+    known = np.flatnonzero(ref.zrad == 0) if ref.zrad is not None else np.arange(z.size)
+    assert np.allclose(ref.z[known], z[known], rtol=1e-12, atol=1e-12)
