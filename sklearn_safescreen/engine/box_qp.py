@@ -107,14 +107,14 @@ class _ReducedBoxQP:
         n=10000, where they are recomputed). Without screening, the plain solver."""
         problem = self.problem
         undecided = int((~self.fixed & self.movable).sum())
+        if prefer_greedy(problem, undecided):
+            return solve_kernel_greedy
         large = self.dynamic and undecided > WS_MIN_PROBLEM
         if large and self.working_set and (
                 problem.linear or problem.kernel.cache_capacity >= undecided):
             return solve_working_set
         if large and problem.linear:
             return solve_plain_then_working_set
-        if prefer_greedy(problem, undecided):
-            return solve_kernel_greedy
         return solve_box_qp
 
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:

@@ -1,19 +1,35 @@
 """Compiled loop of the greedy kernel box-QP solver (:mod:`.greedy_cd`).
 
-Greedy coordinate descent on :math:`\\min_\\alpha \\tfrac12\\alpha^\\top Q\\alpha-p^\\top
-\\alpha`, :math:`lo\\le\\alpha\\le hi`: each update minimises the objective exactly along
-the coordinate whose exact one-variable minimisation decreases it most (the second-order
-selection of Fan, Chen and Lin 2005 for a single variable: the box QP has no equality
-constraint, so one variable moves at a time), then adds one signed kernel row to the
-gradient. Rows come from a row cache the caller fills (least recently used rows are
-evicted there); when the selected variable's row is missing, the loop returns its index.
-Shrinking as LIBSVM's (Joachims 1999): a variable at a bound whose gradient pushes it
-outwards by more than the largest violation leaves the selection scan; its gradient is
-still updated (the update is one BLAS axpy over every position), so un-shrinking needs
-no gradient reconstruction.
+Greedy two-variable descent on :math:`\\min_\\alpha \\tfrac12\\alpha^\\top Q\\alpha-p^\\top
+\\alpha`, :math:`lo\\le\\alpha\\le hi`, :math:`Q = SKS` (``S`` the diagonal of signs):
+
+* the first variable ``i`` is the one whose exact one-variable minimisation decreases
+  the objective most;
+* the second, ``j``, is chosen as in the second-order working-set selection of Fan, Chen
+  and Lin (2005): the partner that maximises :math:`b_{ij}^2/c_{ij}` along the direction
+  :math:`u = \\sigma(s_i e_i - s_j e_j)` that moves ``i`` downhill, with
+  :math:`c_{ij} = Q_{ii} + Q_{jj} - 2 s_i s_j Q_{ij}` its curvature and :math:`b_{ij}` the
+  objective's slope along it;
+* the objective is then minimised exactly over the box of ``(i, j)`` (a two-variable box
+  QP, solved in closed form), which never decreases less than the single step on ``i``.
+
+Why two variables: an RBF kernel's rows share a large common part (its leading
+eigenvector is close to the constant vector), so :math:`Q` has a dominant eigenvalue
+along :math:`S\\mathbf 1`. Single-coordinate steps zig-zag across that direction; the
+pair direction :math:`s_i e_i - s_j e_j` is orthogonal to it, as SMO's steps are for the
+SVM's equality constraint (Platt 1998), while the closed-form two-variable minimisation
+still moves along it when that pays. Measured on an RBF SVM path with 4,600 free support
+vectors: about five times fewer updates than single-coordinate greedy steps.
+
+Each update adds the two variables' signed kernel rows to the gradient. Rows come from a
+row cache the caller fills (least recently used rows are evicted there); when a selected
+variable's row is missing, the loop returns its index. Shrinking as LIBSVM's (Joachims
+1999): a variable at a bound whose gradient pushes it outwards by more than the largest
+violation leaves the selection scan; its gradient is still updated (the update is a BLAS
+axpy over every position), so un-shrinking needs no gradient reconstruction.
 """
 
-from libc.math cimport fabs
+from libc.math cimport fabs, isfinite
 from libc.stdint cimport int64_t
 from scipy.linalg.cython_blas cimport daxpy
 
@@ -27,36 +43,101 @@ CONVERGED = CONVERGED_
 MAX_UPDATES = MAX_UPDATES_
 NEED_ROW = NEED_ROW_
 
+#: Curvature used along a pair direction whose curvature is not positive (LIBSVM's tau).
+cdef double TAU = 1e-12
+
+
+cdef inline double _clip(double x, double lo, double hi) noexcept nogil:
+    return lo if x < lo else (hi if x > hi else x)
+
+
+cdef inline double _quad2(double h11, double h12, double h22, double g1, double g2,
+                          double d1, double d2) noexcept nogil:
+    """The change of the objective for the step ``(d1, d2)``."""
+    return d1 * (g1 + 0.5 * h11 * d1 + h12 * d2) + d2 * (g2 + 0.5 * h22 * d2)
+
+
+cdef inline double _edge(double h, double g, double lo, double hi) noexcept nogil:
+    """Minimiser over ``[lo, hi]`` of ``g d + h d^2 / 2`` (``h >= 0``)."""
+    if h > 0.0:
+        return _clip(-g / h, lo, hi)
+    return hi if g < 0.0 else lo
+
+
+cdef void _box2(double h11, double h12, double h22, double g1, double g2,
+                double l1, double u1, double l2, double u2,
+                double* d1, double* d2) noexcept nogil:
+    """Exact minimiser of the convex two-variable QP ``g'd + d'Hd/2`` over the box
+    ``[l1, u1] x [l2, u2]`` (which contains 0): the stationary point if it lies in the
+    box, else the best of the four edges' one-variable minimisers (the minimum of a
+    convex function over a rectangle is at the stationary point or on the boundary)."""
+    cdef double det = h11 * h22 - h12 * h12, x, y, v, best_v = 0.0
+    cdef double bx = 0.0, by = 0.0
+    if det > 1e-12 * h11 * h22 and det > 0.0:
+        x = (h12 * g2 - h22 * g1) / det
+        y = (h12 * g1 - h11 * g2) / det
+        if l1 <= x <= u1 and l2 <= y <= u2:
+            d1[0] = x
+            d2[0] = y
+            return
+    # the edges (0 is feasible: the best value starts at 0)
+    if isfinite(l1):
+        y = _edge(h22, g2 + h12 * l1, l2, u2)
+        v = _quad2(h11, h12, h22, g1, g2, l1, y)
+        if v < best_v:
+            best_v, bx, by = v, l1, y
+    if isfinite(u1):
+        y = _edge(h22, g2 + h12 * u1, l2, u2)
+        v = _quad2(h11, h12, h22, g1, g2, u1, y)
+        if v < best_v:
+            best_v, bx, by = v, u1, y
+    if isfinite(l2):
+        x = _edge(h11, g1 + h12 * l2, l1, u1)
+        v = _quad2(h11, h12, h22, g1, g2, x, l2)
+        if v < best_v:
+            best_v, bx, by = v, x, l2
+    if isfinite(u2):
+        x = _edge(h11, g1 + h12 * u2, l1, u1)
+        v = _quad2(h11, h12, h22, g1, g2, x, u2)
+        if v < best_v:
+            best_v, bx, by = v, x, u2
+    d1[0] = bx
+    d2[0] = by
+
 
 def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                    const double[::1] hi, const double[::1] diag,
-                   const double[::1] inv_diag, int64_t[::1] active,
-                   Py_ssize_t n_active, Py_ssize_t n_listed,
+                   const double[::1] inv_diag, const double[::1] sign,
+                   int64_t[::1] active, Py_ssize_t n_active, Py_ssize_t n_listed,
                    const double[:, ::1] rows, const int64_t[::1] slot,
                    int64_t[::1] last_use, int64_t clock, Py_ssize_t max_updates,
-                   double eps, Py_ssize_t shrink_every):
-    """Greedy coordinate updates over the positions ``active[:n_active]`` until the
-    largest projected gradient there is at most ``eps`` (then, if some positions were
-    shrunk, over all ``n_listed`` again), ``max_updates`` updates, or a missing row.
+                   double eps, Py_ssize_t shrink_every, bint pairs=True):
+    """Greedy updates over the positions ``active[:n_active]`` until the largest
+    projected gradient there is at most ``eps`` (then, if some positions were shrunk,
+    over all ``n_listed`` again), ``max_updates`` updates, or a missing row.
 
-    ``inv_diag`` is ``1 / diag`` where ``diag > 0``. ``a``, ``g`` (the gradient ``Q a - p`` over every position), ``active`` (reordered:
-    shrunk positions are moved behind ``n_active``) and ``last_use`` are updated in
-    place. ``rows[slot[j]]`` is the signed kernel row of position ``j`` over all
-    positions (``slot[j] < 0``: not cached).
+    ``inv_diag`` is ``1 / diag`` where ``diag > 0``; ``sign`` the signs ``S`` of
+    ``Q = SKS`` (+1 or -1). ``a``, ``g`` (the gradient ``Q a - p`` over every position),
+    ``active`` (reordered: shrunk positions are moved behind ``n_active``) and
+    ``last_use`` are updated in place. ``rows[slot[j]]`` is the signed kernel row of
+    position ``j`` over all positions (``slot[j] < 0``: not cached). ``pairs=False``
+    makes single-variable updates only.
 
-    Returns ``(status, updates, n_active, clock, violation, need, decrease)``: ``status`` is
-    ``CONVERGED``, ``MAX_UPDATES`` or ``NEED_ROW`` (then ``need`` is the position whose
-    row is missing; nothing was changed for it), ``violation`` the largest projected
-    gradient over the scanned positions at the last scan, ``decrease`` the sum of the
-    updates' exact decreases of the objective.
+    Returns ``(status, updates, n_active, clock, violation, need, decrease)``: ``status``
+    is ``CONVERGED``, ``MAX_UPDATES`` or ``NEED_ROW`` (then ``need`` is the position
+    whose row is missing; nothing was changed for it), ``violation`` the largest
+    projected gradient over the scanned positions at the last scan, ``decrease`` the sum
+    of the updates' exact decreases of the objective.
     """
-    cdef Py_ssize_t m = g.shape[0], k, j, best, updates = 0, since_shrink = 0
+    cdef Py_ssize_t m = g.shape[0], k, j, best, partner, updates = 0, since_shrink = 0
     cdef int n = <int>m, one = 1
-    cdef double G, v, vmax, score, best_score, step, new, delta, old, decrease = 0.0
+    cdef double G, v, vmax, score, best_score, new, delta, old, decrease = 0.0
+    cdef double sigma, h_i, b, c, gain, best_gain, qii, qij, d1, d2, change
+    cdef const double* row_i
     cdef int64_t tmp
     cdef int return_status = CONVERGED_
     if (a.shape[0] != m or lo.shape[0] != m or hi.shape[0] != m or diag.shape[0] != m
-            or inv_diag.shape[0] != m
+            or inv_diag.shape[0] != m or sign.shape[0] != m
             or slot.shape[0] != m or rows.shape[1] != m or n_listed > active.shape[0]
             or n_active > n_listed):
         raise ValueError("greedy_updates: shapes do not match")
@@ -110,19 +191,83 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                 break
             G = g[best]
             old = a[best]
-            if diag[best] > 0.0:
-                new = old - G / diag[best]
-                new = lo[best] if new < lo[best] else (hi[best] if new > hi[best] else new)
-            else:
-                new = hi[best] if G < 0.0 else lo[best]
-            delta = new - old
-            decrease -= delta * (G + 0.5 * diag[best] * delta)
-            a[best] = new
-            daxpy(&n, &delta, <double*>&rows[slot[best], 0], &one, &g[0], &one)
-            clock += 1
-            last_use[slot[best]] = clock
-            updates += 1
-            since_shrink += 1
+            partner = -1
+            if pairs and n_active > 1:
+                # the partner: i = best moves downhill along sigma s_i, j along -sigma s_j
+                row_i = &rows[slot[best], 0]
+                sigma = -sign[best] if G > 0.0 else sign[best]
+                h_i = sign[best] * G
+                qii = diag[best]
+                best_gain = 0.0
+                for k in range(n_active):
+                    j = active[k]
+                    if j == best or slot[j] < 0:
+                        # a partner whose row is missing would cost a kernel row for
+                        # one update: the cached rows (the recently updated variables)
+                        # are the candidates
+                        continue
+                    # room for j along -sigma s_j
+                    if -sigma * sign[j] > 0.0:
+                        if a[j] >= hi[j]:
+                            continue
+                    elif a[j] <= lo[j]:
+                        continue
+                    b = sigma * (sign[j] * g[j] - h_i)  # slope's decrease along u
+                    if b <= 0.0:
+                        continue
+                    c = qii + diag[j] - 2.0 * sign[best] * sign[j] * row_i[j]
+                    if c <= TAU:
+                        c = TAU
+                    gain = b * b / c
+                    if gain > best_gain:
+                        best_gain = gain
+                        partner = j
+            if partner >= 0:
+                qij = row_i[partner]
+                _box2(qii, qij, diag[partner], G, g[partner],
+                      lo[best] - old, hi[best] - old,
+                      lo[partner] - a[partner], hi[partner] - a[partner], &d1, &d2)
+                change = _quad2(qii, qij, diag[partner], G, g[partner], d1, d2)
+                if -change > best_score:
+                    # land exactly on a bound the step reaches; apply the step taken
+                    new = lo[best] if d1 == lo[best] - old else (
+                        hi[best] if d1 == hi[best] - old else _clip(old + d1, lo[best],
+                                                                    hi[best]))
+                    d1 = new - old
+                    a[best] = new
+                    old = a[partner]
+                    new = lo[partner] if d2 == lo[partner] - old else (
+                        hi[partner] if d2 == hi[partner] - old else _clip(
+                            old + d2, lo[partner], hi[partner]))
+                    d2 = new - old
+                    a[partner] = new
+                    decrease -= _quad2(qii, qij, diag[partner], G, g[partner], d1, d2)
+                    if d1 != 0.0:
+                        daxpy(&n, &d1, <double*>&rows[slot[best], 0], &one, &g[0], &one)
+                    if d2 != 0.0:
+                        daxpy(&n, &d2, <double*>&rows[slot[partner], 0], &one, &g[0],
+                              &one)
+                    clock += 1
+                    last_use[slot[best]] = clock
+                    last_use[slot[partner]] = clock
+                    updates += 1
+                    since_shrink += 1
+                    partner = -2  # done
+            if partner != -2:
+                if diag[best] > 0.0:
+                    new = old - G / diag[best]
+                    new = lo[best] if new < lo[best] else (
+                        hi[best] if new > hi[best] else new)
+                else:
+                    new = hi[best] if G < 0.0 else lo[best]
+                delta = new - old
+                decrease -= delta * (G + 0.5 * diag[best] * delta)
+                a[best] = new
+                daxpy(&n, &delta, <double*>&rows[slot[best], 0], &one, &g[0], &one)
+                clock += 1
+                last_use[slot[best]] = clock
+                updates += 1
+                since_shrink += 1
             if shrink_every > 0 and since_shrink >= shrink_every:
                 since_shrink = 0
                 # LIBSVM's rule: at a bound, pushed outwards beyond the largest violation

@@ -110,8 +110,8 @@ def test_compiled_loop_stops_on_a_missing_row_without_changing_it():
     slot = np.array([-1, 0], dtype=np.int64)
     rows = np.ascontiguousarray(Q[[1]])
     last = np.zeros(1, dtype=np.int64)
-    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, active, 2, 2, rows, slot, last,
-                         0, 100, 1e-12, 0)
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, np.ones(2), active, 2, 2, rows,
+                         slot, last, 0, 100, 1e-12, 0)
     # position 1 (decrease 0.5) beats position 0 (0.25); after it, 0 needs its row
     assert out[0] == NEED_ROW and out[5] == 0 and out[1] == 1
     np.testing.assert_allclose(a, [0.0, 1.0])
@@ -119,10 +119,100 @@ def test_compiled_loop_stops_on_a_missing_row_without_changing_it():
     assert out[6] == pytest.approx(0.5)  # the exact decrease of the objective
     slot[:] = [0, 1]
     rows = np.ascontiguousarray(Q)
-    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, active, 2, 2, rows, slot,
-                         np.zeros(2, dtype=np.int64), 0, 100000, 1e-13, 0)
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, np.ones(2), active, 2, 2, rows,
+                         slot, np.zeros(2, dtype=np.int64), 0, 100000, 1e-13, 0)
     assert out[0] == CONVERGED
     np.testing.assert_allclose(a, np.linalg.solve(Q, np.ones(2)), rtol=1e-10)
+
+
+def _run_loop(Q, p, lo, hi, sign, *, pairs, max_updates=10**6, eps=1e-12, a=None):
+    """The compiled loop over a fully cached ``Q`` from ``a`` (default 0): ``(a, g,
+    status, updates, decrease)``."""
+    m = p.size
+    a = np.zeros(m) if a is None else a.copy()
+    g = Q @ a - p
+    diag = np.diag(Q).copy()
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, sign.astype(float),
+                         np.arange(m, dtype=np.int64), m, m, np.ascontiguousarray(Q),
+                         np.arange(m, dtype=np.int64), np.zeros(m, dtype=np.int64), 0,
+                         max_updates, eps, 0, pairs)
+    return a, g, out[0], out[1], out[6]
+
+
+def test_one_pair_update_minimises_two_coupled_variables_exactly():
+    # strongly coupled pair, optimum inside the box: one two-variable step reaches it,
+    # where single steps only converge geometrically
+    Q = np.array([[2.0, 1.9], [1.9, 2.0]])
+    p = np.array([1.0, 0.5])
+    lo, hi = np.full(2, -10.0), np.full(2, 10.0)
+    a, g, _, updates, decrease = _run_loop(Q, p, lo, hi, np.ones(2), pairs=True,
+                                           max_updates=1)
+    np.testing.assert_allclose(a, np.linalg.solve(Q, p), rtol=1e-12)
+    np.testing.assert_allclose(g, Q @ a - p, atol=1e-12)
+    assert decrease == pytest.approx(-(0.5 * a @ Q @ a - p @ a), rel=1e-12)
+    a1, *_ = _run_loop(Q, p, lo, hi, np.ones(2), pairs=False, max_updates=1)
+    assert 0.5 * a1 @ Q @ a1 - p @ a1 > 0.5 * a @ Q @ a - p @ a + 1e-3
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pair_updates_reach_the_box_qp_optimum(seed):
+    # random signed RBF Grams plus the intercept's constant, random boxes partly at a
+    # bound: two-variable steps (closed-form box minimisation) and single steps converge
+    # to the optimum of the independent active-set solver, and the reported decrease is
+    # the objective's
+    rng = np.random.RandomState(seed)
+    m = 12
+    X = rng.standard_normal((m, 3))
+    s = np.where(rng.rand(m) < 0.5, -1.0, 1.0)
+    Q = _signed_gram(X, s)
+    p = rng.uniform(0.2, 2.0, m)
+    lo = np.where(rng.rand(m) < 0.3, -rng.uniform(0, 1, m), 0.0)
+    hi = rng.uniform(0.05, 2.0, m)
+    a, g, status, _, decrease = _run_loop(Q, p, lo, hi, s, pairs=True, eps=1e-13)
+    assert status == CONVERGED
+    np.testing.assert_allclose(g, Q @ a - p, atol=1e-10)
+    assert np.all((a >= lo) & (a <= hi))
+    truth = _box_qp_truth(Q, p, lo, hi)
+    np.testing.assert_allclose(a, truth, atol=1e-7)
+    assert decrease == pytest.approx(-(0.5 * a @ Q @ a - p @ a), rel=1e-9)
+
+
+def test_pair_updates_need_fewer_updates_on_a_dominant_common_direction():
+    # an RBF Gram's rows share a large common part (plus the intercept's constant): the
+    # signed direction S1 dominates Q, across which single steps zig-zag
+    rng = np.random.RandomState(0)
+    m = 300
+    X = rng.standard_normal((m, 2))
+    s = np.where(rng.rand(m) < 0.5, -1.0, 1.0)
+    Q = _signed_gram(X, s) + 1e-3 * np.eye(m)
+    p, lo, hi = np.ones(m), np.zeros(m), np.full(m, 100.0)
+    a2, _, st2, pair_updates, _ = _run_loop(Q, p, lo, hi, s, pairs=True, eps=1e-8)
+    a1, _, st1, single_updates, _ = _run_loop(Q, p, lo, hi, s, pairs=False, eps=1e-8)
+    assert st1 == st2 == CONVERGED
+    np.testing.assert_allclose(a2, a1, atol=1e-5 * hi.max())
+    assert pair_updates < 0.5 * single_updates
+
+
+def _box_qp_truth(Q, p, lo, hi):
+    """Minimiser of 1/2 a'Qa - p'a over the box by scipy's L-BFGS-B, polished by Newton
+    steps on the variables its answer leaves free (independent of the greedy loop)."""
+    from scipy.optimize import minimize
+
+    res = minimize(lambda a: 0.5 * a @ Q @ a - p @ a, np.clip(np.zeros_like(p), lo, hi),
+                   jac=lambda a: Q @ a - p, method="L-BFGS-B",
+                   bounds=list(zip(lo, hi, strict=True)),
+                   options=dict(ftol=1e-15, gtol=1e-13, maxiter=100000))
+    a = res.x
+    for _ in range(50):  # polish: Newton on the variables strictly inside the box
+        g = Q @ a - p
+        free = ~(((a <= lo) & (g >= 0)) | ((a >= hi) & (g <= 0)))
+        step = np.zeros_like(a)
+        step[free] = np.linalg.solve(Q[np.ix_(free, free)], g[free])
+        new = np.clip(a - step, lo, hi)
+        if np.allclose(new, a, rtol=0, atol=1e-15):
+            break
+        a = new
+    return a
 
 
 def _objective(Q, alpha):
