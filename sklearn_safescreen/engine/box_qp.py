@@ -88,8 +88,10 @@ class _ReducedBoxQP:
     def __init__(self, problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
                  at_upper: np.ndarray, *, dynamic: bool, working_set: bool,
                  rng: np.random.RandomState, report: ScreeningReport, rule: str,
-                 C: float, task: str):
+                 C: float, task: str, reference: BoxQPReference | None = None):
         self.problem, self.rng, self.report = problem, rng, report
+        # the previous solution: its margins start the kernel solver's gradient
+        self._reference = reference
         self.dynamic, self.working_set = dynamic, working_set
         self.rule, self.C, self.task = rule, C, task
         self.alpha = start_point(np.asarray(alpha0, dtype=np.float64), problem.lo,
@@ -120,9 +122,16 @@ class _ReducedBoxQP:
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
         t0 = time.perf_counter()
         problem = self.problem
-        res = self._solver()(problem, self.alpha, self.fixed, tol=tol, max_iter=max_iter,
-                             random_state=self.rng,
-                             dynamic_screen=gap_ball_screen if self.dynamic else None)
+        solver = self._solver()
+        extra = {}
+        if solver is solve_kernel_greedy and self._reference is not None:
+            ref = self._reference
+            extra["start_margins"] = problem.margins_from(self.alpha, ref.alpha,
+                                                          ref.margins, self.C / ref.C)
+        self._reference = None  # valid for the start point only
+        res = solver(problem, self.alpha, self.fixed, tol=tol, max_iter=max_iter,
+                     random_state=self.rng,
+                     dynamic_screen=gap_ball_screen if self.dynamic else None, **extra)
         self.alpha, self.fixed, self._reduced_gap = res.alpha, res.fixed, res.gap
         # linear mode: the solver's margins were computed from scratch at this alpha,
         # their error bound is a priori. Kernel mode recomputes them compensated (the
@@ -256,7 +265,7 @@ class BoxQPPath:
                                 working_set=near_reference(None if ref is None else ref.C,
                                                            C),
                                 rng=rng, report=report, rule=rule or "none", C=C,
-                                task=self.name)
+                                task=self.name, reference=ref)
         where = f"C={C:.6g}" if C == target else \
             f"C={C:.6g}, an internal path step of the fit at C={target:.6g}"
         result = certified_solve(reduced, tol=tol, max_iter=max_iter,

@@ -97,6 +97,27 @@ class BoxQP:
         nz = np.flatnonzero(alpha)
         return self.sign[rows] * self.kernel.matvec(rows, nz, self.sign[nz] * alpha[nz])
 
+    def margins_from(self, alpha: np.ndarray, base_alpha: np.ndarray,
+                     base_margins: np.ndarray, scale: float) -> np.ndarray | None:
+        r"""``Q alpha`` from the margins ``base_margins`` of another point:
+        :math:`Q\alpha = s\,Q\alpha_0 + Q(\alpha - s\alpha_0)`, the second product
+        over the samples where ``alpha`` is not ``scale * base_alpha`` (on a path, the
+        seed keeps the samples at an end of the box there, so only the previous
+        solution's interior ones differ). Plain accuracy, for a solver's start, never
+        for a certificate; None when it would cost as many kernel values as computing
+        the margins afresh."""
+        delta = alpha - scale * base_alpha
+        # a seeded bound is C_new w_i, the scaled one (C_new / C_old) C_old w_i: equal
+        # up to two roundings, which a start point may ignore
+        moved = np.flatnonzero(np.abs(delta) > 8.0 * np.finfo(float).eps * np.abs(alpha))
+        if moved.size >= 0.5 * np.count_nonzero(alpha):
+            return None
+        q = scale * base_margins
+        if moved.size:
+            q += self.sign * self.kernel.matvec(np.arange(self.n_samples), moved,
+                                                self.sign[moved] * delta[moved])
+        return q
+
     def gap_terms(self, alpha: np.ndarray, q: np.ndarray, rows=None) -> np.ndarray:
         """Per-sample duality gap at margins ``q`` (all rows, or ``rows``)."""
         if rows is None:

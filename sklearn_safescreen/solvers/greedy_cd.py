@@ -49,6 +49,9 @@ PREFETCH_ROWS = 32
 #: at most this fraction of new columns, and hold at most this factor more columns than
 #: the free set (each update adds a row over every column).
 EXTEND_FRACTION = 0.25
+#: ... and is narrowed to the new free set only when more than this fraction of its
+#: columns left it.
+NARROW_FRACTION = 0.1
 SHRINK_COLUMNS = 1.5
 #: ... and at most this factor when its rows do not all fit in the cache (wider rows
 #: leave room for fewer of them).
@@ -223,8 +226,10 @@ def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCac
         extra = np.setdiff1d(interior, cache.W, assume_unique=True)
         if inside.mean() >= 1.0 - EXTEND_FRACTION and extra.size <= EXTEND_FRACTION * (
                 cache.W.size):
-            if not inside.all():
+            if inside.mean() < 1.0 - NARROW_FRACTION:
                 cache = cache.restricted(problem, np.flatnonzero(inside))
+            # else the few columns now fixed stay in W, held at their value (narrowing
+            # copies every cached row)
             if extra.size:
                 cache = cache.extended(problem, extra)
             _install(problem, cache)
@@ -237,11 +242,16 @@ def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCac
 def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                         tol: float, max_iter: int, random_state: np.random.RandomState,
                         dynamic_screen: DynamicScreen | None = None,
-                        const_fixed_quad: float | None = None) -> SolveResult:
-    """Greedy coordinate descent with a row cache (see the module docstring); same
+                        const_fixed_quad: float | None = None,
+                        start_margins: np.ndarray | None = None) -> SolveResult:
+    """Greedy two-variable descent with a row cache (see the module docstring); same
     contract as :func:`~.dual_cd.solve_box_qp` in kernel mode (``max_iter`` counts
     epochs: updates divided by the number of free variables). ``random_state`` is not
-    used: the selection is deterministic.
+    used: the selection is deterministic. ``start_margins``, if given, is ``Q alpha``
+    over all samples at the given ``alpha`` (plain accuracy: it only starts the
+    gradient, the caller certifies the answer): the gradient is then read from it, and
+    the pending variables' gradient is updated from it by the variables that moved,
+    instead of kernel products over every support vector.
 
     The updates run over a column set ``W`` of the free variables: the kept cache's
     (when the last solve of the path left one) and the free variables strictly inside
@@ -252,6 +262,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     """
     del random_state
     alpha = alpha.astype(np.float64, copy=True)
+    alpha_start = alpha.copy()
     fixed = fixed | (problem.hi <= problem.lo)
     n = problem.n_samples
     s, K = problem.sign, problem.kernel
@@ -274,20 +285,26 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     # tracked through the updates' exact decreases; its constant part a_h'Q_hh a_h over
     # the held variables (|held|^2 kernel values) only when the stopping test needs it
     const = const_fixed_quad if not pending.size else None
-    if held.size:
-        a_held = s[held] * alpha[held]
-        d = s[W] * K.matvec(W, held, a_held)
-    else:
-        d = np.zeros(m)
+    a_held = s[held] * alpha[held] if held.size else None
+    if start_margins is not None:
+        # the whole objective from the margins (const: nothing left out)
+        g = start_margins[W] - p
+        objective = 0.5 * float(alpha @ start_margins) - float(problem.p @ alpha)
         const = 0.0
-    g = d - p
-    nz = np.flatnonzero(a != 0.0)
-    if nz.size:
-        # interior variables first: they are the likeliest to be selected
-        nz = nz[np.argsort((a[nz] <= lo[nz]) | (a[nz] >= hi[nz]), kind="stable")]
-        cache.accumulate(problem, g, nz, a[nz])
-    objective = 0.5 * (float(a @ (g + p - d)) + 2.0 * float(a @ d)) \
-        - float(problem.p @ alpha)  # without 0.5 * const
+    else:
+        if held.size:
+            d = s[W] * K.matvec(W, held, a_held)
+        else:
+            d = np.zeros(m)
+            const = 0.0
+        g = d - p
+        nz = np.flatnonzero(a != 0.0)
+        if nz.size:
+            # interior variables first: they are the likeliest to be selected
+            nz = nz[np.argsort((a[nz] <= lo[nz]) | (a[nz] >= hi[nz]), kind="stable")]
+            cache.accumulate(problem, g, nz, a[nz])
+        objective = 0.5 * (float(a @ (g + p - d)) + 2.0 * float(a @ d)) \
+            - float(problem.p @ alpha)  # without 0.5 * const
     active = np.flatnonzero(~outside).astype(np.int64)
     n_listed = n_active = active.size
     n_free0 = max(free.size, 1)
@@ -321,19 +338,19 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
         gap = float((np.maximum(-lo[la] * G, -hi[la] * G) + a[la] * G).sum())
         alpha[W] = a
         rel_gap, const = _relative_gap(problem, alpha, gap, objective, const, tol,
-                                       held, a_held if held.size else None)
+                                       held, a_held)
         complete = pending.size == 0
         last = rel_gap <= tol or updates >= max_updates
         if not complete and last:
             # the pending variables' gradient, afresh: they join the gap and, where it
             # is open, W
             alpha[W] = a
-            g_pend = _gradient(problem, alpha, pending)
+            g_pend = _gradient(problem, alpha, pending, alpha_start, start_margins)
             t_pend = (np.maximum(-problem.lo[pending] * g_pend, -problem.hi[pending] * g_pend)
                       + alpha[pending] * g_pend)
             gap += float(t_pend.sum())
             rel_gap, const = _relative_gap(problem, alpha, gap, objective, const, tol,
-                                           held, a_held if held.size else None)
+                                           held, a_held)
             back = t_pend > 0.0
             if rel_gap > tol and back.any() and updates < max_updates:
                 cache, a, g, lo, hi, p, diag, active = _add_columns(
@@ -490,10 +507,20 @@ def _narrowed(a, g, lo, hi, la, capacity: int) -> np.ndarray:
     return np.sort(la[np.argpartition(push, k - 1)[:k]])
 
 
-def _gradient(problem: BoxQP, alpha: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``(Q alpha - p)[rows]`` afresh."""
-    nz = np.flatnonzero(alpha)
+def _gradient(problem: BoxQP, alpha: np.ndarray, rows: np.ndarray,
+              alpha_start: np.ndarray, start_margins: np.ndarray | None) -> np.ndarray:
+    """``(Q alpha - p)[rows]``: from the margins at the start point updated by the
+    variables that moved since, when they are given and that is fewer kernel values,
+    else afresh."""
     s = problem.sign
+    nz = np.flatnonzero(alpha)
+    if start_margins is not None:
+        moved = np.flatnonzero(alpha != alpha_start)
+        if moved.size < nz.size:
+            delta = alpha[moved] - alpha_start[moved]
+            q = start_margins[rows] + s[rows] * problem.kernel.matvec(
+                rows, moved, s[moved] * delta)
+            return q - problem.p[rows]
     q = s[rows] * problem.kernel.matvec(rows, nz, s[nz] * alpha[nz])
     return q - problem.p[rows]
 

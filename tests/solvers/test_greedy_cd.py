@@ -298,3 +298,56 @@ def test_safesvc_path_through_the_greedy_solver(monkeypatch):
         np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X),
                                    atol=1e-3)
     assert calls, "the greedy solver was not used"
+
+
+def _seeded_step(C_old=0.2, C_new=0.5, rows=40):
+    """A solution at ``C_old`` with its margins, and the seeded start at ``C_new`` on a
+    problem whose cache holds ``rows`` rows (kernel values are then counted)."""
+    from sklearn_safescreen.solvers._cd_fast import seed_point
+
+    X, y = noisy_data(seed=7, n=600, d=4, flip=0.1)
+    n = y.size
+    old = _problem(X, y, C_old, 50.0)
+    res = solve_kernel_greedy(old, np.zeros(n), np.zeros(n, bool), tol=1e-12,
+                              max_iter=100000, random_state=None)
+    q_old = old.margins(res.alpha)
+    new = _problem(X, y, C_new, _rows_mb(rows, n))
+    alpha0 = seed_point(res.alpha, new.lo, new.hi, C_old / C_new)
+    return X, y, new, res.alpha, q_old, alpha0
+
+
+def test_margins_from_a_previous_solution_equal_the_margins_for_fewer_kernel_values():
+    X, y, problem, alpha_old, q_old, alpha0 = _seeded_step()
+    scale = 0.5 / 0.2
+    before = problem.kernel.n_evaluations
+    q = problem.margins_from(alpha0, alpha_old, q_old, scale)
+    cost = problem.kernel.n_evaluations - before
+    exact = _signed_gram(X, y) @ alpha0
+    np.testing.assert_allclose(q, exact, rtol=1e-12, atol=1e-12 * np.abs(exact).max())
+    # only the previous solution's interior samples enter the product
+    interior = np.count_nonzero((alpha_old > 0) & (alpha_old < 0.2))
+    assert 0 < cost <= interior * y.size < np.count_nonzero(alpha0) * y.size
+    # from an unrelated point the update would cost as much as the product: refused
+    assert problem.margins_from(alpha0, np.zeros_like(alpha0), np.zeros_like(q), 1.0) \
+        is None
+
+
+def test_start_margins_give_the_same_answer_for_fewer_kernel_values():
+    X, y, problem, alpha_old, q_old, alpha0 = _seeded_step()
+    n = y.size
+    runs = []
+    for hint in (False, True):
+        X_, y_, problem, *_ = _seeded_step()
+        start = problem.margins_from(alpha0, alpha_old, q_old, 0.5 / 0.2) if hint \
+            else None
+        before = problem.kernel.n_evaluations
+        res = solve_kernel_greedy(problem, alpha0, np.zeros(n, bool), tol=1e-10,
+                                  max_iter=100000, random_state=None,
+                                  dynamic_screen=gap_ball_screen, start_margins=start)
+        runs.append((res, problem.kernel.n_evaluations - before))
+    (plain, cost_plain), (hinted, cost_hinted) = runs
+    assert plain.converged and hinted.converged
+    Q = _signed_gram(X, y)
+    assert _objective(Q, hinted.alpha) == pytest.approx(_objective(Q, plain.alpha),
+                                                        rel=1e-9)
+    assert cost_hinted < cost_plain
