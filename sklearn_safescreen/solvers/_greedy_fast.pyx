@@ -111,7 +111,8 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                    int64_t[::1] active, Py_ssize_t n_active, Py_ssize_t n_listed,
                    const double[:, ::1] rows, const int64_t[::1] slot,
                    int64_t[::1] last_use, int64_t clock, Py_ssize_t max_updates,
-                   double eps, Py_ssize_t shrink_every, bint pairs=True):
+                   double eps, Py_ssize_t shrink_every, bint pairs=True,
+                   double prefer_cached=1.0):
     """Greedy updates over the positions ``active[:n_active]`` until the largest
     projected gradient there is at most ``eps`` (then, if some positions were shrunk,
     over all ``n_listed`` again), ``max_updates`` updates, or a missing row.
@@ -130,6 +131,8 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     of the updates' exact decreases of the objective.
     """
     cdef Py_ssize_t m = g.shape[0], k, j, best, partner, updates = 0, since_shrink = 0
+    cdef Py_ssize_t cached
+    cdef double cached_score
     cdef int n = <int>m, one = 1
     cdef double G, v, vmax, score, best_score, new, delta, old, decrease = 0.0
     cdef double sigma, h_i, b, c, gain, best_gain, qii, qij, d1, d2, change
@@ -149,6 +152,8 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
             vmax = 0.0
             best = -1
             best_score = 0.0
+            cached = -1
+            cached_score = 0.0
             for k in range(n_active):
                 j = active[k]
                 G = g[j]
@@ -176,6 +181,9 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                 if score > best_score:
                     best_score = score
                     best = j
+                if score > cached_score and slot[j] >= 0:
+                    cached_score = score
+                    cached = j
             if vmax <= eps or best < 0:
                 if n_active < n_listed:  # converged on the shrunk set: check them all
                     n_active = n_listed
@@ -187,8 +195,13 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                 return_status = MAX_UPDATES_
                 break
             if slot[best] < 0:
-                return_status = NEED_ROW_
-                break
+                if cached >= 0 and cached_score >= prefer_cached * best_score:
+                    # a cached row that decreases the objective nearly as much: no
+                    # kernel row for this update
+                    best, best_score = cached, cached_score
+                else:
+                    return_status = NEED_ROW_
+                    break
             G = g[best]
             old = a[best]
             partner = -1

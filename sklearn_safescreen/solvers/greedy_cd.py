@@ -63,6 +63,9 @@ WIDER_COLUMNS = 1.1
 #: last decades of the gap on thousands of free support vectors.
 NEWTON_BELOW_GAP = 1e-3
 NEWTON_MAX_STEPS = 6
+#: A variable whose row is cached is updated instead of the best one when its decrease
+#: is at least this fraction of the best's (no kernel row computed for the update).
+PREFER_CACHED = 0.1
 #: Fewest free variables for which :func:`prefer_greedy` chooses this solver.
 GREEDY_MIN_FREE = 400
 #: W is narrowed to the variables shrinking kept when they are fewer than this fraction
@@ -262,7 +265,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     """
     del random_state
     alpha = alpha.astype(np.float64, copy=True)
-    alpha_start = alpha.copy()
+    pending_margins = _PendingMargins(problem, alpha, start_margins)
     fixed = fixed | (problem.hi <= problem.lo)
     n = problem.n_samples
     s, K = problem.sign, problem.kernel
@@ -326,7 +329,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
             greedy_updates(a, g, lo, hi, diag, inv_diag, sign_W, active, n_active,
                            n_listed, cache.rows, cache.slot, cache.last_use, cache.clock,
                            budget, eps, min(SHRINK_EVERY, n_listed) if n_listed > 1
-                           else 0)
+                           else 0, True, PREFER_CACHED)
         updates += done
         objective -= decrease
         if status == NEED_ROW:
@@ -345,7 +348,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
             # the pending variables' gradient, afresh: they join the gap and, where it
             # is open, W
             alpha[W] = a
-            g_pend = _gradient(problem, alpha, pending, alpha_start, start_margins)
+            g_pend = pending_margins.gradient(alpha, pending)
             t_pend = (np.maximum(-problem.lo[pending] * g_pend, -problem.hi[pending] * g_pend)
                       + alpha[pending] * g_pend)
             gap += float(t_pend.sum())
@@ -507,22 +510,38 @@ def _narrowed(a, g, lo, hi, la, capacity: int) -> np.ndarray:
     return np.sort(la[np.argpartition(push, k - 1)[:k]])
 
 
-def _gradient(problem: BoxQP, alpha: np.ndarray, rows: np.ndarray,
-              alpha_start: np.ndarray, start_margins: np.ndarray | None) -> np.ndarray:
-    """``(Q alpha - p)[rows]``: from the margins at the start point updated by the
-    variables that moved since, when they are given and that is fewer kernel values,
-    else afresh."""
-    s = problem.sign
-    nz = np.flatnonzero(alpha)
-    if start_margins is not None:
-        moved = np.flatnonzero(alpha != alpha_start)
-        if moved.size < nz.size:
-            delta = alpha[moved] - alpha_start[moved]
-            q = start_margins[rows] + s[rows] * problem.kernel.matvec(
-                rows, moved, s[moved] * delta)
-            return q - problem.p[rows]
-    q = s[rows] * problem.kernel.matvec(rows, nz, s[nz] * alpha[nz])
-    return q - problem.p[rows]
+class _PendingMargins:
+    """``Q alpha`` over the pending variables, each time from the last values known for
+    them updated by the variables that moved since (when that is fewer kernel values
+    than the product over every nonzero variable), else afresh."""
+
+    def __init__(self, problem: BoxQP, alpha: np.ndarray, margins: np.ndarray | None):
+        self.problem = problem
+        self.alpha_at = alpha.copy()
+        self.q = np.zeros(alpha.size) if margins is None else margins.copy()
+        self.known = np.full(alpha.size, margins is not None)
+
+    def gradient(self, alpha: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(Q alpha - p)[rows]``; the values become the known ones."""
+        problem, s, K = self.problem, self.problem.sign, self.problem.kernel
+        nz = np.flatnonzero(alpha)
+        moved = np.flatnonzero(alpha != self.alpha_at)
+        q = np.empty(rows.size)
+        known = self.known[rows]
+        if moved.size < nz.size and known.any():
+            r = rows[known]
+            q[known] = self.q[r] + s[r] * K.matvec(
+                r, moved, s[moved] * (alpha[moved] - self.alpha_at[moved]))
+        else:
+            known[:] = False
+        if not known.all():
+            r = rows[~known]
+            q[~known] = s[r] * K.matvec(r, nz, s[nz] * alpha[nz])
+        self.alpha_at = alpha.copy()
+        self.known[:] = False
+        self.known[rows] = True
+        self.q[rows] = q
+        return q - problem.p[rows]
 
 
 def _add_columns(problem, cache, alpha, extra, g_extra, arrays, active):

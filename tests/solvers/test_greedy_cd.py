@@ -351,3 +351,52 @@ def test_start_margins_give_the_same_answer_for_fewer_kernel_values():
     assert _objective(Q, hinted.alpha) == pytest.approx(_objective(Q, plain.alpha),
                                                         rel=1e-9)
     assert cost_hinted < cost_plain
+
+
+def test_pending_margins_are_updated_by_the_moved_variables_only():
+    X, y = noisy_data(seed=8, n=300, d=3)
+    n = y.size
+    problem = _problem(X, y, 1.0, _rows_mb(20, n))
+    Q = _signed_gram(X, y)
+    rng = np.random.RandomState(0)
+    alpha = np.where(rng.rand(n) < 0.6, 1.0, 0.0)
+    pending = greedy_cd._PendingMargins(problem, alpha, None)
+    rows = np.flatnonzero(rng.rand(n) < 0.5)
+    np.testing.assert_allclose(pending.gradient(alpha, rows), (Q @ alpha - 1.0)[rows],
+                               atol=1e-12)
+    # a few variables move: the rows known from the last call need the moved
+    # variables' kernel values only, a row not known before is computed afresh
+    moved = rng.choice(n, 5, replace=False)
+    alpha = alpha.copy()
+    alpha[moved] = rng.rand(5)
+    rows2 = np.concatenate([rows[:50], np.setdiff1d(np.arange(n), rows)[:3]])
+    before = problem.kernel.n_evaluations
+    np.testing.assert_allclose(pending.gradient(alpha, rows2), (Q @ alpha - 1.0)[rows2],
+                               atol=1e-12)
+    cost = problem.kernel.n_evaluations - before
+    assert cost <= (5 + 3) * n  # (the kernel's cache stores whole rows of the moved)
+    fresh = _problem(X, y, 1.0, _rows_mb(20, n))
+    greedy_cd._PendingMargins(fresh, alpha, None).gradient(alpha, rows2)
+    assert cost < 0.25 * fresh.kernel.n_evaluations
+
+
+def test_a_cached_row_nearly_as_good_is_updated_instead_of_computing_a_row():
+    Q = np.array([[2.0, 0.1], [0.1, 1.0]])
+    p = np.array([1.0, 0.6])  # decreases 0.25 (position 0, uncached), 0.18 (1, cached)
+    lo, hi = np.zeros(2), np.full(2, 10.0)
+    diag = np.diag(Q).copy()
+    slot = np.array([-1, 0], dtype=np.int64)
+    rows = np.ascontiguousarray(Q[[1]])
+
+    def run(prefer_cached):
+        a, g = np.zeros(2), -p.copy()
+        out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, np.ones(2),
+                             np.arange(2, dtype=np.int64), 2, 2, rows, slot,
+                             np.zeros(1, dtype=np.int64), 0, 1, 1e-12, 0, True,
+                             prefer_cached)
+        return out, a
+
+    out, a = run(1.0)  # the best variable only: its row is asked for
+    assert out[0] == NEED_ROW and out[5] == 0 and out[1] == 0
+    out, a = run(0.5)  # 0.18 >= 0.5 * 0.25: position 1 moves, no row computed
+    assert out[1] == 1 and a[0] == 0.0 and a[1] == pytest.approx(0.6)
