@@ -10,8 +10,10 @@ support vectors exactly, at no cost and with no certificate, would leave to the 
 the physical limit of screening.
 
 The oracle uses the solver the path's step would use (``engine.box_qp._ReducedBoxQP``
-chooses it: working sets with gap-safe dynamic screening from a near reference, plain
-coordinate descent handing over to working sets from zero), the same tolerance and the
+chooses it: in linear mode working sets with gap-safe dynamic screening from a near
+reference, plain coordinate descent handing over to working sets from zero; in kernel
+mode the greedy two-variable solver above 400 samples, else plain coordinate descent with
+its Newton steps), the same tolerance and the
 same seeding: warm, from the previous value's oracle solution restricted to the current
 support vectors (scaled into the new box as a path step seeds it); cold, from zero. Its
 restricted problem is built anew at each value (from the estimator's own design matrix
@@ -118,6 +120,7 @@ class PhaseClock:
              ("solver", engine, "solve_working_set"),
              ("solver", engine, "solve_plain_then_working_set"),
              ("solver", engine, "solve_box_qp"),
+             ("solver", engine, "solve_kernel_greedy"),
              ("certificate", engine._ReducedBoxQP, "certify"),
              ("reference", BoxQP, "reference"),
              ("reference", BoxQP, "rounding_floor"))
@@ -318,9 +321,10 @@ def main():
         "support vectors (alpha > 0 at the screened path's certified optimum): the "
         "samples at alpha = 0 drop out without changing the optimum, since the "
         "intercept is regularised and the dual is a plain box QP. It runs the solver a "
-        "path step would choose for it (warm: working sets with gap-safe dynamic "
-        "screening, in kernel mode while the rows fit in the cache; cold: coordinate "
-        "descent with dynamic screening, handing over to working sets in linear mode), "
+        "path step would choose for it (linear mode, warm: working sets with gap-safe "
+        "dynamic screening; cold: coordinate descent with dynamic screening, handing "
+        "over to working sets; kernel mode: the greedy two-variable solver above 400 "
+        "samples, else coordinate descent with Newton steps), "
         "at the same tolerance, warm from the previous value's oracle solution restricted to the "
         "current support vectors (seeded into the new box as a path step is) or cold "
         "from zero (its first value is always cold). Only the solver call is timed: no "

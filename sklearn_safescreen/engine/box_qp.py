@@ -102,21 +102,18 @@ class _ReducedBoxQP:
         self._reduced_gap = np.inf
 
     def _solver(self):
-        """Working sets whose only permanent decisions are full-problem gap balls when
-        screening is on; in kernel mode only while the undecided samples' kernel rows
-        fit in the row cache (each round gathers its block again; measured on RBF
-        paths: working sets 15% faster at n=5000, where they fit, 20% slower at
-        n=10000, where they are recomputed). Without screening, the plain solver."""
+        """Kernel mode: the greedy two-variable solver with its row cache above a few
+        hundred undecided samples, else the plain solver over the kernel block. Linear
+        mode: working sets whose only permanent decisions are full-problem gap balls
+        when screening is on (from a far reference, after plain coordinate descent
+        slows down), else the plain solver."""
         problem = self.problem
         undecided = int((~self.fixed & self.movable).sum())
-        if prefer_greedy(problem, undecided):
-            return solve_kernel_greedy
-        large = self.dynamic and undecided > WS_MIN_PROBLEM
-        if large and self.working_set and (
-                problem.linear or problem.kernel.cache_capacity >= undecided):
-            return solve_working_set
-        if large and problem.linear:
-            return solve_plain_then_working_set
+        if not problem.linear:
+            return solve_kernel_greedy if prefer_greedy(problem, undecided) \
+                else solve_box_qp
+        if self.dynamic and undecided > WS_MIN_PROBLEM:
+            return solve_working_set if self.working_set else solve_plain_then_working_set
         return solve_box_qp
 
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:

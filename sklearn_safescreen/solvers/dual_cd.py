@@ -333,24 +333,20 @@ def _sub_gap(Z, w_rest, p, lo, hi, a) -> float:
 
 
 def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
-                  const_fixed_quad, held=None):
-    """Kernel mode. ``held=(Q_free, held_margins)`` passes the signed kernel block of the
-    free variables and their margins from the held ones when the caller has them."""
+                  const_fixed_quad):
+    """Kernel mode: the signed kernel block of the free variables, in memory."""
     K = problem.kernel
     free = np.flatnonzero(~fixed)
     check_kernel_memory(free.size, min(free.size, NEWTON_MAX_SYSTEM))
-    if held is None:
-        held_idx = np.flatnonzero(fixed & (alpha != 0))
-        s_f = problem.sign[free]
-        Q = signed_block(problem, free, free)
-        a_held = problem.sign[held_idx] * alpha[held_idx]
-        # margins contributed by the held variables (the reduced problem's linear term)
-        d = s_f * K.matvec(free, held_idx, a_held)
-        if const_fixed_quad is None:
-            const_fixed_quad = (float(a_held @ K.matvec(held_idx, held_idx, a_held))
-                                if held_idx.size else 0.0)
-    else:
-        Q, d = held
+    held_idx = np.flatnonzero(fixed & (alpha != 0))
+    s_f = problem.sign[free]
+    Q = signed_block(problem, free, free)
+    a_held = problem.sign[held_idx] * alpha[held_idx]
+    # margins contributed by the held variables (the reduced problem's linear term)
+    d = s_f * K.matvec(free, held_idx, a_held)
+    if const_fixed_quad is None:
+        const_fixed_quad = (float(a_held @ K.matvec(held_idx, held_idx, a_held))
+                            if held_idx.size else 0.0)
     a = alpha[free].copy()
     lo, hi = problem.lo[free], problem.hi[free]
     p_f = problem.p[free]

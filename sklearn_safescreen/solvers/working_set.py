@@ -1,4 +1,4 @@
-r"""Working sets driven by gap-safe screening of the full problem.
+r"""Working sets driven by gap-safe screening of the full problem (linear mode).
 
 After a reference rule, most samples of a large problem are usually still undecided,
 although at the optimum only a few sit on the margin. Solving the whole undecided set
@@ -22,6 +22,10 @@ from the full-problem gap (the stopping rule) and the gap ball (the screening), 
 answer is the same as the plain solver's. When :math:`W` covers every undecided sample
 the inner solve is the plain solve. The number of rounds is at most
 :math:`\log_2(n / |W_0|)`.
+
+Kernel problems use the greedy two-variable solver instead (:mod:`.greedy_cd`): its row
+cache and shrinking play the working set's part without gathering a kernel block per
+round, and it was faster on every benchmark path measured.
 """
 
 from __future__ import annotations
@@ -30,8 +34,7 @@ import numpy as np
 
 from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
-from .dual_cd import DynamicScreen, SolveResult, _solve_kernel, _solve_linear, solve_box_qp
-from .newton import signed_block
+from .dual_cd import DynamicScreen, SolveResult, _solve_linear, solve_box_qp
 
 #: Undecided samples below which the plain solver is used directly.
 WS_MIN_PROBLEM = 400
@@ -45,12 +48,16 @@ INNER_TOL_FACTOR = 0.1
 def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: float,
                       max_iter: int, random_state: np.random.RandomState,
                       dynamic_screen: DynamicScreen) -> SolveResult:
-    """Solve by screening-driven working sets; same contract as ``solve_box_qp``.
+    """Solve a linear-mode problem by screening-driven working sets; same contract as
+    ``solve_box_qp``.
 
     The returned ``fixed`` holds the variables fixed on entry plus those fixed by the
     full-problem gap balls (and, in the final round, by the plain solver's own dynamic
     screening); ``gap`` is the duality gap over the others.
     """
+    if not problem.linear:
+        raise ValueError("working sets are for linear problems; kernel problems use "
+                         "solvers.greedy_cd.solve_kernel_greedy")
     n = problem.n_samples
     lo, hi, p = problem.lo, problem.hi, problem.p
     alpha = alpha.astype(np.float64, copy=True)
@@ -126,31 +133,18 @@ def _working_set(problem: BoxQP, alpha, q, active, terms, size: int) -> np.ndarr
 
 def _inner_solve(problem: BoxQP, alpha, q, inner_fixed, work, *, tol, max_iter,
                  random_state, dynamic_screen) -> SolveResult:
-    """The plain solver on ``work``; in kernel mode, the margins and the quadratic term
-    of the held variables come from the full margins ``q`` instead of kernel rows."""
-    if problem.linear:
-        return _solve_linear(problem, alpha.copy(), inner_fixed, tol, max_iter,
-                             random_state, dynamic_screen)
-    free = np.flatnonzero(~inner_fixed)
-    Q_ff = signed_block(problem, free, free)
-    own = Q_ff @ alpha[free]
-    held_margins = q[free] - own  # (Q alpha)_free from the held variables
-    # a_h' Q_hh a_h = a'Qa - a_f'Q_ff a_f - 2 a_f' held_margins
-    held_quad = float(alpha @ q - alpha[free] @ own - 2.0 * alpha[free] @ held_margins)
-    return _solve_kernel(problem, alpha.copy(), inner_fixed, tol, max_iter, random_state,
-                         dynamic_screen, held_quad, held=(Q_ff, held_margins))
+    """The plain solver on ``work`` (the others held)."""
+    return _solve_linear(problem, alpha.copy(), inner_fixed, tol, max_iter, random_state,
+                         dynamic_screen)
 
 
 def _move(problem: BoxQP, alpha, q, idx, values) -> np.ndarray:
-    """Set ``alpha[idx] = values`` (in place) and return the updated full margins."""
+    """Set ``alpha[idx] = values`` (in place) and return the full margins, recomputed
+    (the same O(nd) cost as an update, and no drift)."""
     if idx.size == 0:
         return q
-    delta = values - alpha[idx]
     alpha[idx] = values
-    s = problem.sign
-    if problem.linear:  # recomputed (same O(nd) cost as an update, no drift)
-        return problem.margins(alpha)
-    return q + s * problem.kernel.matvec(np.arange(problem.n_samples), idx, s[idx] * delta)
+    return problem.margins(alpha)
 
 
 def solve_plain_then_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,

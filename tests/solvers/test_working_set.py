@@ -44,21 +44,25 @@ def test_linear_working_set_equals_exact_solution(C, sparse):
 
 
 @pytest.mark.parametrize("C", [0.1, 3.0])
-def test_kernel_working_set_and_newton_equal_exact_solution(C):
+def test_kernel_plain_solver_with_newton_equals_exact_solution(C):
     X, y = noisy_data(seed=5, n=600, d=4)
     gamma = 0.5
     problem = kernel_problem(X, y, C, gamma)
     Q = y[:, None] * (np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1)) + 1.0) * y
     truth = solve_svm_dual(C, Q=0.5 * (Q + Q.T))
     n = y.size
-    res = solve_working_set(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
-                            max_iter=100000, random_state=np.random.RandomState(0),
-                            dynamic_screen=gap_ball_screen)
-    check_against_truth(problem, res, truth, 1e-9)
-    # the plain solver (with its Newton step on the interior set) agrees too
     plain = solve_box_qp(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
                          max_iter=100000, random_state=np.random.RandomState(1))
     check_against_truth(problem, plain, truth, 1e-9)
+
+
+def test_working_sets_refuse_a_kernel_problem():
+    X, y = noisy_data(seed=5, n=60, d=4)
+    problem = kernel_problem(X, y, 1.0, 0.5)
+    with pytest.raises(ValueError, match="linear problems"):
+        solve_working_set(problem, np.zeros(60), np.zeros(60, bool), tol=1e-6,
+                          max_iter=10, random_state=np.random.RandomState(0),
+                          dynamic_screen=gap_ball_screen)
 
 
 def test_working_set_respects_prefixed_variables_and_warm_start():
