@@ -39,6 +39,9 @@ from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache
 
+#: A row cache whose columns are at least this fraction of the samples computes its rows
+#: through the kernel's row cache (:meth:`RowCache.signed`).
+SHARE_FRACTION = 0.9
 #: Fewest rows the cache holds whatever ``cache_size`` (a tiny cache would recompute a
 #: row at nearly every update).
 MIN_CACHE_ROWS = 16
@@ -100,11 +103,16 @@ class RowCache:
         self.capacity = int(min(self.W.size, max(budget, MIN_CACHE_ROWS)))
         self._evaluate = problem.kernel.rows_over(self.W)
         self._sign_W = problem.sign[self.W]
+        # columns covering (nearly) every sample: rows through the kernel's own row
+        # cache, whose whole rows the certificate's margins then read instead of
+        # computing them again (a cold fit's solve touches every row)
+        self._shared = self.W.size >= SHARE_FRACTION * problem.n_samples
 
     def signed(self, problem: BoxQP, positions: np.ndarray) -> np.ndarray:
-        """The rows of ``positions`` computed afresh (not stored)."""
+        """The rows of ``positions`` (not stored here)."""
         rows = self.W[positions]
-        block = self._evaluate(rows)
+        block = problem.kernel.block(rows, self.W) if self._shared else \
+            self._evaluate(rows)
         block *= problem.sign[rows][:, None]
         block *= self._sign_W[None, :]
         return block

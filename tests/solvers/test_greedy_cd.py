@@ -400,3 +400,23 @@ def test_a_cached_row_nearly_as_good_is_updated_instead_of_computing_a_row():
     assert out[0] == NEED_ROW and out[5] == 0 and out[1] == 0
     out, a = run(0.5)  # 0.18 >= 0.5 * 0.25: position 1 moves, no row computed
     assert out[1] == 1 and a[0] == 0.0 and a[1] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_rows_over_every_sample_go_through_the_kernel_cache(monkeypatch, share):
+    # a cold solve over every sample touches every row; computed through the kernel's
+    # row cache, the certificate's margins then read them instead of computing them
+    if not share:
+        monkeypatch.setattr(greedy_cd, "SHARE_FRACTION", 2.0)
+    X, y = noisy_data(seed=9, n=400, d=4)
+    n = y.size
+    problem = _problem(X, y, 0.05, 50.0)
+    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                              max_iter=100000, random_state=None)
+    q, err = problem.accurate_margins(res.alpha)
+    np.testing.assert_allclose(q, _signed_gram(X, y) @ res.alpha, atol=1e-10)
+    evaluations = problem.kernel.n_evaluations
+    if share:
+        assert evaluations <= n * n
+    else:
+        assert evaluations > 1.5 * n * n
