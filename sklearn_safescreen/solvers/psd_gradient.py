@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ..problems.triplet_problem import (
     dual_alpha,
     project,
     psd_split,
+    triplet_values_at,
 )
 from . import _spg_fast as kn
 from ._spg_fast import MAX_BACKTRACK, NONMONOTONE, SUFFICIENT, SpgWorkspace
@@ -129,15 +130,15 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         return SolveResult(M, ev, k, ev.gap <= tol * abs(ev.primal), eta,
                            time.perf_counter() - t0)
     checkpoints = callback is not None or active_set
-    ev = _checkpoint(problem, M, lam, callback, active_set)
+    # ``ev`` is over the working triplets; its objective, gradient and gap are those of
+    # every active triplet (a checkpoint's: the triplets the active set leaves out have
+    # zero loss there, or the working set is the active set), and ``ev_all`` holds the
+    # same evaluation with the values of every active triplet
+    ev, ev_all = _checkpoint(problem, M, lam, callback, active_set)
     k = 0
     converged = False
     while True:
         if ev.gap <= tol * abs(ev.primal):
-            if problem.work.size != problem.n_active:
-                # active-set heuristic: confirm on every active triplet
-                ev = _checkpoint(problem, M, lam, None, False)
-                continue
             converged = True
             break
         if k >= max_iter:
@@ -150,14 +151,15 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
             M, eta, steps, ev = _run_compiled(problem, ev.M, lam, eta, n, tol,
                                               workspace=workspace)
         else:
-            M, eta, steps = _run_numpy(problem, ev, lam, eta, n, tol)
-            ev = None
+            M, eta, steps, ev = _run_numpy(problem, ev, lam, eta, n, tol)
         k += steps
-        if checkpoints:
-            ev = _checkpoint(problem, M, lam, callback, active_set)
-        elif ev is None:
-            ev = problem.evaluate(M, lam)
-    return SolveResult(M, ev, k, converged, eta, time.perf_counter() - t0)
+        if checkpoints:  # (the gap of the working set alone does not stop the solve)
+            ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, ev)
+        else:
+            ev = ev_all = problem.evaluate(M, lam) if ev is None else ev
+    if problem.work.size != problem.n_active:
+        problem.set_work(problem.active)  # (kept by the problem: no new compaction)
+    return SolveResult(M, ev_all, k, converged, eta, time.perf_counter() - t0)
 
 
 def _run_compiled(problem: TripletProblem, M, lam, eta, n, tol, interval=10, inner=None,
@@ -193,7 +195,8 @@ def _bb_step(dM, dG, eta):
 def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
     """Up to ``n`` accepted steps of the same algorithm as the compiled ``spg`` loop
     (NumPy reference loop; the diagonal metric): projected BB direction, non-monotone
-    line search along it with safeguarded quadratic interpolation."""
+    line search along it with safeguarded quadratic interpolation. Returns (M, step,
+    steps, evaluation at M)."""
     M = ev.M
     k = 0
     hist = [ev.primal] * NONMONOTONE
@@ -217,7 +220,7 @@ def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
         k += 1
         if ev.gap <= tol * abs(ev.primal):
             break
-    return M, eta, k
+    return M, eta, k, ev
 
 
 def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
@@ -272,12 +275,17 @@ def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
     return psd_split(problem._s_of(x), diag)[0] / lam, 1.0 / L, k
 
 
-def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evaluation:
+def _checkpoint(problem: TripletProblem, M, lam, callback, active_set,
+                ev: Evaluation | None = None) -> tuple[Evaluation, Evaluation]:
     """Screening / working-set refresh point: evaluate over all active triplets, let the
-    callback screen, then restrict the working set (active set) if asked."""
-    if problem.work.size != problem.n_active or active_set:
-        problem.set_work(problem.active)
-    ev = problem.evaluate(M, lam)
+    callback screen, then restrict the working set (active set) if asked. ``ev``, when
+    given, is an evaluation at M over the current working triplets (the solver's last).
+
+    Returns the evaluation over the working triplets and the one over every active
+    triplet. They differ only in their values ``z``: the triplets the active set leaves
+    out have zero loss and zero dual variable at M (z >= 1), so they add nothing to the
+    objective, to S or to the gap, and the restriction needs no new evaluation."""
+    ev = _over_active(problem, M, lam, ev, active_set)
     if callback is not None:
         changed = callback(problem, ev)
         if isinstance(changed, np.ndarray) and problem.dual_alpha is None:
@@ -287,16 +295,43 @@ def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evalua
         elif changed is not None and changed is not False:
             ev = problem.evaluate(M, lam)
     if active_set:
-        work = problem.work[ev.z < 1.0]  # positive loss
+        keep = ev.z < 1.0  # positive loss
+        work = problem.work[keep]
         if work.size < problem.work.size and _fewer_pairs(problem, work):
             problem.set_work(work)
-            ev = problem.evaluate(M, lam)
-    return ev
+            return replace(ev, z=ev.z[keep]), ev
+    return ev, ev
+
+
+def _over_active(problem: TripletProblem, M, lam, ev: Evaluation | None,
+                 active_set: bool) -> Evaluation:
+    """The evaluation at M over every active triplet, with the working set made the
+    active set. From ``ev`` (at M over the working triplets) when it covers them, or
+    when the active triplets outside the working set all have z >= 1 at M (evaluated
+    through their pairs alone): they then add nothing to objective, S or gap."""
+    work = problem.work
+    if ev is not None and ev.M is not M:
+        ev = None
+    if ev is not None and work.size != problem.n_active:
+        active = problem.active
+        inside = np.zeros(active.size, dtype=bool)
+        inside[np.searchsorted(active, work)] = True
+        z_out = triplet_values_at(problem.ts, M, problem.diagonal, active[~inside])
+        if np.all(z_out >= 1.0):
+            z = np.empty(active.size)
+            z[inside], z[~inside] = ev.z, z_out
+            ev = replace(ev, z=z)
+        else:
+            ev = None
+    if problem.work.size != problem.n_active or active_set:
+        problem.set_work(problem.active)
+    return problem.evaluate(M, lam) if ev is None else ev
 
 
 #: The active-set heuristic restricts the iterations only when the restricted triplets
 #: use at most this share of the active triplets' pairs: an iteration costs per pair,
-#: and a restriction costs an evaluation now and one over all active triplets at the end.
+#: and a restriction costs the compaction of the working pairs (a copy of their
+#: differences for a full metric).
 ACTIVE_SET_PAIR_SHARE = 0.9
 
 
