@@ -218,7 +218,8 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         refreshed every ``screening_interval`` iterations, confirmed on all). Not used
         with ``loss="hinge"``, which is solved in the dual.
     screening_interval : int, default=10
-        Iterations between dynamic screening checks.
+        Iterations between dynamic screening checks (a check at which the fit has
+        converged screens nothing more: the fit ends there).
     tol : float, default=1e-6
         Target relative duality gap :math:`(P-D)/|P|` of the full problem.
     max_iter : int, default=10000

@@ -377,6 +377,25 @@ class TripletProblem:
                 ev.gap, ev.dual = max(gap, 0.0), D
         return ev
 
+    def extended(self, ev: Evaluation, idx: np.ndarray, z: np.ndarray,
+                 lam: float) -> Evaluation:
+        """``ev`` (at ``ev.M`` over the working triplets) completed by the active
+        triplets ``idx`` outside them, whose values at ``ev.M`` are ``z``: the
+        evaluation over both, with ``ev.z`` unchanged. Their losses join the objective
+        and their dual variables S (through their pairs alone); the dual's linear part
+        is recovered from ``ev`` (the gap is the cancellation-free form at M and S)."""
+        M, g = ev.M, self.gamma
+        a = dual_alpha(z, g)
+        S = ev.S + sum_h(self.ts, a, self.diagonal, idx)
+        S_pos, S_neg = psd_split(S, self.diagonal)
+        sq_old, sq = float(np.sum(ev.S_pos * ev.S_pos)), float(np.sum(S_pos * S_pos))
+        dual = (ev.dual + (sq_old - sq) / (2.0 * lam) + float(a.sum())
+                - 0.5 * g * float(a @ a))
+        primal = ev.primal + float(loss_values(z, g).sum())
+        R = lam * M - S_pos
+        gap = float(np.sum(R * R)) / (2.0 * lam) + max(float(-np.sum(M * S_neg)), 0.0)
+        return Evaluation(M, ev.z, S, S_pos, primal, dual, max(gap, 0.0), lam * M - S)
+
     def _s_of(self, a: np.ndarray) -> np.ndarray:
         r""":math:`\sum_{work}a_tH_t+H_{\hat L}` through the compact pairs."""
         npairs = self.cdiff.shape[0]

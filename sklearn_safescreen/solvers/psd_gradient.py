@@ -97,8 +97,8 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         :math:`1/\lambda`.
     callback : ScreeningHook, optional
         Called at iteration 0 and every ``interval`` iterations with an evaluation over
-        all active triplets (or, when it offers a ``compiled`` rule, run inside the
-        compiled loop).
+        all active triplets, except where that evaluation meets ``tol`` (or, when it
+        offers a ``compiled`` rule, run inside the compiled loop).
     active_set : bool
         The heuristic of Weinberger and Saul (2009) (safe: it only restricts the working
         set). Ignored for
@@ -134,7 +134,7 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
     # every active triplet (a checkpoint's: the triplets the active set leaves out have
     # zero loss there, or the working set is the active set), and ``ev_all`` holds the
     # same evaluation with the values of every active triplet
-    ev, ev_all = _checkpoint(problem, M, lam, callback, active_set)
+    ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, tol=tol)
     k = 0
     converged = False
     while True:
@@ -154,7 +154,7 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
             M, eta, steps, ev = _run_numpy(problem, ev, lam, eta, n, tol)
         k += steps
         if checkpoints:  # (the gap of the working set alone does not stop the solve)
-            ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, ev)
+            ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, ev, tol)
         else:
             ev = ev_all = problem.evaluate(M, lam) if ev is None else ev
     if problem.work.size != problem.n_active:
@@ -276,16 +276,22 @@ def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
 
 
 def _checkpoint(problem: TripletProblem, M, lam, callback, active_set,
-                ev: Evaluation | None = None) -> tuple[Evaluation, Evaluation]:
+                ev: Evaluation | None = None,
+                tol: float | None = None) -> tuple[Evaluation, Evaluation]:
     """Screening / working-set refresh point: evaluate over all active triplets, let the
     callback screen, then restrict the working set (active set) if asked. ``ev``, when
     given, is an evaluation at M over the current working triplets (the solver's last).
+    When the relative gap there meets ``tol`` the solve ends, so the callback is not
+    called: no iteration follows that its decisions could shorten (and the active
+    triplets' values, known from the evaluation, cost the certificate nothing).
 
     Returns the evaluation over the working triplets and the one over every active
     triplet. They differ only in their values ``z``: the triplets the active set leaves
     out have zero loss and zero dual variable at M (z >= 1), so they add nothing to the
     objective, to S or to the gap, and the restriction needs no new evaluation."""
     ev = _over_active(problem, M, lam, ev, active_set)
+    if tol is not None and ev.gap <= tol * abs(ev.primal):
+        return ev, ev
     if callback is not None:
         changed = callback(problem, ev)
         if isinstance(changed, np.ndarray) and problem.dual_alpha is None:
@@ -307,8 +313,9 @@ def _over_active(problem: TripletProblem, M, lam, ev: Evaluation | None,
                  active_set: bool) -> Evaluation:
     """The evaluation at M over every active triplet, with the working set made the
     active set. From ``ev`` (at M over the working triplets) when it covers them, or
-    when the active triplets outside the working set all have z >= 1 at M (evaluated
-    through their pairs alone): they then add nothing to objective, S or gap."""
+    completed by the active triplets outside the working set (their values, through
+    their pairs alone): those with z >= 1 add nothing to objective, S or gap, the
+    others join them (:meth:`~..problems.triplet_problem.TripletProblem.extended`)."""
     work = problem.work
     if ev is not None and ev.M is not M:
         ev = None
@@ -316,13 +323,14 @@ def _over_active(problem: TripletProblem, M, lam, ev: Evaluation | None,
         active = problem.active
         inside = np.zeros(active.size, dtype=bool)
         inside[np.searchsorted(active, work)] = True
-        z_out = triplet_values_at(problem.ts, M, problem.diagonal, active[~inside])
-        if np.all(z_out >= 1.0):
-            z = np.empty(active.size)
-            z[inside], z[~inside] = ev.z, z_out
-            ev = replace(ev, z=z)
-        else:
-            ev = None
+        out = active[~inside]
+        z_out = triplet_values_at(problem.ts, M, problem.diagonal, out)
+        loss = z_out < 1.0
+        if loss.any():
+            ev = problem.extended(ev, out[loss], z_out[loss], lam)
+        z = np.empty(active.size)
+        z[inside], z[~inside] = ev.z, z_out
+        ev = replace(ev, z=z)
     if problem.work.size != problem.n_active or active_set:
         problem.set_work(problem.active)
     return problem.evaluate(M, lam) if ev is None else ev

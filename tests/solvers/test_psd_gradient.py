@@ -218,10 +218,9 @@ class _NoScreening(pg.ScreeningHook):
 def test_checkpoints_make_no_redundant_evaluation(monkeypatch, diagonal, active_set):
     """The solver evaluates once at the start and once per tried step: a checkpoint
     reuses the last step's evaluation (over the working triplets, completed by the
-    values of the active triplets the active set left out when they all still have zero
-    loss), the restriction reuses the checkpoint's and the convergence it confirms is
-    that evaluation's. The returned evaluation covers every active triplet, as a fresh
-    one."""
+    active triplets the active set left out), the restriction reuses the checkpoint's
+    and the convergence it confirms is that evaluation's. The returned evaluation covers
+    every active triplet, as a fresh one."""
     X, y, ts = small_problem(3, n=30, d=4, k=3, diagonal=diagonal)
     gamma = 0.05
     lam_L, G_pos = tp.closed_form(ts, gamma, diagonal)
@@ -233,9 +232,9 @@ def test_checkpoints_make_no_redundant_evaluation(monkeypatch, diagonal, active_
         counts["evaluate"] += 1
         return evaluate(self, M, lam)
 
-    def counted_checkpoint(*args):
+    def counted_checkpoint(*args, **kwargs):
         counts["checkpoint"] += 1
-        return checkpoint(*args)
+        return checkpoint(*args, **kwargs)
 
     monkeypatch.setattr(tp.TripletProblem, "evaluate", counted_evaluate)
     monkeypatch.setattr(pg, "_checkpoint", counted_checkpoint)
@@ -244,15 +243,36 @@ def test_checkpoints_make_no_redundant_evaluation(monkeypatch, diagonal, active_
     res = pg.solve(problem, G_pos / lam_L, lam, tol=1e-10, max_iter=10000, interval=3,
                    active_set=active_set, compiled=False, callback=_NoScreening())
     assert res.converged and counts["checkpoint"] > 3
-    steps = res.n_iter + problem.n_rejected
-    if active_set:  # (an evaluation over every active triplet when one left out has
-        # positive loss again)
-        assert 1 + steps <= counts["evaluate"] < counts["checkpoint"] + steps
-    else:
-        assert counts["evaluate"] == 1 + steps
+    assert counts["evaluate"] == 1 + res.n_iter + problem.n_rejected
     active = np.flatnonzero(problem.status == tp.STATUS_ACTIVE)
     assert np.array_equal(problem.work, active)
     fresh = tp.TripletProblem(ts, gamma, diagonal).evaluate(res.M, lam)
     np.testing.assert_allclose(res.evaluation.z, fresh.z, rtol=1e-12, atol=1e-12)
     assert res.evaluation.gap == pytest.approx(fresh.gap, rel=1e-9, abs=1e-12)
     assert res.evaluation.rel_gap <= 1e-10
+
+
+class _Recording(pg.ScreeningHook):
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, problem, ev):
+        self.calls += 1
+        return False
+
+
+@pytest.mark.parametrize("active_set", [False, True])
+def test_no_screening_at_a_converged_checkpoint(active_set):
+    """A checkpoint whose evaluation meets the tolerance ends the solve: the screening
+    callback is not called there (no iteration follows that it could shorten)."""
+    X, y, ts = small_problem(3, n=30, d=4, k=3, diagonal=True)
+    lam_L, G_pos = tp.closed_form(ts, 0.05, True)
+    lam = 0.05 * lam_L
+    hook = _Recording()
+    res = pg.solve(tp.TripletProblem(ts, 0.05, True), G_pos / lam_L, lam, tol=1e-9,
+                   max_iter=10000, interval=3, active_set=active_set, callback=hook)
+    assert res.converged and hook.calls == -(-res.n_iter // 3)  # not at the last one
+    again = _Recording()
+    res2 = pg.solve(tp.TripletProblem(ts, 0.05, True), res.M, lam, tol=1e-9,
+                    max_iter=10000, interval=3, active_set=active_set, callback=again)
+    assert res2.converged and res2.n_iter == 0 and again.calls == 0
