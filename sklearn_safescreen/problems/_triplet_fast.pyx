@@ -574,6 +574,33 @@ def rows_weighted_sum(const double[:, ::1] P, const int[::1] rows, const double[
     return out
 
 
+def rows_weighted_sums(const double[:, ::1] P, const int[::1] rows, const double[::1] w,
+                       const double[::1] w_all):
+    """``(w @ P[rows], w_all @ P)`` in one pass over the rows of ``P`` (``rows``
+    ascending; rows of zero weight in both are not read): a diagonal reduced problem's
+    Laplacian sum over its working pairs and :math:`H_{\hat L}` from its pair weights.
+    The first sum adds in the order of :func:`rows_weighted_sum`, so it is the same."""
+    cdef Py_ssize_t j = 0, p, n = rows.shape[0], n_pairs = P.shape[0]
+    cdef int d = P.shape[1]
+    cdef double a
+    out = np.zeros(d)
+    out_all = np.zeros(d)
+    cdef double[::1] o = out
+    cdef double[::1] oa = out_all
+    if d:
+        with nogil:
+            for p in range(n_pairs):
+                a = 0.0
+                if j < n and rows[j] == p:
+                    a = w[j]
+                    j += 1
+                if a != 0.0:
+                    ss_axpy(d, a, &P[p, 0], &o[0])
+                if w_all[p] != 0.0:  # (the row is in cache from the line above)
+                    ss_axpy(d, w_all[p], &P[p, 0], &oa[0])
+    return out, out_all
+
+
 def gather(const double[::1] D, const int[::1] pos, const int[::1] neg):
     """``D[pos] - D[neg]``: the triplet values from the pair forms."""
     cdef Py_ssize_t t, n = pos.shape[0]

@@ -235,20 +235,36 @@ class TripletProblem:
             self.status, ts.pos, ts.neg, ts.diff, not diagonal and HL is None, diagonal)
         self.nL = int(nL)
         self.n_active = int(work.size)
+        # a diagonal problem's H_L is summed with the next evaluation's S, in the same
+        # pass over the pairs: ``_wL`` holds the pair weights still to add to ``_HL``
+        # (:attr:`HL` sums them alone if read before)
+        self._HL, self._wL = None, None
         if HL is not None:
             self.HL = HL
         elif not diagonal:
             self.HL = HL_sum
-        elif nL:
-            self.HL = aggregate(ts.diff, wL, True)
         else:
-            self.HL = np.zeros(d)
+            self._HL, self._wL = np.zeros(d), (wL if nL else None)
         # the active list and its working arrays are kept until the status changes: the
         # active-set heuristic returns to them at every check
         self._active, self._active_state = work, None
         self._set_compact(work, cpos, cneg, cdiff)
 
     # -- state
+    @property
+    def HL(self) -> np.ndarray:
+        r""":math:`H_{\hat L}=\sum_{t\in\hat{\mathcal L}}H_t` (its diagonal for a
+        diagonal metric)."""
+        if self._wL is not None:
+            rows = np.flatnonzero(self._wL).astype(np.int32)
+            self._HL = self._HL + kn.rows_weighted_sum(self.ts.diff, rows, self._wL[rows])
+            self._wL = None
+        return self._HL
+
+    @HL.setter
+    def HL(self, value: np.ndarray) -> None:
+        self._HL, self._wL = value, None
+
     @property
     def active(self) -> np.ndarray:
         """The active triplets, ascending (kept until the status changes; not to be
@@ -299,7 +315,11 @@ class TripletProblem:
         """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
         :math:`H_{\\hat L}` (whatever their current value)."""
         if to_L.size:
-            if to_L.size * 8 <= self.ts.n_pairs and not self.diagonal:
+            if self.diagonal:  # added with the next evaluation's S (see __init__)
+                w = self._wL if self._wL is not None else np.zeros(self.ts.n_pairs)
+                self._wL = (w + np.bincount(self.ts.pos[to_L], minlength=w.size)
+                            - np.bincount(self.ts.neg[to_L], minlength=w.size))
+            elif to_L.size * 8 <= self.ts.n_pairs:
                 # few triplets: add a a' - b b' directly (O(d^2) each)
                 self.HL = kn.add_h(self.HL.copy(), self.ts.diff, self.ts.pos, self.ts.neg,
                                  to_L.astype(np.int64))
@@ -419,7 +439,12 @@ class TripletProblem:
         D = self._pair_values(M)
         loss, sa, sa2 = kn.triplet_pass(D, self.cpos, self.cneg, self.gamma, self._z,
                                       self._w)
-        S = self._aggregate(self._w) + self.HL
+        if self._wL is not None:  # H_L's pending pairs in the same pass over the pairs
+            part, add = kn.rows_weighted_sums(self.ts.diff, self.cdiff, self._w, self._wL)
+            self.HL = self._HL + add
+            S = part + self.HL
+        else:
+            S = self._aggregate(self._w) + self.HL
         S_pos, S_neg = psd_split(S, self.diagonal)
         nL = self.nL
         sqM = float(np.sum(M * M))
