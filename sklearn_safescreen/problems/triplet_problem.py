@@ -66,17 +66,21 @@ def project(A: np.ndarray, diagonal: bool) -> np.ndarray:
 def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool) -> np.ndarray:
     r""":math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` for every pair (any symmetric Q).
     For a diagonal metric ``diff`` holds the squares (see
-    :class:`~sklearn_safescreen.problems.triplets.TripletSet`) and ``Q`` the diagonal."""
+    :class:`~sklearn_safescreen.problems.triplets.TripletSet`) and ``Q`` the diagonal:
+    the compiled rows kernel, as every pass over a subset of the pairs (a pair's value
+    does not depend on the pass)."""
     if diagonal:
-        return diff @ Q
+        return kn.rows_dot(diff, np.arange(diff.shape[0], dtype=np.int32),
+                           np.ascontiguousarray(Q, dtype=np.float64))
     return np.einsum("ij,ij->i", diff @ Q, diff)
 
 
 def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool) -> np.ndarray:
     r""":math:`\sum_p w_p (x_u-x_v)(x_u-x_v)^\top` (its diagonal for a diagonal metric,
-    from the stored squares)."""
+    from the stored squares; rows of zero weight are not read)."""
     if diagonal:
-        return diff.T @ w
+        return kn.rows_weighted_sum(diff, np.arange(diff.shape[0], dtype=np.int32),
+                                    np.ascontiguousarray(w, dtype=np.float64))
     S = diff.T @ (diff * w[:, None])
     return 0.5 * (S + S.T)
 

@@ -208,7 +208,16 @@ def test_rows_kernels_equal_the_products_with_the_copied_rows():
     rows = np.sort(rng.choice(50, 20, replace=False)).astype(np.int32)
     q, w = rng.standard_normal(7), rng.standard_normal(20)
     w[::3] = 0.0
-    np.testing.assert_allclose(kn.rows_dot(P, rows, q), P[rows] @ q, rtol=1e-14)
+    # (summed in another order than BLAS: equal up to the round-off of |P| |q|)
+    np.testing.assert_allclose(kn.rows_dot(P, rows, q), P[rows] @ q, rtol=1e-14,
+                               atol=1e-14 * (P[rows] @ np.abs(q)).max())
+    # four rows at a time or one: a row's value does not depend on the rows around it
+    for d in (7, 21):
+        P2, q2 = rng.standard_normal((50, d)) ** 2, rng.standard_normal(d)
+        for start in range(4):
+            np.testing.assert_array_equal(kn.rows_dot(P2, rows[start:], q2),
+                                          kn.rows_dot(P2, rows, q2)[start:])
+    np.testing.assert_array_equal(tp.pair_values(P, q, True)[rows], kn.rows_dot(P, rows, q))
     np.testing.assert_allclose(kn.rows_weighted_sum(P, rows, w), w @ P[rows], rtol=1e-13)
     status = rng.integers(0, 3, 30).astype(np.int8)
     pos, neg = (rng.integers(0, 50, 30).astype(np.int32) for _ in range(2))
