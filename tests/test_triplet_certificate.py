@@ -279,3 +279,29 @@ def test_reference_screening_from_bounded_values_equals_the_exact_rule(seed, dia
     assert np.array_equal(status, exact) and got == want
     known = np.flatnonzero(ref.zrad == 0) if ref.zrad is not None else np.arange(z.size)
     assert np.allclose(ref.z[known], z[known], rtol=1e-12, atol=1e-12)
+
+
+def test_the_active_triplets_pairs_are_not_counted_when_their_values_are_known(
+        monkeypatch):
+    """The certificate from bounds reads only the pairs of the triplets it evaluates:
+    the active triplets' values are the solver's, so their pairs do not count towards
+    the share above which one pass over all pairs is made instead."""
+    monkeypatch.setattr(et, "FULL_PASS_SHARE", 0.5)
+    rng = np.random.RandomState(0)
+    X, y, ts = small_problem(seed=2, n=15, d=3, k=2, diagonal=True)
+    M = _random_metric(rng, 3, True, 1.0)
+    M = M * 2.0 / np.median(np.abs(tp.triplet_values(ts, M, True)))
+    z = tp.triplet_values(ts, M, True)
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    far = rng.rand(ts.n_triplets) < 0.3
+    status[far & (z > 1.5)] = tp.STATUS_R
+    status[far & (z < 0.5)] = tp.STATUS_L
+    active = np.flatnonzero(status == tp.STATUS_ACTIVE)
+    assert et.pair_share(ts, active) > 0.5 and (status != tp.STATUS_ACTIVE).any()
+    prior = et.TripletReference(1.0, M, 0.0, z, exact=False)
+    problem = tp.TripletProblem(ts, GAMMA, True, status)
+    reduced = et._ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
+                                  _settings(), None, prior)
+    reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
+    assert reduced._bounded_certificate(reduced.res.evaluation)
+    np.testing.assert_allclose(reduced.z_full, z, rtol=1e-12, atol=1e-12)
