@@ -154,7 +154,8 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
             M, eta, steps, ev = _run_numpy(problem, ev, lam, eta, n, tol)
         k += steps
         if checkpoints:  # (the gap of the working set alone does not stop the solve)
-            ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, ev, tol)
+            kept = problem.work if problem.work.size != problem.n_active else None
+            ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, ev, tol, kept)
         else:
             ev = ev_all = problem.evaluate(M, lam) if ev is None else ev
     if problem.work.size != problem.n_active:
@@ -276,8 +277,8 @@ def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
 
 
 def _checkpoint(problem: TripletProblem, M, lam, callback, active_set,
-                ev: Evaluation | None = None,
-                tol: float | None = None) -> tuple[Evaluation, Evaluation]:
+                ev: Evaluation | None = None, tol: float | None = None,
+                kept: np.ndarray | None = None) -> tuple[Evaluation, Evaluation]:
     """Screening / working-set refresh point: evaluate over all active triplets, let the
     callback screen, then restrict the working set (active set) if asked. ``ev``, when
     given, is an evaluation at M over the current working triplets (the solver's last).
@@ -288,7 +289,12 @@ def _checkpoint(problem: TripletProblem, M, lam, callback, active_set,
     Returns the evaluation over the working triplets and the one over every active
     triplet. They differ only in their values ``z``: the triplets the active set leaves
     out have zero loss and zero dual variable at M (z >= 1), so they add nothing to the
-    objective, to S or to the gap, and the restriction needs no new evaluation."""
+    objective, to S or to the gap, and the restriction needs no new evaluation.
+
+    ``kept`` is the working set the solve restricted to before (None: none): it stays
+    in the working set, which only grows within a solve. Refreshed from z < 1 alone,
+    two working sets could alternate for ever, the optimum of each putting triplets of
+    the other below 1 and its own above (seen with two triplets, one feature)."""
     ev = _over_active(problem, M, lam, ev, active_set)
     if tol is not None and ev.gap <= tol * abs(ev.primal):
         return ev, ev
@@ -302,6 +308,8 @@ def _checkpoint(problem: TripletProblem, M, lam, callback, active_set,
             ev = problem.evaluate(M, lam)
     if active_set:
         keep = ev.z < 1.0  # positive loss
+        if kept is not None:
+            keep |= np.isin(problem.work, kept, assume_unique=True)
         work = problem.work[keep]
         if work.size < problem.work.size and _fewer_pairs(problem, work):
             problem.set_work(work)
