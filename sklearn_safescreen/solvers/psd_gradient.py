@@ -16,7 +16,8 @@ compiled loop of ``_spg_fast.pyx``, with the sphere rule of the GB/PGB/DGB balls
 built in (dynamic screening every ``interval`` steps); other rules run as a Python
 :class:`ScreeningHook` between compiled stretches of ``interval`` steps. The optional
 active-set heuristic optimises over the active triplets with positive loss, refreshed
-at every check, and confirms convergence on all of them (it only restricts the working
+at every check (a triplet once in the working set stays there for the rest of the
+solve), and confirms convergence on all of them (it only restricts the working
 set, never the screening status). The hinge (gamma = 0) is solved in the dual
 (accelerated projected gradient on the box).
 """
