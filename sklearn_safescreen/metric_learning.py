@@ -214,11 +214,12 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         RRPB range screening along warm-started paths (Yoshida et al. 2019, Sec. 6.1).
     active_set : bool, default=False
         The active-set heuristic of Weinberger and Saul (2009) (optimise over
-        positive-loss triplets,
-        refreshed every ``screening_interval`` iterations, confirmed on all). Not used
+        positive-loss triplets, refreshed every ``screening_interval`` iterations
+        without dropping any within a fit, confirmed on all). Not used
         with ``loss="hinge"``, which is solved in the dual.
     screening_interval : int, default=10
-        Iterations between dynamic screening checks.
+        Iterations between dynamic screening checks (a check at which the fit has
+        converged screens nothing more: the fit ends there).
     tol : float, default=1e-6
         Target relative duality gap :math:`(P-D)/|P|` of the full problem.
     max_iter : int, default=10000

@@ -10,6 +10,8 @@ import pickle
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.datasets import load_iris, load_wine
 from sklearn.model_selection import GridSearchCV
@@ -19,9 +21,11 @@ from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_safescreen._utils import memory
+from sklearn_safescreen.engine import triplet as et
 from sklearn_safescreen.metric_learning import BOUNDS, SafeMetricLearner
 from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems import triplets as _triplets
+from sklearn_safescreen.solvers import psd_gradient as pg
 
 
 def scaled(loader, every=1):
@@ -465,3 +469,39 @@ def test_a_diagonal_metric_builds_its_matrices_only_when_read():
     assert np.array_equal(ml.set_params(metric="diagonal").fit(X, y).metric_, np.diag(m))
     with pytest.raises(AttributeError):
         _ = SafeMetricLearner().metric_
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), metric=st.sampled_from(["diagonal", "full"]),
+       ratio=st.sampled_from([0.99, 0.9, 0.7]))
+@example(seed=1435, metric="diagonal", ratio=0.7)  # the working sets used to alternate
+def test_active_set_paths_keep_every_optimum(seed, metric, ratio):
+    """Along warm-started paths with the active-set heuristic (the papers' protocol,
+    where a fit often needs no iteration: the checkpoints reuse evaluations, complete
+    them with the left-out triplets, screen nothing once converged, and the certificate
+    bounds the screened values from the scaled previous metric), every fit is within
+    its gap's distance of the unscreened solve and its gap is the full problem's."""
+    rng = np.random.RandomState(seed)
+    n, d = 36, 4
+    y = np.arange(n) % 3
+    X = rng.randn(n, d) + 0.7 * y[:, None] * rng.randn(1, d)
+    kw = dict(k=3, metric=metric, tol=1e-9, warm_start=True, max_iter=100000)
+    safe = SafeMetricLearner(active_set=True, **kw)
+    plain = SafeMetricLearner(screening=None, range_screening=False, **kw)
+    ts = _triplets.build_triplets(X, y, 3, metric == "diagonal")
+    lam = tp.closed_form(ts, 0.05, metric == "diagonal")[0]
+    for _ in range(25):
+        lam *= ratio
+        with pytest.MonkeyPatch.context() as mp:
+            # (on a set this small, every restriction and bound is tried: the shares of
+            # the pairs above which one pass over all is made would decline them)
+            mp.setattr(et, "FULL_PASS_SHARE", 1.0)
+            mp.setattr(pg, "ACTIVE_SET_PAIR_SHARE", 1.0)
+            safe.set_params(alpha=lam).fit(X, y)
+        plain.set_params(alpha=lam).fit(X, y)
+        assert np.linalg.norm(safe.metric_ - plain.metric_) <= 1.01 * (
+            dgb_tol(safe) + dgb_tol(plain)) + 1e-12 * np.linalg.norm(plain.metric_)
+        M = safe._metric_diagonal if metric == "diagonal" else safe.metric_
+        full = tp.TripletProblem(ts, 0.05, metric == "diagonal").evaluate(M, lam)
+        assert full.rel_gap <= 1e-9 * (1 + 1e-6)
+        assert safe.loss_ == pytest.approx(tp.loss_values(full.z, 0.05).sum(), rel=1e-9)

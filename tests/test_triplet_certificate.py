@@ -106,9 +106,9 @@ def test_bounded_certificate_agrees_with_the_exact_one(seed, diagonal, step, sta
                          | ((status == tp.STATUS_L) & (z > 1.0 - GAMMA)))
     assert ok == on_side
     # the triplets the bound cannot decide, computed here independently
-    e = (np.linalg.norm(M - prior.M) + (0 if prior.zrad is None else prior.zrad)) * ts.hnorm
-    undecided = (((status == tp.STATUS_R) & (prior.z - e <= 1.0))
-                 | ((status == tp.STATUS_L) & (prior.z + e >= 1.0 - GAMMA)))
+    s, z0, e = _scaled_bound(M, prior, ts)
+    undecided = (((status == tp.STATUS_R) & (z0 - e <= 1.0))
+                 | ((status == tp.STATUS_L) & (z0 + e >= 1.0 - GAMMA)))
     assert np.isin(np.flatnonzero(undecided), np.concatenate(evaluated)).all()
     if not ok:
         return
@@ -134,7 +134,45 @@ def test_an_undecided_triplet_is_evaluated_exactly():
     assert reduced.zrad[t] == 0.0 and np.isclose(reduced.z_full[t], z[t], rtol=1e-12)
     # and one the bound decides keeps the prior's value and a positive radius
     far = np.flatnonzero((status != tp.STATUS_ACTIVE) & (reduced.zrad > 0))
-    assert far.size and np.array_equal(reduced.z_full[far], prior.z[far])
+    z0 = _scaled_bound(M, prior, ts)[1]
+    assert far.size and np.array_equal(reduced.z_full[far], z0[far])
+
+
+def _scaled_bound(M, prior, ts):
+    """The certificate's bound: M = s M0 + R with R orthogonal to M0, so the value at M
+    is s z0 within (|s| rho + ||R||) ||H||. Returns (s, s z0, the bound)."""
+    s = float(np.sum(M * prior.M)) / float(np.sum(prior.M * prior.M))
+    rho = 0.0 if prior.zrad is None else prior.zrad
+    return s, s * prior.z, (abs(s) * rho + np.linalg.norm(M - s * prior.M)) * ts.hnorm
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_a_growing_metric_needs_no_evaluation_of_screened_triplets(diagonal):
+    """Along a path the metric mostly grows: from M0 to M = c M0 the bound is about
+    |c| rho, however far M moved, so no screened triplet whose scaled value lies away
+    from its threshold is evaluated (the distance ||M - M0|| decided none of them)."""
+    rng = np.random.RandomState(0)
+    X, y, ts = small_problem(seed=1, n=15, d=3, k=2, diagonal=diagonal)
+    M0 = _random_metric(rng, X.shape[1], diagonal, 1.0)
+    M0 = M0 * 2.0 / np.median(np.abs(tp.triplet_values(ts, M0, diagonal)))
+    M = 1.5 * M0
+    z = tp.triplet_values(ts, M, diagonal)
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    status[z > 1.0 + 1e-6] = tp.STATUS_R
+    status[z < 1.0 - GAMMA - 1e-6] = tp.STATUS_L
+    assert (status == tp.STATUS_R).any() and (status == tp.STATUS_L).any()
+    prior = et.TripletReference(1.0, M0, 0.0, tp.triplet_values(ts, M0, diagonal),
+                                exact=False)
+    problem = tp.TripletProblem(ts, GAMMA, diagonal, status)
+    reduced = et._ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
+                                  _settings(), None, prior)
+    reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
+    assert reduced._bounded_certificate(reduced.res.evaluation)
+    screened = status != tp.STATUS_ACTIVE
+    assert (reduced.zrad[screened] > 0).all()  # bounded, not evaluated
+    assert (reduced.zrad[screened] <= 1e-9 * np.linalg.norm(M)).all()
+    assert np.allclose(reduced.z_full, z, rtol=1e-12, atol=1e-12)
+    assert np.isclose(reduced.loss, tp.loss_values(z, GAMMA).sum(), rtol=1e-10)
 
 
 @settings(max_examples=40, deadline=None)
@@ -241,3 +279,29 @@ def test_reference_screening_from_bounded_values_equals_the_exact_rule(seed, dia
     assert np.array_equal(status, exact) and got == want
     known = np.flatnonzero(ref.zrad == 0) if ref.zrad is not None else np.arange(z.size)
     assert np.allclose(ref.z[known], z[known], rtol=1e-12, atol=1e-12)
+
+
+def test_the_active_triplets_pairs_are_not_counted_when_their_values_are_known(
+        monkeypatch):
+    """The certificate from bounds reads only the pairs of the triplets it evaluates:
+    the active triplets' values are the solver's, so their pairs do not count towards
+    the share above which one pass over all pairs is made instead."""
+    monkeypatch.setattr(et, "FULL_PASS_SHARE", 0.5)
+    rng = np.random.RandomState(0)
+    X, y, ts = small_problem(seed=2, n=15, d=3, k=2, diagonal=True)
+    M = _random_metric(rng, 3, True, 1.0)
+    M = M * 2.0 / np.median(np.abs(tp.triplet_values(ts, M, True)))
+    z = tp.triplet_values(ts, M, True)
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    far = rng.rand(ts.n_triplets) < 0.3
+    status[far & (z > 1.5)] = tp.STATUS_R
+    status[far & (z < 0.5)] = tp.STATUS_L
+    active = np.flatnonzero(status == tp.STATUS_ACTIVE)
+    assert et.pair_share(ts, active) > 0.5 and (status != tp.STATUS_ACTIVE).any()
+    prior = et.TripletReference(1.0, M, 0.0, z, exact=False)
+    problem = tp.TripletProblem(ts, GAMMA, True, status)
+    reduced = et._ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
+                                  _settings(), None, prior)
+    reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
+    assert reduced._bounded_certificate(reduced.res.evaluation)
+    np.testing.assert_allclose(reduced.z_full, z, rtol=1e-12, atol=1e-12)

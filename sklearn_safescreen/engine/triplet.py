@@ -416,8 +416,11 @@ class _ReducedTriplets:
         r"""The certificate without a pass over every pair, when it succeeds.
 
         The prior's values :math:`z^0_t` are within :math:`\rho_t\|H_t\|` of
-        :math:`\langle M_0,H_t\rangle` (``zrad``; 0 where exact), so by Cauchy-Schwarz
-        :math:`|\langle M,H_t\rangle-z^0_t|\le(\rho_t+\|M-M_0\|_F)\|H_t\|_F`, the
+        :math:`\langle M_0,H_t\rangle` (``zrad``; 0 where exact). With
+        :math:`M=sM_0+R` (:math:`s=\langle M,M_0\rangle/\|M_0\|^2`, which makes
+        :math:`\|R\|` the distance from M to the line of :math:`M_0`: along a path the
+        metric mostly grows), by Cauchy-Schwarz
+        :math:`|\langle M,H_t\rangle-s z^0_t|\le(|s|\rho_t+\|R\|_F)\|H_t\|_F`, the
         distance inflated for round-off as every radius is (``RADIUS_RTOL``,
         ``RADIUS_ATOL``) and each decision strict with the slack ``SCREEN_RTOL``. A
         screened triplet that this bound puts on its side is; the others screened and
@@ -431,11 +434,16 @@ class _ReducedTriplets:
         problem, M, prior = self.problem, self.M, self.prior
         ts, gamma, diag = problem.ts, problem.gamma, problem.diagonal
         status = problem.status
-        scale = max(1.0, float(np.linalg.norm(M)), float(np.linalg.norm(prior.M)))
-        dist = (float(np.linalg.norm(M - prior.M)) * (1.0 + RADIUS_RTOL)
+        M0 = prior.M
+        m0 = float(np.sum(M0 * M0))
+        s = float(np.sum(M * M0)) / m0 if m0 > 0.0 else 0.0
+        # (any s gives a valid bound: the rounding of R is far below RADIUS_ATOL * scale)
+        scale = max(1.0, float(np.linalg.norm(M)), abs(s) * float(np.linalg.norm(M0)))
+        dist = (float(np.linalg.norm(M - s * M0)) * (1.0 + RADIUS_RTOL)
                 + RADIUS_ATOL * scale)
-        rad = np.full(ts.n_triplets, dist) if prior.zrad is None else prior.zrad + dist
-        z0 = prior.z
+        rad = (np.full(ts.n_triplets, dist) if prior.zrad is None
+               else abs(s) * prior.zrad + dist)
+        z0 = s * prior.z
         e = rad * ts.hnorm
         lower, upper = z0 - e, z0 + e
         slack = SCREEN_RTOL * (np.abs(lower) + np.abs(upper) + 1.0)
@@ -443,19 +451,20 @@ class _ReducedTriplets:
             (status == STATUS_L) & (upper < 1.0 - gamma - slack))
         active = problem.active
         exact = np.flatnonzero(~bounded & (status != STATUS_ACTIVE))
-        if pair_share(ts, np.concatenate([exact, active])) > FULL_PASS_SHARE:
-            return False  # most pairs needed anyway: the exact certificate's one pass
         z_act = None
         if (not problem._stale and red.z.size == active.size
                 and np.array_equal(problem._compact[0], active) and np.array_equal(red.M, M)):
             z_act = red.z  # the solver's evaluation at M covers every active triplet
         else:
             exact = np.union1d(exact, active)
+        # (the pairs the active triplets alone use need not be read when z_act is known)
+        if pair_share(ts, exact) > FULL_PASS_SHARE:
+            return False  # most pairs needed anyway: the exact certificate's one pass
         z_ex = triplet_values_at(ts, M, diag, exact)
         st = status[exact]
         if np.any(((st == STATUS_R) & (z_ex < 1.0)) | ((st == STATUS_L) & (z_ex > 1.0 - gamma))):
             return False
-        z_full = z0.copy()
+        z_full = z0  # (a new array)
         z_full[exact] = z_ex
         rad[exact] = 0.0
         if z_act is not None:

@@ -31,6 +31,10 @@ from ._eigh_fast cimport eigh_rows_c, eigh_workspace, sym_part_c, sym_workspace
 cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
     void ss_axpy(int n, double a, const double* x, double* y)
     double ss_dot(int n, const double* x, const double* y)
+    void ss_dot4(int n, const double* x0, const double* x1, const double* x2,
+                 const double* x3, const double* y, double* out)
+    void ss_axpy4(int n, double a0, const double* x0, double a1, const double* x1,
+                  double a2, const double* x2, double a3, const double* x3, double* y)
 
 import numpy as np
 
@@ -547,31 +551,101 @@ def add_h(double[:, ::1] HL, const double[:, ::1] diff, const int[::1] pos,
 
 def rows_dot(const double[:, ::1] P, const int[::1] rows, const double[::1] q):
     """``P[rows] @ q`` without copying the rows: a diagonal set's pair values over the
-    working pairs (``P`` holds the squared differences of all pairs)."""
-    cdef Py_ssize_t j, n = rows.shape[0]
+    working pairs (``P`` holds the squared differences of all pairs). Four rows at a
+    time (``ss_dot4``: four streams from memory; a value does not depend on the rows
+    it is computed with)."""
+    cdef Py_ssize_t j = 0, n = rows.shape[0]
     cdef int d = P.shape[1]
+    cdef double last[4]
     out = np.zeros(n)
     cdef double[::1] o = out
     if d:
         with nogil:
-            for j in range(n):
-                o[j] = ss_dot(d, &P[rows[j], 0], &q[0])
+            while j + 4 <= n:
+                ss_dot4(d, &P[rows[j], 0], &P[rows[j + 1], 0], &P[rows[j + 2], 0],
+                        &P[rows[j + 3], 0], &q[0], &o[j])
+                j += 4
+            while j < n:  # (the same kernel, so that no value depends on its place)
+                ss_dot4(d, &P[rows[j], 0], &P[rows[j], 0], &P[rows[j], 0],
+                        &P[rows[j], 0], &q[0], last)
+                o[j] = last[0]
+                j += 1
     return out
+
+
+cdef void _weighted_rows(const double[:, ::1] P, Py_ssize_t* buf_rows, double* buf_w,
+                         int* nbuf, Py_ssize_t row, double w, double* o) noexcept nogil:
+    """Queue row ``row`` with weight ``w`` (non-zero); every four queued rows are added
+    to ``o`` at once (:c:func:`ss_axpy4`, in the order of four ``ss_axpy``)."""
+    cdef int d = P.shape[1]
+    buf_rows[nbuf[0]] = row
+    buf_w[nbuf[0]] = w
+    nbuf[0] += 1
+    if nbuf[0] == 4:
+        ss_axpy4(d, buf_w[0], &P[buf_rows[0], 0], buf_w[1], &P[buf_rows[1], 0],
+                 buf_w[2], &P[buf_rows[2], 0], buf_w[3], &P[buf_rows[3], 0], o)
+        nbuf[0] = 0
+
+
+cdef void _flush_rows(const double[:, ::1] P, Py_ssize_t* buf_rows, double* buf_w,
+                      int* nbuf, double* o) noexcept nogil:
+    cdef int k, d = P.shape[1]
+    for k in range(nbuf[0]):
+        ss_axpy(d, buf_w[k], &P[buf_rows[k], 0], o)
+    nbuf[0] = 0
 
 
 def rows_weighted_sum(const double[:, ::1] P, const int[::1] rows, const double[::1] w):
     """``w @ P[rows]`` without copying the rows (rows of zero weight are skipped): the
-    diagonal of a Laplacian sum over the working pairs."""
+    diagonal of a Laplacian sum over the working pairs. Four rows at a time, each
+    element added to in the order of the rows."""
     cdef Py_ssize_t j, n = rows.shape[0]
-    cdef int d = P.shape[1]
+    cdef int d = P.shape[1], nbuf = 0
+    cdef Py_ssize_t buf_rows[4]
+    cdef double buf_w[4]
     out = np.zeros(d)
     cdef double[::1] o = out
     if d:
         with nogil:
             for j in range(n):
                 if w[j] != 0.0:
-                    ss_axpy(d, w[j], &P[rows[j], 0], &o[0])
+                    _weighted_rows(P, buf_rows, buf_w, &nbuf, rows[j], w[j], &o[0])
+            _flush_rows(P, buf_rows, buf_w, &nbuf, &o[0])
     return out
+
+
+def rows_weighted_sums(const double[:, ::1] P, const int[::1] rows, const double[::1] w,
+                       const double[::1] w_all):
+    """``(w @ P[rows], w_all @ P)`` in one pass over the rows of ``P`` (``rows``
+    ascending; rows of zero weight in both are not read): a diagonal reduced problem's
+    Laplacian sum over its working pairs and :math:`H_{\\hat L}` from its pair weights.
+    The first sum adds in the order of :func:`rows_weighted_sum`, so it is the same."""
+    cdef Py_ssize_t j = 0, p, n = rows.shape[0], n_pairs = P.shape[0]
+    cdef int d = P.shape[1], nbuf = 0, nbuf_all = 0
+    cdef double a
+    cdef Py_ssize_t buf_rows[4]
+    cdef double buf_w[4]
+    cdef Py_ssize_t buf_rows_all[4]
+    cdef double buf_w_all[4]
+    out = np.zeros(d)
+    out_all = np.zeros(d)
+    cdef double[::1] o = out
+    cdef double[::1] oa = out_all
+    if d:
+        with nogil:
+            for p in range(n_pairs):
+                a = 0.0
+                if j < n and rows[j] == p:
+                    a = w[j]
+                    j += 1
+                if a != 0.0:
+                    _weighted_rows(P, buf_rows, buf_w, &nbuf, p, a, &o[0])
+                if w_all[p] != 0.0:
+                    _weighted_rows(P, buf_rows_all, buf_w_all, &nbuf_all, p, w_all[p],
+                                   &oa[0])
+            _flush_rows(P, buf_rows, buf_w, &nbuf, &o[0])
+            _flush_rows(P, buf_rows_all, buf_w_all, &nbuf_all, &oa[0])
+    return out, out_all
 
 
 def gather(const double[::1] D, const int[::1] pos, const int[::1] neg):

@@ -66,17 +66,21 @@ def project(A: np.ndarray, diagonal: bool) -> np.ndarray:
 def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool) -> np.ndarray:
     r""":math:`D_Q(u,v)=(x_u-x_v)^\top Q(x_u-x_v)` for every pair (any symmetric Q).
     For a diagonal metric ``diff`` holds the squares (see
-    :class:`~sklearn_safescreen.problems.triplets.TripletSet`) and ``Q`` the diagonal."""
+    :class:`~sklearn_safescreen.problems.triplets.TripletSet`) and ``Q`` the diagonal:
+    the compiled rows kernel, as every pass over a subset of the pairs (a pair's value
+    does not depend on the pass)."""
     if diagonal:
-        return diff @ Q
+        return kn.rows_dot(diff, np.arange(diff.shape[0], dtype=np.int32),
+                           np.ascontiguousarray(Q, dtype=np.float64))
     return np.einsum("ij,ij->i", diff @ Q, diff)
 
 
 def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool) -> np.ndarray:
     r""":math:`\sum_p w_p (x_u-x_v)(x_u-x_v)^\top` (its diagonal for a diagonal metric,
-    from the stored squares)."""
+    from the stored squares; rows of zero weight are not read)."""
     if diagonal:
-        return diff.T @ w
+        return kn.rows_weighted_sum(diff, np.arange(diff.shape[0], dtype=np.int32),
+                                    np.ascontiguousarray(w, dtype=np.float64))
     S = diff.T @ (diff * w[:, None])
     return 0.5 * (S + S.T)
 
@@ -235,20 +239,36 @@ class TripletProblem:
             self.status, ts.pos, ts.neg, ts.diff, not diagonal and HL is None, diagonal)
         self.nL = int(nL)
         self.n_active = int(work.size)
+        # a diagonal problem's H_L is summed with the next evaluation's S, in the same
+        # pass over the pairs: ``_wL`` holds the pair weights still to add to ``_HL``
+        # (:attr:`HL` sums them alone if read before)
+        self._HL, self._wL = None, None
         if HL is not None:
             self.HL = HL
         elif not diagonal:
             self.HL = HL_sum
-        elif nL:
-            self.HL = aggregate(ts.diff, wL, True)
         else:
-            self.HL = np.zeros(d)
+            self._HL, self._wL = np.zeros(d), (wL if nL else None)
         # the active list and its working arrays are kept until the status changes: the
         # active-set heuristic returns to them at every check
         self._active, self._active_state = work, None
         self._set_compact(work, cpos, cneg, cdiff)
 
     # -- state
+    @property
+    def HL(self) -> np.ndarray:
+        r""":math:`H_{\hat L}=\sum_{t\in\hat{\mathcal L}}H_t` (its diagonal for a
+        diagonal metric)."""
+        if self._wL is not None:
+            rows = np.flatnonzero(self._wL).astype(np.int32)
+            self._HL = self._HL + kn.rows_weighted_sum(self.ts.diff, rows, self._wL[rows])
+            self._wL = None
+        return self._HL
+
+    @HL.setter
+    def HL(self, value: np.ndarray) -> None:
+        self._HL, self._wL = value, None
+
     @property
     def active(self) -> np.ndarray:
         """The active triplets, ascending (kept until the status changes; not to be
@@ -299,7 +319,11 @@ class TripletProblem:
         """Move active triplets (indices) to :math:`\\hat{\\mathcal R}` / fold them into
         :math:`H_{\\hat L}` (whatever their current value)."""
         if to_L.size:
-            if to_L.size * 8 <= self.ts.n_pairs and not self.diagonal:
+            if self.diagonal:  # added with the next evaluation's S (see __init__)
+                w = self._wL if self._wL is not None else np.zeros(self.ts.n_pairs)
+                self._wL = (w + np.bincount(self.ts.pos[to_L], minlength=w.size)
+                            - np.bincount(self.ts.neg[to_L], minlength=w.size))
+            elif to_L.size * 8 <= self.ts.n_pairs:
                 # few triplets: add a a' - b b' directly (O(d^2) each)
                 self.HL = kn.add_h(self.HL.copy(), self.ts.diff, self.ts.pos, self.ts.neg,
                                  to_L.astype(np.int64))
@@ -377,6 +401,25 @@ class TripletProblem:
                 ev.gap, ev.dual = max(gap, 0.0), D
         return ev
 
+    def extended(self, ev: Evaluation, idx: np.ndarray, z: np.ndarray,
+                 lam: float) -> Evaluation:
+        """``ev`` (at ``ev.M`` over the working triplets) completed by the active
+        triplets ``idx`` outside them, whose values at ``ev.M`` are ``z``: the
+        evaluation over both, with ``ev.z`` unchanged. Their losses join the objective
+        and their dual variables S (through their pairs alone); the dual's linear part
+        is recovered from ``ev`` (the gap is the cancellation-free form at M and S)."""
+        M, g = ev.M, self.gamma
+        a = dual_alpha(z, g)
+        S = ev.S + sum_h(self.ts, a, self.diagonal, idx)
+        S_pos, S_neg = psd_split(S, self.diagonal)
+        sq_old, sq = float(np.sum(ev.S_pos * ev.S_pos)), float(np.sum(S_pos * S_pos))
+        dual = (ev.dual + (sq_old - sq) / (2.0 * lam) + float(a.sum())
+                - 0.5 * g * float(a @ a))
+        primal = ev.primal + float(loss_values(z, g).sum())
+        R = lam * M - S_pos
+        gap = float(np.sum(R * R)) / (2.0 * lam) + max(float(-np.sum(M * S_neg)), 0.0)
+        return Evaluation(M, ev.z, S, S_pos, primal, dual, max(gap, 0.0), lam * M - S)
+
     def _s_of(self, a: np.ndarray) -> np.ndarray:
         r""":math:`\sum_{work}a_tH_t+H_{\hat L}` through the compact pairs."""
         npairs = self.cdiff.shape[0]
@@ -400,7 +443,12 @@ class TripletProblem:
         D = self._pair_values(M)
         loss, sa, sa2 = kn.triplet_pass(D, self.cpos, self.cneg, self.gamma, self._z,
                                       self._w)
-        S = self._aggregate(self._w) + self.HL
+        if self._wL is not None:  # H_L's pending pairs in the same pass over the pairs
+            part, add = kn.rows_weighted_sums(self.ts.diff, self.cdiff, self._w, self._wL)
+            self.HL = self._HL + add
+            S = part + self.HL
+        else:
+            S = self._aggregate(self._w) + self.HL
         S_pos, S_neg = psd_split(S, self.diagonal)
         nL = self.nL
         sqM = float(np.sum(M * M))

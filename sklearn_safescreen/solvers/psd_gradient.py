@@ -16,7 +16,8 @@ compiled loop of ``_spg_fast.pyx``, with the sphere rule of the GB/PGB/DGB balls
 built in (dynamic screening every ``interval`` steps); other rules run as a Python
 :class:`ScreeningHook` between compiled stretches of ``interval`` steps. The optional
 active-set heuristic optimises over the active triplets with positive loss, refreshed
-at every check, and confirms convergence on all of them (it only restricts the working
+at every check (a triplet once in the working set stays there for the rest of the
+solve), and confirms convergence on all of them (it only restricts the working
 set, never the screening status). The hinge (gamma = 0) is solved in the dual
 (accelerated projected gradient on the box).
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from ..problems.triplet_problem import (
     dual_alpha,
     project,
     psd_split,
+    triplet_values_at,
 )
 from . import _spg_fast as kn
 from ._spg_fast import MAX_BACKTRACK, NONMONOTONE, SUFFICIENT, SpgWorkspace
@@ -96,8 +98,8 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         :math:`1/\lambda`.
     callback : ScreeningHook, optional
         Called at iteration 0 and every ``interval`` iterations with an evaluation over
-        all active triplets (or, when it offers a ``compiled`` rule, run inside the
-        compiled loop).
+        all active triplets, except where that evaluation meets ``tol`` (or, when it
+        offers a ``compiled`` rule, run inside the compiled loop).
     active_set : bool
         The heuristic of Weinberger and Saul (2009) (safe: it only restricts the working
         set). Ignored for
@@ -129,15 +131,15 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
         return SolveResult(M, ev, k, ev.gap <= tol * abs(ev.primal), eta,
                            time.perf_counter() - t0)
     checkpoints = callback is not None or active_set
-    ev = _checkpoint(problem, M, lam, callback, active_set)
+    # ``ev`` is over the working triplets; its objective, gradient and gap are those of
+    # every active triplet (a checkpoint's: the triplets the active set leaves out have
+    # zero loss there, or the working set is the active set), and ``ev_all`` holds the
+    # same evaluation with the values of every active triplet
+    ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, tol=tol)
     k = 0
     converged = False
     while True:
         if ev.gap <= tol * abs(ev.primal):
-            if problem.work.size != problem.n_active:
-                # active-set heuristic: confirm on every active triplet
-                ev = _checkpoint(problem, M, lam, None, False)
-                continue
             converged = True
             break
         if k >= max_iter:
@@ -150,14 +152,16 @@ def solve(problem: TripletProblem, M0: np.ndarray, lam: float, *, tol: float,
             M, eta, steps, ev = _run_compiled(problem, ev.M, lam, eta, n, tol,
                                               workspace=workspace)
         else:
-            M, eta, steps = _run_numpy(problem, ev, lam, eta, n, tol)
-            ev = None
+            M, eta, steps, ev = _run_numpy(problem, ev, lam, eta, n, tol)
         k += steps
-        if checkpoints:
-            ev = _checkpoint(problem, M, lam, callback, active_set)
-        elif ev is None:
-            ev = problem.evaluate(M, lam)
-    return SolveResult(M, ev, k, converged, eta, time.perf_counter() - t0)
+        if checkpoints:  # (the gap of the working set alone does not stop the solve)
+            kept = problem.work if problem.work.size != problem.n_active else None
+            ev, ev_all = _checkpoint(problem, M, lam, callback, active_set, ev, tol, kept)
+        else:
+            ev = ev_all = problem.evaluate(M, lam) if ev is None else ev
+    if problem.work.size != problem.n_active:
+        problem.set_work(problem.active)  # (kept by the problem: no new compaction)
+    return SolveResult(M, ev_all, k, converged, eta, time.perf_counter() - t0)
 
 
 def _run_compiled(problem: TripletProblem, M, lam, eta, n, tol, interval=10, inner=None,
@@ -193,7 +197,8 @@ def _bb_step(dM, dG, eta):
 def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
     """Up to ``n`` accepted steps of the same algorithm as the compiled ``spg`` loop
     (NumPy reference loop; the diagonal metric): projected BB direction, non-monotone
-    line search along it with safeguarded quadratic interpolation."""
+    line search along it with safeguarded quadratic interpolation. Returns (M, step,
+    steps, evaluation at M)."""
     M = ev.M
     k = 0
     hist = [ev.primal] * NONMONOTONE
@@ -217,7 +222,7 @@ def _run_numpy(problem: TripletProblem, ev: Evaluation, lam, eta, n, tol):
         k += 1
         if ev.gap <= tol * abs(ev.primal):
             break
-    return M, eta, k
+    return M, eta, k, ev
 
 
 def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
@@ -272,12 +277,28 @@ def _run_dual(problem: TripletProblem, ev: Evaluation, lam, step, n, tol):
     return psd_split(problem._s_of(x), diag)[0] / lam, 1.0 / L, k
 
 
-def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evaluation:
+def _checkpoint(problem: TripletProblem, M, lam, callback, active_set,
+                ev: Evaluation | None = None, tol: float | None = None,
+                kept: np.ndarray | None = None) -> tuple[Evaluation, Evaluation]:
     """Screening / working-set refresh point: evaluate over all active triplets, let the
-    callback screen, then restrict the working set (active set) if asked."""
-    if problem.work.size != problem.n_active or active_set:
-        problem.set_work(problem.active)
-    ev = problem.evaluate(M, lam)
+    callback screen, then restrict the working set (active set) if asked. ``ev``, when
+    given, is an evaluation at M over the current working triplets (the solver's last).
+    When the relative gap there meets ``tol`` the solve ends, so the callback is not
+    called: no iteration follows that its decisions could shorten (and the active
+    triplets' values, known from the evaluation, cost the certificate nothing).
+
+    Returns the evaluation over the working triplets and the one over every active
+    triplet. They differ only in their values ``z``: the triplets the active set leaves
+    out have zero loss and zero dual variable at M (z >= 1), so they add nothing to the
+    objective, to S or to the gap, and the restriction needs no new evaluation.
+
+    ``kept`` is the working set the solve restricted to before (None: none): it stays
+    in the working set, which only grows within a solve. Refreshed from z < 1 alone,
+    two working sets could alternate for ever, the optimum of each putting triplets of
+    the other below 1 and its own above (seen with two triplets, one feature)."""
+    ev = _over_active(problem, M, lam, ev, active_set)
+    if tol is not None and ev.gap <= tol * abs(ev.primal):
+        return ev, ev
     if callback is not None:
         changed = callback(problem, ev)
         if isinstance(changed, np.ndarray) and problem.dual_alpha is None:
@@ -287,16 +308,47 @@ def _checkpoint(problem: TripletProblem, M, lam, callback, active_set) -> Evalua
         elif changed is not None and changed is not False:
             ev = problem.evaluate(M, lam)
     if active_set:
-        work = problem.work[ev.z < 1.0]  # positive loss
+        keep = ev.z < 1.0  # positive loss
+        if kept is not None:
+            keep |= np.isin(problem.work, kept, assume_unique=True)
+        work = problem.work[keep]
         if work.size < problem.work.size and _fewer_pairs(problem, work):
             problem.set_work(work)
-            ev = problem.evaluate(M, lam)
-    return ev
+            return replace(ev, z=ev.z[keep]), ev
+    return ev, ev
+
+
+def _over_active(problem: TripletProblem, M, lam, ev: Evaluation | None,
+                 active_set: bool) -> Evaluation:
+    """The evaluation at M over every active triplet, with the working set made the
+    active set. From ``ev`` (at M over the working triplets) when it covers them, or
+    completed by the active triplets outside the working set (their values, through
+    their pairs alone): those with z >= 1 add nothing to objective, S or gap, the
+    others join them (:meth:`~..problems.triplet_problem.TripletProblem.extended`)."""
+    work = problem.work
+    if ev is not None and ev.M is not M:
+        ev = None
+    if ev is not None and work.size != problem.n_active:
+        active = problem.active
+        inside = np.zeros(active.size, dtype=bool)
+        inside[np.searchsorted(active, work)] = True
+        out = active[~inside]
+        z_out = triplet_values_at(problem.ts, M, problem.diagonal, out)
+        loss = z_out < 1.0
+        if loss.any():
+            ev = problem.extended(ev, out[loss], z_out[loss], lam)
+        z = np.empty(active.size)
+        z[inside], z[~inside] = ev.z, z_out
+        ev = replace(ev, z=z)
+    if problem.work.size != problem.n_active or active_set:
+        problem.set_work(problem.active)
+    return problem.evaluate(M, lam) if ev is None else ev
 
 
 #: The active-set heuristic restricts the iterations only when the restricted triplets
 #: use at most this share of the active triplets' pairs: an iteration costs per pair,
-#: and a restriction costs an evaluation now and one over all active triplets at the end.
+#: and a restriction costs the compaction of the working pairs (a copy of their
+#: differences for a full metric).
 ACTIVE_SET_PAIR_SHARE = 0.9
 
 

@@ -208,7 +208,16 @@ def test_rows_kernels_equal_the_products_with_the_copied_rows():
     rows = np.sort(rng.choice(50, 20, replace=False)).astype(np.int32)
     q, w = rng.standard_normal(7), rng.standard_normal(20)
     w[::3] = 0.0
-    np.testing.assert_allclose(kn.rows_dot(P, rows, q), P[rows] @ q, rtol=1e-14)
+    # (summed in another order than BLAS: equal up to the round-off of |P| |q|)
+    np.testing.assert_allclose(kn.rows_dot(P, rows, q), P[rows] @ q, rtol=1e-14,
+                               atol=1e-14 * (P[rows] @ np.abs(q)).max())
+    # four rows at a time or one: a row's value does not depend on the rows around it
+    for d in (7, 21):
+        P2, q2 = rng.standard_normal((50, d)) ** 2, rng.standard_normal(d)
+        for start in range(4):
+            np.testing.assert_array_equal(kn.rows_dot(P2, rows[start:], q2),
+                                          kn.rows_dot(P2, rows, q2)[start:])
+    np.testing.assert_array_equal(tp.pair_values(P, q, True)[rows], kn.rows_dot(P, rows, q))
     np.testing.assert_allclose(kn.rows_weighted_sum(P, rows, w), w @ P[rows], rtol=1e-13)
     status = rng.integers(0, 3, 30).astype(np.int8)
     pos, neg = (rng.integers(0, 50, 30).astype(np.int32) for _ in range(2))
@@ -220,3 +229,57 @@ def test_rows_kernels_equal_the_products_with_the_copied_rows():
     work = copied[0][::2].copy()
     np.testing.assert_array_equal(P[kn.compact_work(pos, neg, P, work, True)[2]],
                                   kn.compact_work(pos, neg, P, work)[2])
+
+
+def test_rows_weighted_sums_in_one_pass_equal_the_two_sums():
+    """The working pairs' Laplacian sum (the same numbers as ``rows_weighted_sum``) and
+    the sum over every pair's weight, in one pass."""
+    rng = np.random.default_rng(1)
+    P = rng.standard_normal((60, 9)) ** 2
+    rows = np.sort(rng.choice(60, 25, replace=False)).astype(np.int32)
+    w, w_all = rng.standard_normal(25), rng.standard_normal(60)
+    w[::4] = 0.0
+    w_all[rng.random(60) < 0.4] = 0.0
+    part, total = kn.rows_weighted_sums(P, rows, w, w_all)
+    np.testing.assert_array_equal(part, kn.rows_weighted_sum(P, rows, w))
+    np.testing.assert_allclose(total, w_all @ P, rtol=1e-13)
+    empty = kn.rows_weighted_sums(P, rows[:0], w[:0], np.zeros(60))
+    assert not empty[0].any() and not empty[1].any()
+
+
+def test_diagonal_problem_sums_hl_with_its_first_evaluation(monkeypatch):
+    """A diagonal reduced problem makes no pass over all pairs for H_L of its own: its
+    first evaluation sums it with S. H_L and the evaluation are those of the sum."""
+    X, y, ts = small_problem(4, n=30, d=5, k=3, diagonal=True)
+    rng = np.random.RandomState(0)
+    status = rng.randint(0, 3, ts.n_triplets).astype(np.int8)
+    L = np.flatnonzero(status == tp.STATUS_L)
+    want_HL = tp.sum_h(ts, np.ones(L.size), True, L)
+    M = rng.rand(5)
+    reference = tp.TripletProblem(ts, 0.05, True, status, HL=want_HL).evaluate(M, 0.3)
+    calls = []
+    monkeypatch.setattr(tp, "aggregate", lambda *a: calls.append(a) or tp_aggregate(*a))
+    problem = tp.TripletProblem(ts, 0.05, True, status)
+    ev = problem.evaluate(M, 0.3)
+    assert not calls
+    np.testing.assert_allclose(problem.HL, want_HL, rtol=1e-12, atol=1e-12)
+    assert ev.primal == pytest.approx(reference.primal, rel=1e-12)
+    assert ev.gap == pytest.approx(reference.gap, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(ev.S, reference.S, rtol=1e-12, atol=1e-12)
+    # read before any evaluation, it is summed alone
+    early = tp.TripletProblem(ts, 0.05, True, status)
+    np.testing.assert_allclose(early.HL, want_HL, rtol=1e-12, atol=1e-12)
+    # triplets screened to L later join H_L with the next evaluation's S, as one pass
+    new_L = np.flatnonzero(problem.status == tp.STATUS_ACTIVE)[::3]
+    problem.screen(np.empty(0, dtype=np.int64), new_L)
+    status2 = status.copy()
+    status2[new_L] = tp.STATUS_L
+    fresh = tp.TripletProblem(ts, 0.05, True, status2)
+    ev2, want2 = problem.evaluate(M, 0.3), fresh.evaluate(M, 0.3)
+    assert not calls
+    np.testing.assert_allclose(problem.HL, fresh.HL, rtol=1e-12, atol=1e-12)
+    assert ev2.primal == pytest.approx(want2.primal, rel=1e-12)
+    assert ev2.gap == pytest.approx(want2.gap, rel=1e-9, abs=1e-12)
+
+
+tp_aggregate = tp.aggregate

@@ -133,3 +133,34 @@ def test_kept_active_list_follows_the_status(diagonal):
     active = prob.active  # as the compiled loop records its decisions
     prob.apply_screened(active[:2], active[2:4], prob.HL, prob.nL + 2)
     check()
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_extended_evaluation_equals_the_evaluation_over_both(diagonal):
+    """An evaluation over part of the active triplets, completed by the others' values
+    (``extended``), is the evaluation over all of them: objective, S, dual and gap."""
+    rng = np.random.RandomState(0)
+    X, y, ts = small_problem(2, n=24, d=4, k=3, diagonal=diagonal)
+    gamma, lam = 0.05, 0.5
+    status = rng.randint(0, 3, ts.n_triplets).astype(np.int8)
+    status[rng.rand(ts.n_triplets) < 0.5] = tp.STATUS_ACTIVE
+    A = rng.rand(4) if diagonal else (lambda B: B @ B.T)(rng.randn(4, 4))
+    z_all = tp.triplet_values(ts, A, diagonal)
+    A = A * 2.0 / np.median(np.abs(z_all))  # values on both sides of the thresholds
+    full = tp.TripletProblem(ts, gamma, diagonal, status)
+    want = full.evaluate(A, lam)
+    part = tp.TripletProblem(ts, gamma, diagonal, status)
+    active = part.active
+    inside = rng.rand(active.size) < 0.5
+    part.set_work(active[inside])
+    ev = part.evaluate(A, lam)
+    out = active[~inside]
+    z_out = tp.triplet_values(ts, A, diagonal, out)
+    assert (tp.dual_alpha(z_out, gamma) > 0).any() and (z_out > 1).any()
+    got = part.extended(ev, out, z_out, lam)
+    assert got.primal == pytest.approx(want.primal, rel=1e-12)
+    assert got.dual == pytest.approx(want.dual, rel=1e-10, abs=1e-10)
+    assert got.gap == pytest.approx(want.gap, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(got.S, want.S, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.grad, want.grad, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(got.z, ev.z)

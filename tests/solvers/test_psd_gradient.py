@@ -196,7 +196,7 @@ def test_active_set_restricts_only_when_it_retires_pairs(monkeypatch, share):
     problem = tp.TripletProblem(ts, 0.05, False)
     z = tp.triplet_values(ts, np.eye(3), False)
     M = np.eye(3) * 2.0 / np.median(np.abs(z))  # a part of the triplets has zero loss
-    ev = pg._checkpoint(problem, M, 1.0, None, True)
+    ev, _ = pg._checkpoint(problem, M, 1.0, None, True)
     positive = np.flatnonzero(tp.triplet_values(ts, M, False) < 1.0)
     assert 0 < positive.size < ts.n_triplets
     pairs = np.union1d(ts.pos[positive], ts.neg[positive]).size
@@ -204,3 +204,75 @@ def test_active_set_restricts_only_when_it_retires_pairs(monkeypatch, share):
     assert restrict == (share > 0) and pairs < ts.n_pairs
     want = positive if restrict else np.arange(ts.n_triplets)
     assert np.array_equal(problem.work, want) and ev.z.size == want.size
+
+
+class _NoScreening(pg.ScreeningHook):
+    """A hook that is called at every checkpoint and screens nothing."""
+
+    def __call__(self, problem, ev):
+        return False
+
+
+@pytest.mark.parametrize("active_set", [False, True])
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_checkpoints_make_no_redundant_evaluation(monkeypatch, diagonal, active_set):
+    """The solver evaluates once at the start and once per tried step: a checkpoint
+    reuses the last step's evaluation (over the working triplets, completed by the
+    active triplets the active set left out), the restriction reuses the checkpoint's
+    and the convergence it confirms is that evaluation's. The returned evaluation covers
+    every active triplet, as a fresh one."""
+    X, y, ts = small_problem(3, n=30, d=4, k=3, diagonal=diagonal)
+    gamma = 0.05
+    lam_L, G_pos = tp.closed_form(ts, gamma, diagonal)
+    lam = 0.05 * lam_L
+    counts = dict(evaluate=0, checkpoint=0)
+    evaluate, checkpoint = tp.TripletProblem.evaluate, pg._checkpoint
+
+    def counted_evaluate(self, M, lam):
+        counts["evaluate"] += 1
+        return evaluate(self, M, lam)
+
+    def counted_checkpoint(*args, **kwargs):
+        counts["checkpoint"] += 1
+        return checkpoint(*args, **kwargs)
+
+    monkeypatch.setattr(tp.TripletProblem, "evaluate", counted_evaluate)
+    monkeypatch.setattr(pg, "_checkpoint", counted_checkpoint)
+    monkeypatch.setattr(pg, "ACTIVE_SET_PAIR_SHARE", 1.0)  # restrict whenever it can
+    problem = tp.TripletProblem(ts, gamma, diagonal)
+    res = pg.solve(problem, G_pos / lam_L, lam, tol=1e-10, max_iter=10000, interval=3,
+                   active_set=active_set, compiled=False, callback=_NoScreening())
+    assert res.converged and counts["checkpoint"] > 3
+    assert counts["evaluate"] == 1 + res.n_iter + problem.n_rejected
+    active = np.flatnonzero(problem.status == tp.STATUS_ACTIVE)
+    assert np.array_equal(problem.work, active)
+    fresh = tp.TripletProblem(ts, gamma, diagonal).evaluate(res.M, lam)
+    np.testing.assert_allclose(res.evaluation.z, fresh.z, rtol=1e-12, atol=1e-12)
+    assert res.evaluation.gap == pytest.approx(fresh.gap, rel=1e-9, abs=1e-12)
+    assert res.evaluation.rel_gap <= 1e-10
+
+
+class _Recording(pg.ScreeningHook):
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, problem, ev):
+        self.calls += 1
+        return False
+
+
+@pytest.mark.parametrize("active_set", [False, True])
+def test_no_screening_at_a_converged_checkpoint(active_set):
+    """A checkpoint whose evaluation meets the tolerance ends the solve: the screening
+    callback is not called there (no iteration follows that it could shorten)."""
+    X, y, ts = small_problem(3, n=30, d=4, k=3, diagonal=True)
+    lam_L, G_pos = tp.closed_form(ts, 0.05, True)
+    lam = 0.05 * lam_L
+    hook = _Recording()
+    res = pg.solve(tp.TripletProblem(ts, 0.05, True), G_pos / lam_L, lam, tol=1e-9,
+                   max_iter=10000, interval=3, active_set=active_set, callback=hook)
+    assert res.converged and hook.calls == -(-res.n_iter // 3)  # not at the last one
+    again = _Recording()
+    res2 = pg.solve(tp.TripletProblem(ts, 0.05, True), res.M, lam, tol=1e-9,
+                    max_iter=10000, interval=3, active_set=active_set, callback=again)
+    assert res2.converged and res2.n_iter == 0 and again.calls == 0
