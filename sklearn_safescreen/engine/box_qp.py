@@ -20,10 +20,11 @@ solution, which is the next step's screening reference. One step at ``C``:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._utils import faults
 from ..problems.box_qp import BoxQP, BoxQPData, BoxQPReference, LADData, SVMData
 from ..problems.box_qp import lad_critical_C as _lad_critical_C
 from ..problems.constants import TINY
@@ -128,7 +129,7 @@ class _ReducedBoxQP:
         self._reference = None  # valid for the start point only
         res = solver(problem, self.alpha, self.fixed, tol=tol, max_iter=max_iter,
                      random_state=self.rng,
-                     dynamic_screen=gap_ball_screen if self.dynamic else None, **extra)
+                     dynamic_screen=_dynamic_rule() if self.dynamic else None, **extra)
         self.alpha, self.fixed, self._reduced_gap = res.alpha, res.fixed, res.gap
         # linear mode: the solver's margins were computed from scratch at this alpha,
         # their error bound is a priori. Kernel mode recomputes them compensated (the
@@ -172,6 +173,12 @@ class _ReducedBoxQP:
             self.report.add(ScreeningEvent(
                 self.rule, "repair", self.C, -int(lo_side.sum()),
                 -int((which & ~lo_side).sum()), self.problem.n_samples, task=self.task))
+
+    def stop_dynamic_screening(self) -> None:
+        self.dynamic = False
+
+    def release_all(self) -> None:
+        self.fixed = np.zeros_like(self.fixed)
 
     def screened_counts(self) -> tuple[int, int]:
         """Samples fixed at each bound at the certified point. With screening, the gap
@@ -251,8 +258,9 @@ class BoxQPPath:
             at_lower = at_upper = np.zeros(n, dtype=bool)
             alpha0 = np.zeros(n) if ref is None else seed_alpha(ref, problem, C)
         else:
-            res = self.screen(rule, ref, C)
-            at_lower, at_upper = res.at_lower, res.at_upper
+            res = self.screen(rule, _planted_reference(ref), C)
+            at_lower, at_upper = _planted_decisions(res.at_lower, res.at_upper,
+                                                    problem.lo < problem.hi)
             alpha0 = seed_alpha(ref, problem, C)
             report.add(ScreeningEvent(rule, "reference", C, int(at_lower.sum()),
                                       int(at_upper.sum()), n, time.perf_counter() - t0,
@@ -306,6 +314,38 @@ class BoxQPPath:
         only if ``keep``."""
         if self.newton is not None:
             self.newton.end_fit(keep)
+
+
+def _planted_reference(ref: BoxQPReference) -> BoxQPReference:
+    """The reference as the rules read it: with its gap taken as 0 under a planted
+    ``"reference_gap0"`` fault (the certificate's tests, :mod:`.._utils.faults`)."""
+    if faults.active("reference_gap0") is None:
+        return ref
+    faults.active("reference_gap0").uses += 1
+    return replace(ref, gap=0.0, gap_error=0.0)
+
+
+def _planted_decisions(at_lower: np.ndarray, at_upper: np.ndarray, movable: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """A rule's decisions, with wrong ones added under a planted ``"force"`` fault."""
+    fault = faults.active("force")
+    if fault is None:
+        return at_lower, at_upper
+    lo, hi = fault.split(fault.pick(movable & ~at_lower & ~at_upper))
+    return at_lower | lo, at_upper | hi
+
+
+def _dynamic_rule():
+    """The gap-safe dynamic rule the solvers apply (its radius shrunk under a planted
+    ``"dynamic_radius"`` fault)."""
+    fault = faults.active("dynamic_radius")
+    if fault is None:
+        return gap_ball_screen
+
+    def shrunk(margins, targets, sqnorm, gap):
+        fault.uses += 1
+        return gap_ball_screen(margins, targets, sqnorm, fault.share ** 2 * gap)
+    return shrunk
 
 
 def _internal_grid(critical: float, C: float) -> list[float]:

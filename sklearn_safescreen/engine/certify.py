@@ -8,15 +8,24 @@ the result on the **full** problem, and how to release fixed variables. The loop
 2. certifies: the full duality gap, and which fixed variables the gap ball of the
    reduced solution *proves* wrong;
 3. if some are proven wrong, a rule was unsafe: warn (:class:`ScreeningRepairWarning`),
-   release them and solve again;
+   release them, **stop dynamic screening for the rest of the fit** and solve again.
+   Dynamic screening fixes variables with the gap ball of the *reduced* problem, which
+   contains the full optimum only if every earlier decision was right: once one is
+   proven wrong, that premise is gone, so the re-solves fix nothing new and a released
+   variable stays free;
 4. if the full gap meets ``tol`` (or the solver ran out of iterations), stop;
 5. otherwise tighten the inner tolerance (the reduced optimum is the full one only
    within the reduced solution's ball) and, after a few attempts, release the fixed
    variables that keep the full gap open, without a proof of a wrong decision (so no
-   warning).
+   warning);
+6. when either budget is spent (``MAX_REPAIRS`` proven repairs, ``CERTIFY_ATTEMPTS``
+   tightenings) with variables still fixed, **fall back to the unscreened solve**:
+   release every fixed variable and solve the full problem without screening.
 
-The answer is then a certified point of the full problem whatever the rules did
-(``doc/theory/safety.rst``).
+The answer is then a certified point of the full problem whatever the rules did, or,
+when even the unscreened solve cannot certify it (its iterations or float64 ran out),
+exactly what the unscreened solve returns, with the warning the caller issues for
+that (``doc/theory/safety.rst``).
 """
 
 from __future__ import annotations
@@ -27,8 +36,11 @@ from typing import Protocol
 from .._utils.warnings import ScreeningRepairWarning, warn_user
 
 #: Reduced solves, each with a 10x tighter inner tolerance, before the fixed variables
-#: that keep the full gap open are released.
+#: that keep the full gap open are released (and, one attempt later, every fixed one).
 CERTIFY_ATTEMPTS = 4
+#: Rounds of proven repairs before every fixed variable is released (a rule proven wrong
+#: twice in one fit is not trusted with the rest of its decisions).
+MAX_REPAIRS = 2
 
 
 @dataclass
@@ -64,6 +76,12 @@ class ReducedSolve(Protocol):
         """Free the fixed variables ``which`` (a :attr:`Certificate.wrong` or ``loose``)
         and record it (a repair event when ``proven``)."""
 
+    def stop_dynamic_screening(self) -> None:
+        """Fix no further variable in the later solves of this fit."""
+
+    def release_all(self) -> None:
+        """Free every fixed variable (the fall-back to the unscreened solve)."""
+
 
 @dataclass
 class CertifiedResult:
@@ -72,6 +90,10 @@ class CertifiedResult:
     certificate: Certificate
     n_iter: int
     converged: bool  # the full relative gap met ``tol``
+    #: proven repairs made (each a :class:`ScreeningRepairWarning`)
+    n_repairs: int = 0
+    #: whether the answer comes from the unscreened fall-back solve
+    unscreened: bool = False
 
 
 def certified_solve(task: ReducedSolve, *, tol: float, max_iter: int,
@@ -84,24 +106,44 @@ def certified_solve(task: ReducedSolve, *, tol: float, max_iter: int,
     the caller decides how to warn (a path's internal step need not).
     """
     inner_tol, n_iter = tol, 0
-    cert = None
-    for attempt in range(CERTIFY_ATTEMPTS + 1):
+    tightenings = repairs = 0
+    while True:
         iters, solver_converged = task.solve(inner_tol, max(max_iter - n_iter, 1))
         n_iter += iters
         cert = task.certify()
+        out_of_iterations = not solver_converged or n_iter >= max_iter
         if cert.n_wrong:
+            repairs += 1
             warn_user(
                 f"certificate: {cert.n_wrong} screened variable(s) violate their "
                 f"optimality condition ({describe}); they were put back and the problem "
-                "re-solved. Please report this (a rule was unsafe).",
-                ScreeningRepairWarning)
+                "re-solved without further screening in this fit. Please report this "
+                "(a rule was unsafe).", ScreeningRepairWarning)
             task.release(cert.wrong, proven=True)
+            task.stop_dynamic_screening()
+            if out_of_iterations:  # the caller warns that the fit did not converge
+                return CertifiedResult(cert, n_iter, False, repairs)
+            if repairs >= MAX_REPAIRS:
+                break
             continue
-        if cert.rel_gap <= tol or not solver_converged or n_iter >= max_iter:
+        if cert.rel_gap <= tol or out_of_iterations:
+            return CertifiedResult(cert, n_iter, cert.rel_gap <= tol, repairs)
+        if tightenings >= CERTIFY_ATTEMPTS:
+            if not cert.n_loose and not repairs:
+                # no fixed variable keeps the gap open and no rule was proven wrong: the
+                # gap is the solver's (or float64's), as it would be without screening
+                return CertifiedResult(cert, n_iter, False, repairs)
             break
-        if attempt == CERTIFY_ATTEMPTS - 1 and cert.n_loose:
+        if tightenings == CERTIFY_ATTEMPTS - 1 and cert.n_loose:
             # the reduced optimum is certified only up to its ball: release what keeps
             # the full gap open (no proof of a wrong decision, so no warning)
             task.release(cert.loose, proven=False)
         inner_tol *= 0.1
-    return CertifiedResult(cert, n_iter, cert.rel_gap <= tol)
+        tightenings += 1
+    # the fall-back: the full problem, nothing fixed, no dynamic screening
+    task.release_all()
+    task.stop_dynamic_screening()
+    iters, _ = task.solve(tol, max(max_iter - n_iter, 1))
+    n_iter += iters
+    cert = task.certify()
+    return CertifiedResult(cert, n_iter, cert.rel_gap <= tol, repairs, unscreened=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._utils import faults
 from ..problems.doubly_sparse import (
     DoublySparseData,
     ReducedProblem,
@@ -33,6 +34,7 @@ from ..problems.doubly_sparse import (
     dual_point,
     full_gap,
     primal_point,
+    product_error,
 )
 from ..screening.doubly_sparse import (
     contradicted_features,
@@ -86,6 +88,7 @@ class _ReducedDoublySparse:
         self.w = np.array(w, dtype=np.float64)
         self._rebuild()
         self.last_event_gap = np.inf
+        self.dynamic = True  # fix variables at gap decreases (off after a repair)
         self.started = False
         self.moment = "reference"
 
@@ -144,7 +147,8 @@ class _ReducedDoublySparse:
                                      self.kept_samples[red.rows])
         self.kept_features[red.cols] = event.kept_features
         self.kept_samples[red.rows] = event.kept_samples
-        if not self._worth_shrinking(event):
+        planted = self.moment == "reference" and _plant_decisions(event)
+        if not (planted or self._worth_shrinking(event)):
             # a rebuild costs about a pass over the reduced data: decisions that remove
             # little are left to the next event (at a smaller gap, which proves them
             # again), so they are not counted either
@@ -205,7 +209,8 @@ class _ReducedDoublySparse:
         epochs = 0
         while True:
             target = tol
-            screening = self.rule is not None and not all(self._decided_enough())
+            screening = (self.rule is not None and self.dynamic
+                         and not all(self._decided_enough()))
             if screening and np.isfinite(self.last_event_gap):
                 target = max(tol, RESCREEN_FACTOR * self.last_event_gap)
             start = time.perf_counter()
@@ -251,9 +256,51 @@ class _ReducedDoublySparse:
         loose_f = self.features & (np.abs(g.s) > self.lam * n)
         target = np.where(self.at_zero, 0.0, self.box_value)
         loose_s = fixed & (alpha != target)
+        if not (wrong_f.any() or wrong_s.any()) and (loose_f.any() or loose_s.any()):
+            # the full gap's balls may be too wide to prove anything (the reduced
+            # solution can be far from the full optimum): the reduced problem's own
+            # balls, tight once it is solved, prove the same kind of contradiction
+            more_f, more_s = self._reduced_ball_contradictions(t, g.t_error)
+            wrong_f |= self.features & more_f
+            wrong_s |= fixed & more_s
         return Certificate(g.gap, g.gap, (wrong_f, wrong_s),
                            int(wrong_f.sum() + wrong_s.sum()), (loose_f, loose_s),
                            int(loose_f.sum() + loose_s.sum()))
+
+    def _reduced_ball_contradictions(self, t: np.ndarray, t_error
+                                     ) -> tuple[np.ndarray, np.ndarray]:
+        r"""Features and samples whose fixed value the **reduced** problem's gap balls
+        prove wrong at its optimum.
+
+        If every decision were right, the reduced optimum would be the full one, and
+        each fixed variable would satisfy its optimality condition there. The reduced
+        optimum lies in the balls of the reduced gap at :math:`u` (the primal one around
+        :math:`u`, the dual one around :math:`\alpha(u)` on the undecided samples, the
+        fixed samples at their values): a fixed variable whose condition fails over the
+        whole ball proves that some decision was wrong, and is released."""
+        data, red = self.data, self.red
+        n = data.n_samples
+        t_red = red.margins(self.u)
+        g_red = red.gap(self.u, t_red, self.lam, self.beta)
+        r_D, r_P = radii(g_red, self.lam, self.beta, data.gamma, n)
+        alpha = np.where(self.at_box, self.box_value, 0.0)
+        alpha[red.rows] = dual_point(t_red, red.y, red.weights, data.loss, data.gamma,
+                                     data.epsilon)
+        s = np.asarray(data.X.T @ alpha, dtype=np.float64).ravel()
+        a_norm_c = float(np.sqrt((alpha * alpha / data.weights).sum()))
+        s_error = product_error(data.max_nnz, np.sqrt(data.col_sq_c), a_norm_c)
+        features = contradicted_features(s, np.sqrt(data.col_sq_c), r_D, s_error,
+                                         self.lam, n)
+        samples = contradicted_samples(t, np.sqrt(data.row_sq), r_P, t_error, data.y,
+                                       data.weights, self.at_zero, self.box_value,
+                                       data.hinge, data.gamma, data.epsilon)
+        return features, samples
+
+    def stop_dynamic_screening(self) -> None:
+        self.dynamic = False
+
+    def release_all(self) -> None:
+        self.release((self.features.copy(), self.at_zero | self.at_box), proven=False)
 
     def release(self, which, proven: bool) -> None:
         feats, samples = which
@@ -271,6 +318,18 @@ class _ReducedDoublySparse:
             self.report.add(ScreeningEvent(self.rule or "none", "repair", self.value,
                                            -int(samples.sum()), 0, self.data.n_samples,
                                            task=self.name, kind="samples"))
+
+
+def _plant_decisions(event) -> bool:
+    """Under a planted ``"force"`` fault (the certificate's tests,
+    :mod:`.._utils.faults`), wrong decisions added to a reference event: features fixed
+    at 0 and samples fixed at 0, among those the rules left undecided."""
+    fault = faults.active("force")
+    if fault is None:
+        return False
+    event.features |= fault.pick(~event.features & ~event.kept_features)
+    event.at_zero |= fault.pick(~event.at_zero & ~event.at_box & ~event.kept_samples)
+    return True  # (the planted decisions must reach the solver: always rebuild)
 
 
 class DoublySparsePath:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._utils import faults
 from ..problems import _triplet_fast as tk
 from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL
 from ..problems.triplet_problem import (
@@ -221,6 +222,8 @@ class TripletPath:
             if settings.verbose:
                 settings.log(f"alpha={alpha:<10.4g} reference {ball.name:<5} R={n_R:<8d} "
                              f"L={n_L:<8d} radius={ball.radius:.3e} time={dt:.3e}s")
+        if bound is not None:
+            _plant_decisions(status)
         hook = (None if bound is None
                 else DynamicScreening(ts, alpha, report, settings, schedule))
         # the SDP rule reads the reference's values as exact: no bounds for it
@@ -333,6 +336,16 @@ def start_point(ref0: TripletReference, alpha: float) -> np.ndarray:
         if 0.0 < c <= 2.0:
             return ref0.M + c * (ref0.M - M0)  # projected by the solver
     return ref0.M
+
+
+def _plant_decisions(status: np.ndarray) -> None:
+    """Under a planted ``"force"`` fault (the certificate's tests,
+    :mod:`.._utils.faults`), wrong decisions added to a reference screening: triplets
+    the rules left active put in R or L."""
+    fault = faults.active("force")
+    if fault is not None:
+        to_R, to_L = fault.split(fault.pick(status == STATUS_ACTIVE))
+        status[to_R], status[to_L] = STATUS_R, STATUS_L
 
 
 class _ReducedTriplets:
@@ -482,6 +495,12 @@ class _ReducedTriplets:
             return
         self.settings.log(f"alpha={self.alpha:<10.4g} certificate full gap={rel_gap:.3e} "
                           f"(reduced {reduced.rel_gap:.3e}) iter={self.res.n_iter}")
+
+    def stop_dynamic_screening(self) -> None:
+        self.hook = None
+
+    def release_all(self) -> None:
+        self.release(self.problem.status != STATUS_ACTIVE, proven=False)
 
     def release(self, which: np.ndarray, proven: bool) -> None:
         status = self.problem.status

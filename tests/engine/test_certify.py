@@ -12,7 +12,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_safescreen import SafeSVC, ScreeningRepairWarning
-from sklearn_safescreen.engine.certify import CERTIFY_ATTEMPTS, Certificate, certified_solve
+from sklearn_safescreen.engine.certify import (
+    CERTIFY_ATTEMPTS,
+    MAX_REPAIRS,
+    Certificate,
+    certified_solve,
+)
 
 
 class Scripted:
@@ -22,6 +27,7 @@ class Scripted:
         self.certificates = list(certificates)
         self.converged = converged
         self.tols, self.released = [], []
+        self.dynamic = True
 
     def solve(self, tol, max_iter):
         self.tols.append(tol)
@@ -33,6 +39,12 @@ class Scripted:
 
     def release(self, which, proven):
         self.released.append((which, proven))
+
+    def stop_dynamic_screening(self):
+        self.dynamic = False
+
+    def release_all(self):
+        self.released.append(("all", False))
 
 
 def test_a_certified_answer_needs_one_solve():
@@ -51,16 +63,62 @@ def test_a_proven_violation_is_released_with_a_warning_and_solved_again():
     assert task.released == [(wrong, True)]
 
 
-def test_tolerance_tightens_and_loose_variables_are_released_once_without_warning():
+def test_tolerance_tightens_loose_variables_are_released_then_the_unscreened_solve():
+    """Nothing proven wrong but the full gap kept open by fixed variables: the inner
+    tolerance tightens, the loose variables are released without a warning, and when
+    the gap still stays open every fixed variable is released for an unscreened solve
+    at ``tol``."""
     loose = np.array([False, True])
     task = Scripted([Certificate(1.0, 1e-3, loose=loose, n_loose=1)])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = certified_solve(task, tol=1e-6, max_iter=10**6, describe="x")
-    assert not res.converged and res.certificate.rel_gap == 1e-3
-    assert len(task.tols) == CERTIFY_ATTEMPTS + 1
-    np.testing.assert_allclose(task.tols, 1e-6 * 0.1 ** np.arange(CERTIFY_ATTEMPTS + 1))
-    assert task.released == [(loose, False)]
+    assert not res.converged and res.certificate.rel_gap == 1e-3 and res.unscreened
+    assert len(task.tols) == CERTIFY_ATTEMPTS + 2
+    np.testing.assert_allclose(task.tols[:-1],
+                               1e-6 * 0.1 ** np.arange(CERTIFY_ATTEMPTS + 1))
+    assert task.tols[-1] == 1e-6
+    assert task.released == [(loose, False), ("all", False)]
+    assert not task.dynamic
+
+
+def test_a_gap_that_no_fixed_variable_keeps_open_ends_without_the_fall_back():
+    """The solver's (or float64's) gap: the unscreened solve would stop there too."""
+    task = Scripted([Certificate(1.0, 1e-3)])
+    res = certified_solve(task, tol=1e-6, max_iter=10**6, describe="x")
+    assert not res.converged and not res.unscreened
+    assert len(task.tols) == CERTIFY_ATTEMPTS + 1 and task.released == []
+
+
+def test_a_repair_stops_dynamic_screening_for_the_rest_of_the_fit():
+    wrong = np.array([True, False])
+    task = Scripted([Certificate(1.0, 1e-2, wrong, 1), Certificate(1e-9, 1e-9)])
+    with pytest.warns(ScreeningRepairWarning):
+        res = certified_solve(task, tol=1e-6, max_iter=100, describe="x")
+    assert res.converged and res.n_repairs == 1 and not res.unscreened
+    assert not task.dynamic
+
+
+def test_repeated_repairs_fall_back_to_the_unscreened_solve():
+    """A rule proven wrong ``MAX_REPAIRS`` times is not trusted with the rest of its
+    decisions: every fixed variable is released and the full problem solved."""
+    wrong = np.array([True, False])
+    certs = [Certificate(1.0, 1e-2, wrong, 1)] * MAX_REPAIRS + [Certificate(1e-9, 1e-9)]
+    task = Scripted(certs)
+    with pytest.warns(ScreeningRepairWarning) as record:
+        res = certified_solve(task, tol=1e-6, max_iter=100, describe="x")
+    assert len(record) == MAX_REPAIRS
+    assert res.converged and res.unscreened and res.n_repairs == MAX_REPAIRS
+    assert task.released[-1] == ("all", False) and not task.dynamic
+    assert task.tols == [1e-6] * (MAX_REPAIRS + 1)
+
+
+def test_a_repair_cut_by_max_iter_is_not_reported_as_converged():
+    wrong = np.array([True, False])
+    task = Scripted([Certificate(1.0, 1e-2, wrong, 1)], converged=False)
+    with pytest.warns(ScreeningRepairWarning):
+        res = certified_solve(task, tol=1e-6, max_iter=100, describe="x")
+    assert not res.converged and len(task.tols) == 1
 
 
 def test_a_solver_stopped_at_max_iter_ends_the_loop():
