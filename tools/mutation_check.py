@@ -41,6 +41,9 @@ SAFETY = ("tests/screening/test_radii.py", "tests/screening/test_inexact_referen
 SVM = (*SAFETY, "tests/screening/test_svm_rules.py")
 LAD = (*SAFETY, "tests/screening/test_lad_rules.py")
 TRIPLET = (*SAFETY, "tests/screening/test_triplet_rules.py")
+#: the end-to-end certificate tests (planted wrong decisions in real fits)
+PLANTED = "tests/engine/test_planted_faults.py"
+GAP_RADIUS = "tests/screening/test_gap_radius.py"
 DOUBLY = ("tests/screening/test_doubly_sparse_rules.py",
           "tests/problems/test_doubly_sparse_problem.py")
 
@@ -57,33 +60,58 @@ class Mutation:
 
 MUTATIONS = (
     Mutation("path_step_gap0", "sklearn_safescreen/engine/box_qp.py",
-             "res = self.screen(rule, ref, C)",
-             "res = self.screen(rule, BoxQPReference(ref.C, ref.alpha, ref.margins, 0.0), C)",
-             (*SVM, "tests/screening/test_lad_rules.py"),
+             "res = self.screen(rule, _planted_reference(ref), C)",
+             "res = self.screen(rule, replace(ref, gap=0.0, gap_error=0.0), C)",
+             (*SVM, "tests/screening/test_lad_rules.py", PLANTED),
              "the box-QP path step hands the rules its reference with gap 0"),
-    Mutation("stored_reference_gap0", "sklearn_safescreen/engine/box_qp.py",
-             "reduced.margins,\n                                        max(cert.gap, 0.0))",
-             "reduced.margins,\n                                        0.0)",
-             (*SVM, "tests/screening/test_lad_rules.py"),
+    Mutation("stored_reference_gap0", "sklearn_safescreen/problems/box_qp.py",
+             "return BoxQPReference(C, alpha, q, max(gap, 0.0), error,",
+             "return BoxQPReference(C, alpha, q, 0.0, error,",
+             (*SVM, "tests/screening/test_lad_rules.py", PLANTED),
              "a box-QP step stores its solution as reference with gap 0"),
-    Mutation("svm_ball_sqrt_gap", "sklearn_safescreen/screening/balls.py",
-             "delta = np.sqrt(2.0 * max(ref.gap, 0.0))",
-             "delta = np.sqrt(max(ref.gap, 0.0))", (*SVM, *LAD[2:]),
-             "BT1/IT/LAD-DVI reference ball inflated by sqrt(gap), not sqrt(2 gap)"),
-    Mutation("svm_dvi_sqrt_gap", "sklearn_safescreen/screening/svm.py",
-             "delta = np.sqrt(2.0 * max(ref.gap, 0.0))",
-             "delta = np.sqrt(max(ref.gap, 0.0))", SVM,
-             "SVM DVI inflated by sqrt(gap), not sqrt(2 gap)"),
+    Mutation("svm_ball_sqrt_half_gap", "sklearn_safescreen/screening/balls.py",
+             "return float(np.sqrt(max(gap, 0.0)))",
+             "return float(np.sqrt(max(0.5 * gap, 0.0)))", (*SVM, *LAD[2:], GAP_RADIUS),
+             "the box-QP gap radius sqrt(gap / 2), not sqrt(gap) (every BT1/IT/LAD-DVI "
+             "reference ball, every dynamic gap ball and the certificate's proofs)"),
+    Mutation("svm_dvi_sqrt_half_gap", "sklearn_safescreen/screening/svm.py",
+             "delta = gap_radius(ref.safe_gap)",
+             "delta = gap_radius(0.5 * ref.safe_gap)", SVM,
+             "SVM DVI inflated by sqrt(gap / 2), not sqrt(gap)"),
     Mutation("lad_gap0", "sklearn_safescreen/screening/lad.py",
              "centre, radius, _ = reference_ball(ref, C)",
              "centre, radius, _ = reference_ball(BoxQPReference(ref.C, ref.alpha, ref.margins,"
              " 0.0), C)", LAD,
              "LAD DVI ignores the reference's gap"),
     Mutation("gap_ball_radius_30pct", "sklearn_safescreen/screening/balls.py",
-             "np.sqrt(2.0 * max(gap, 0.0)), SCREEN_RTOL)",
-             "0.3 * np.sqrt(2.0 * max(gap, 0.0)), SCREEN_RTOL)",
+             "gap_radius(gap), SCREEN_RTOL)",
+             "0.3 * gap_radius(gap), SCREEN_RTOL)",
              (*SVM, "tests/solvers"),
-             "gap-safe screening during solves with 30% of the radius"),
+             "gap-safe screening during solves (and the certificate's proofs) with 30% of "
+             "the radius"),
+    Mutation("box_certificate_gutted", "sklearn_safescreen/engine/box_qp.py",
+             "        return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, "
+             "int(loose.sum()))",
+             "        gap = float(terms[~screened].sum())\n"
+             "        rel_gap = gap / max(abs(problem.dual_objective(alpha, margins)), TINY)\n"
+             "        return Certificate(gap, rel_gap, wrong, 0, loose, 0)",
+             (PLANTED, "tests/test_svm_exactness.py", "tests/test_lad.py"),
+             "the box-QP certificate counts only the undecided samples' gap terms and "
+             "reports no contradicted or loose sample"),
+    Mutation("ds_certificate_gutted", "sklearn_safescreen/engine/doubly_sparse.py",
+             "        return Certificate(g.gap, g.gap, (wrong_f, wrong_s),",
+             "        g = self.red.gap(self.u, self.red.margins(self.u), self.lam, self.beta)\n"
+             "        wrong_f = wrong_s = loose_f = loose_s = np.zeros(0, dtype=bool)\n"
+             "        return Certificate(g.gap, g.gap, (wrong_f, wrong_s),",
+             (PLANTED, "tests/test_doubly_sparse.py"),
+             "the doubly sparse certificate takes the reduced problem's gap and reports no "
+             "contradicted or loose variable"),
+    Mutation("triplet_certificate_gutted", "sklearn_safescreen/engine/triplet.py",
+             "        if on_side:\n",
+             "        if True:\n",
+             (PLANTED, "tests/test_triplet_certificate.py"),
+             "the triplet certificate trusts the reduced problem whatever the screened "
+             "triplets' values"),
     Mutation("scaled_sphere_threshold", "sklearn_safescreen/screening/_triplet_fast.pyx",
              "            s = status[t]\n            r = (s == 0) & (lower > 1.0 + slack)",
              "            s = status[t]\n            r = (s == 0) & (lower > 0.9 + slack)",

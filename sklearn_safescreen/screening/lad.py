@@ -50,11 +50,11 @@ def dvi_lad(ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
     .. math::
 
         \ell_i,\ u_i = c\,q_i \mp \big(\rho(\|\tilde w\|+\delta) + c\,\delta\big)\|x_i\|,
-        \qquad \delta=\sqrt{2\,\mathrm{gap}_{\rm ref}},
+        \qquad \delta=\sqrt{\mathrm{gap}_{\rm ref}},
 
     the bounds of :math:`x_i^\top w^*_{[C]}` over the variational-inequality ball of
     Wang et al.'s Theorem 6 around the *exact* reference optimum, which lies within
-    :math:`\delta` of :math:`\tilde w` because the primal is 1-strongly convex.
+    :math:`\delta` of :math:`\tilde w` (:func:`~.balls.gap_radius`).
     With an exact reference (``gap = 0``) these are exactly Corollary 15's bounds. The
     box :math:`C[-c_i, c_i]` scales with ``C``, so the ball holds with weights too.
 

@@ -17,7 +17,7 @@ kernel matrix itself (Ogawa et al. 2013, Sec. IV-C). Cost: O(n) given these vect
 
 **Inexact references** (``doc/theory/safety.rst``): ball 1 (BT1/DVI) is inflated by the
 duality gap of the
-reference, :math:`\delta = \sqrt{2\,\mathrm{gap}}`, so the rules stay safe whatever the
+reference, :math:`\delta = \sqrt{\mathrm{gap}}` (:func:`.balls.gap_radius`), so the rules stay safe whatever the
 solver's accuracy. BT2 needs only a feasible point and is safe as it is.
 
 **Round-off** (``doc/theory/safety.rst``): the reference carries bounds of the rounding
@@ -37,7 +37,14 @@ import numpy as np
 
 from ..problems.box_qp import BoxQPReference, gamma
 from ..problems.constants import UNIT_ROUNDOFF
-from .balls import ScreeningResult, ball_bounds, decide, reference_ball, two_ball_bounds
+from .balls import (
+    ScreeningResult,
+    ball_bounds,
+    decide,
+    gap_radius,
+    reference_ball,
+    two_ball_bounds,
+)
 
 _U = UNIT_ROUNDOFF
 
@@ -66,7 +73,7 @@ def dvi(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
     theta_margins = ref.margins / ref.C  # G theta
     theta_norm = np.sqrt(ref.sq_norm_w + ref.sq_norm_w_error) / ref.C  # ||Z' theta||
     xnorm = np.sqrt(sqnorm)
-    delta = np.sqrt(2.0 * ref.safe_gap)
+    delta = gap_radius(ref.safe_gap)
     centre = 0.5 * (C + ref.C) * theta_margins
     spread = 0.5 * abs(C - ref.C) * theta_norm * xnorm
     inflation = (abs(C - ref.C) + C + ref.C) / (2.0 * ref.C) * delta * xnorm

@@ -256,7 +256,7 @@ def ipm_low_rank_dense(Z_in, w_rest_in, p_in, lo_in, hi_in, sqnorm_in, double p_
             if rel <= tol:
                 break
             if screen and n > 1:
-                radius = sqrt(max(2.0 * gap, 0.0))
+                radius = sqrt(max(gap, 0.0))  # (balls.gap_radius)
                 m = 0
                 for i in range(n):
                     spread = radius * sqrt(sqnorm[i])

@@ -12,7 +12,7 @@ spends most of its time on samples whose bound is obvious. Instead:
    a tight tolerance, with the plain solver;
 3. the result is a *feasible point of the full problem*: compute the full margins and
    the full duality gap, and screen every undecided sample with the gap ball of radius
-   :math:`\sqrt{2\,\mathrm{gap}}` (:func:`~sklearn_safescreen.screening.balls.
+   :math:`\sqrt{\mathrm{gap}}` (:func:`~sklearn_safescreen.screening.balls.
    gap_ball_screen`). This is the only step that fixes a variable for good, and it is
    safe whatever the quality of the point;
 4. stop when the full relative gap is below ``tol``, else double :math:`W` and repeat.

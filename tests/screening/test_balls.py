@@ -225,11 +225,11 @@ def test_disjoint_balls_are_flagged():
 
 
 def test_gap_ball_screen_tiny_example():
-    """The gap ball (doc/theory/safety.rst) has radius sqrt(2 gap) around the current
+    """The gap ball (doc/theory/safety.rst) has radius sqrt(gap) around the current
     margins; decisions are strict (a bound equal to the target does not screen)."""
     margins = np.array([2.0, 0.5, 1.0, 1.05, 0.95, 1.2])
     sqnorm = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 4.0])
-    gap = 0.5 * 0.05**2  # radius 0.05
+    gap = 0.05**2  # radius 0.05
     at_lower, at_upper = gap_ball_screen(margins, np.ones(6), sqnorm, gap)
     # bounds: [1.95,2.05] [0.45,0.55] [0.95,1.05] [1.0,1.1] [0.9,1.0] [1.1,1.3]
     np.testing.assert_array_equal(at_lower, [True, False, False, False, False, True])
@@ -280,7 +280,7 @@ def test_compiled_gap_ball_and_gap_terms_equal_the_numpy_formulas(seed):
     margins = targets + rng.randn(n) * rng.choice([0.0, 1e-12, 0.1, 3.0], n)
     sqnorm = rng.uniform(0.0, 4.0, n)
     for gap in [0.0, 1e-10, 0.01, 1.0]:
-        expected = decide(*ball_bounds(margins, np.sqrt(2 * gap), np.sqrt(sqnorm)), targets)
+        expected = decide(*ball_bounds(margins, np.sqrt(gap), np.sqrt(sqnorm)), targets)
         got = gap_ball_screen(margins, targets, sqnorm, gap)
         np.testing.assert_array_equal(got[0], expected[0])
         np.testing.assert_array_equal(got[1], expected[1])
