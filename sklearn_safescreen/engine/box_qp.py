@@ -174,6 +174,25 @@ class _ReducedBoxQP:
                 self.rule, "repair", self.C, -int(lo_side.sum()),
                 -int((which & ~lo_side).sum()), self.problem.n_samples, task=self.task))
 
+    def no_worse_than_zero(self) -> Certificate | None:
+        """An uncertified answer whose primal objective is above that of :math:`w = 0`
+        (:math:`\alpha = 0`, inside every box here) is replaced by that point: a fit
+        that float64 cannot solve to ``tol`` (badly scaled data, an absurd ``C``) never
+        returns a model worse than the trivial one. Returns the new certificate, or
+        None if the answer is kept."""
+        problem, alpha = self.problem, self.alpha
+        primal = self.gap + problem.dual_objective(alpha, self.margins)
+        primal_at_zero = float(np.maximum(problem.lo * problem.p, problem.hi * problem.p)
+                               .sum())
+        if not primal > primal_at_zero:
+            return None
+        n = alpha.size
+        self.alpha = np.zeros(n)
+        self.margins, self.margin_error = np.zeros(n), np.zeros(n)
+        self.fixed = np.zeros(n, dtype=bool)
+        self._reduced_gap = np.inf
+        return self.certify()
+
     def stop_dynamic_screening(self) -> None:
         self.dynamic = False
 
@@ -275,9 +294,11 @@ class BoxQPPath:
             f"C={C:.6g}, an internal path step of the fit at C={target:.6g}"
         result = certified_solve(reduced, tol=tol, max_iter=max_iter,
                                  describe=f"{self.label}{self._task_words()}, {where}")
+        cert = result.certificate
+        if not result.converged:
+            cert = reduced.no_worse_than_zero() or cert
         n_lower, n_upper = reduced.screened_counts()
         report.set_final(n_lower, n_upper)
-        cert = result.certificate
         if verbose:
             print(f"[{self.label}]{' ' + self.name if self.name else ''} C={C:<10.4g} "
                   f"screened R={n_lower:<6d} L={n_upper:<6d} "

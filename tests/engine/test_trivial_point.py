@@ -1,0 +1,40 @@
+"""No fit returns a model worse than the trivial point of its own problem.
+
+A problem float64 cannot solve to ``tol`` (here: features scaled by 1e9, so that the
+margins cancel in every product) stops uncertified; the engine then compares the
+primal objective of its answer with that of w = 0 and keeps the better one. Driven
+through the engine so that no input validation stands in the way.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_regression
+
+from sklearn_safescreen.engine.box_qp import LADPath
+from sklearn_safescreen.problems.box_qp import LADData
+
+
+def _primal(data, C, alpha):
+    problem = data.problem(C)
+    q = problem.margins(alpha)
+    return float(problem.gap_terms(alpha, q).sum()) + problem.dual_objective(alpha, q)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e9, 1e20])
+def test_an_uncertified_lad_fit_is_no_worse_than_zero(scale):
+    X, y = make_regression(100, 5, noise=1.0, random_state=0)
+    data = LADData(np.ascontiguousarray(X * scale), None, y, np.ones(y.size))
+    C = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, outcome = LADPath(data).fit(C, rule="DVI", tol=1e-6, max_iter=1000,
+                                       rng=np.random.RandomState(0), verbose=0)
+    alpha = outcome.reference.alpha
+    at_zero = _primal(data, C, np.zeros(y.size))
+    assert _primal(data, C, alpha) <= at_zero * (1 + 1e-12)
+    if scale == 1.0:  # a solvable problem keeps its certified optimum
+        assert outcome.converged and _primal(data, C, alpha) < 0.9 * at_zero
