@@ -44,6 +44,7 @@ TRIPLET = (*SAFETY, "tests/screening/test_triplet_rules.py")
 #: the end-to-end certificate tests (planted wrong decisions in real fits)
 PLANTED = "tests/engine/test_planted_faults.py"
 GAP_RADIUS = "tests/screening/test_gap_radius.py"
+ERROR_BOUNDS = "tests/problems/test_reference_error_bounds.py"
 DOUBLY = ("tests/screening/test_doubly_sparse_rules.py",
           "tests/problems/test_doubly_sparse_problem.py")
 
@@ -69,6 +70,16 @@ MUTATIONS = (
              "return BoxQPReference(C, alpha, q, 0.0, error,",
              (*SVM, "tests/screening/test_lad_rules.py", PLANTED),
              "a box-QP step stores its solution as reference with gap 0"),
+    Mutation("reference_margin_error_zero", "sklearn_safescreen/problems/box_qp.py",
+             "return BoxQPReference(C, alpha, q, max(gap, 0.0), error,",
+             "return BoxQPReference(C, alpha, q, max(gap, 0.0), 0.0,",
+             (*SVM, ERROR_BOUNDS),
+             "a box-QP reference without its margins' rounding-error bound"),
+    Mutation("reference_gap_error_zero", "sklearn_safescreen/problems/box_qp.py",
+             "                              self.gap_error(alpha, q, error, terms))",
+             "                              0.0)",
+             (*SVM, ERROR_BOUNDS),
+             "a box-QP reference without its gap's rounding-error bound"),
     Mutation("svm_ball_sqrt_half_gap", "sklearn_safescreen/screening/balls.py",
              "return float(np.sqrt(max(gap, 0.0)))",
              "return float(np.sqrt(max(0.5 * gap, 0.0)))", (*SVM, *LAD[2:], GAP_RADIUS),
