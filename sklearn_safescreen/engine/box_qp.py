@@ -196,6 +196,10 @@ class _ReducedBoxQP:
     def stop_dynamic_screening(self) -> None:
         self.dynamic = False
 
+    @property
+    def rules(self) -> str:
+        return f"rule {self.rule} and the dynamic gap balls"
+
     def release_all(self) -> None:
         self.fixed = np.zeros_like(self.fixed)
 

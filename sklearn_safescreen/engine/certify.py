@@ -82,6 +82,11 @@ class ReducedSolve(Protocol):
     def release_all(self) -> None:
         """Free every fixed variable (the fall-back to the unscreened solve)."""
 
+    @property
+    def rules(self) -> str:
+        """The rules whose decisions the certificate checks, as a repair warning names
+        them (e.g. ``"IT and the dynamic gap balls"``)."""
+
 
 @dataclass
 class CertifiedResult:
@@ -115,10 +120,11 @@ def certified_solve(task: ReducedSolve, *, tol: float, max_iter: int,
         if cert.n_wrong:
             repairs += 1
             warn_user(
-                f"certificate: {cert.n_wrong} screened variable(s) violate their "
-                f"optimality condition ({describe}); they were put back and the problem "
-                "re-solved without further screening in this fit. Please report this "
-                "(a rule was unsafe).", ScreeningRepairWarning)
+                f"certificate: {cert.n_wrong} variable(s) screened by "
+                f"{getattr(task, 'rules', 'the rules')} violate their optimality condition "
+                f"({describe}); they were put back and the problem re-solved without "
+                "further screening in this fit. Please report this (a rule was unsafe).",
+                ScreeningRepairWarning)
             task.release(cert.wrong, proven=True)
             task.stop_dynamic_screening()
             if out_of_iterations:  # the caller warns that the fit did not converge

@@ -299,6 +299,10 @@ class _ReducedDoublySparse:
     def stop_dynamic_screening(self) -> None:
         self.dynamic = False
 
+    @property
+    def rules(self) -> str:
+        return f"the doubly sparse gap-ball rules ({self.rule})"
+
     def release_all(self) -> None:
         self.release((self.features.copy(), self.at_zero | self.at_box), proven=False)
 

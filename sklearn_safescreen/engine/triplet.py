@@ -499,6 +499,12 @@ class _ReducedTriplets:
     def stop_dynamic_screening(self) -> None:
         self.hook = None
 
+    @property
+    def rules(self) -> str:
+        s = self.settings
+        return (f"the {s.bound.upper()} reference bound, the {s.rule} rule and the dynamic "
+                "balls" if s.bound is not None else "the triplet rules")
+
     def release_all(self) -> None:
         self.release(self.problem.status != STATUS_ACTIVE, proven=False)
 

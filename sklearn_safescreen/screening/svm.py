@@ -16,9 +16,9 @@ solver's certificate already has), :math:`Q_{ii}` and, for BT2/IT, one product
 kernel matrix itself (Ogawa et al. 2013, Sec. IV-C). Cost: O(n) given these vectors.
 
 **Inexact references** (``doc/theory/safety.rst``): ball 1 (BT1/DVI) is inflated by the
-duality gap of the
-reference, :math:`\delta = \sqrt{\mathrm{gap}}` (:func:`.balls.gap_radius`), so the rules stay safe whatever the
-solver's accuracy. BT2 needs only a feasible point and is safe as it is.
+duality gap of the reference, :math:`\delta = \sqrt{\mathrm{gap}}`
+(:func:`.balls.gap_radius`), so the rules stay safe whatever the solver's accuracy.
+BT2 needs only a feasible point and is safe as it is.
 
 **Round-off** (``doc/theory/safety.rst``): the reference carries bounds of the rounding
 errors of its margins and of its gap (:meth:`~..problems.box_qp.BoxQP.reference`, from

@@ -57,7 +57,7 @@ def test_a_certified_answer_needs_one_solve():
 def test_a_proven_violation_is_released_with_a_warning_and_solved_again():
     wrong = np.array([True, False])
     task = Scripted([Certificate(1.0, 1e-2, wrong, 1), Certificate(1e-9, 1e-9)])
-    with pytest.warns(ScreeningRepairWarning, match=r"1 screened variable.*SafeX at C=2"):
+    with pytest.warns(ScreeningRepairWarning, match=r"1 variable.*screened by.*SafeX at C=2"):
         res = certified_solve(task, tol=1e-6, max_iter=100, describe="SafeX at C=2")
     assert res.converged and len(task.tols) == 2
     assert task.released == [(wrong, True)]
