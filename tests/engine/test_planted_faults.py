@@ -215,3 +215,20 @@ def test_metric_learner_path_with_wrong_decisions_is_repaired():
 
     repairs = _repaired(walk, share=0.5, seed=2)
     assert repairs
+
+
+@pytest.mark.parametrize(("Est", "data", "kernel"), BOX)
+def test_box_qp_dynamic_balls_of_no_radius_are_repaired(Est, data, kernel):
+    """The solvers' gap-safe dynamic screening with its radius shrunk to 0 (every sample
+    on a side of its threshold fixed there) inside a real fit."""
+    X, y = data(n=600, seed=0)
+    model = Est(kernel=kernel, C=10.0, tol=1e-10)
+    if Est is SafeLAD and kernel != "linear":
+        # (a cold kernel LAD fit from zero reaches its gap checks with nothing to fix)
+        model.set_params(C=5.0, warm_start=True).fit(X, y)
+        model.set_params(C=10.0)
+    repairs = _repaired(lambda: model.fit(X, y), "dynamic_radius", share=0.0)
+    assert repairs
+    exact = Est(kernel=kernel, C=10.0, tol=1e-12, screening=None).fit(X, y)
+    ref = _output(exact, X)
+    _close(_output(model, X), ref, np.abs(ref).max())
