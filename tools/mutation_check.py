@@ -90,9 +90,9 @@ MUTATIONS = (
              "delta = gap_radius(0.5 * ref.safe_gap)", SVM,
              "SVM DVI inflated by sqrt(gap / 2), not sqrt(gap)"),
     Mutation("lad_gap0", "sklearn_safescreen/screening/lad.py",
-             "centre, radius, _ = reference_ball(ref, C)",
-             "centre, radius, _ = reference_ball(BoxQPReference(ref.C, ref.alpha, ref.margins,"
-             " 0.0), C)", LAD,
+             "centre, radius, _, error = reference_ball(ref, C)",
+             "centre, radius, _, error = reference_ball(BoxQPReference(ref.C, ref.alpha, "
+             "ref.margins, 0.0), C)", LAD,
              "LAD DVI ignores the reference's gap"),
     Mutation("gap_ball_radius_30pct", "sklearn_safescreen/screening/balls.py",
              "gap_radius(gap), SCREEN_RTOL)",
