@@ -241,6 +241,25 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
             else np.zeros(len(outcomes))
         self._store_coef(coef, intercept)
 
+    #: The dual solution: kept on the fitted estimator, not pickled (its size grows with
+    #: the number of samples; the model is coef_ and intercept_).
+    _DUAL = ("dual_coef_",)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        for name in self._DUAL:
+            state.pop(name, None)
+        return state
+
+    def __getattr__(self, name):
+        # only reached when the attribute is missing
+        if name in self._DUAL and "coef_" in self.__dict__:
+            raise AttributeError(
+                f"{type(self).__name__} has no {name}: the dual solution is available "
+                "after fit but is not pickled (its size grows with the number of "
+                "samples); the model is coef_ and intercept_")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64,
@@ -316,6 +335,8 @@ _DOC_ATTRS = """
     dual_coef_ : ndarray of shape (n_tasks, n_samples)
         The dual solution :math:`\\alpha_i = -c_i h'(z_i)\\,\\partial z_i/\\partial t`
         per task (0 for samples of zero weight).
+        Available after fit, not pickled: its size grows with the number of
+        samples, and the model is ``coef_`` and ``intercept_`` (as LinearSVC's).
     n_iter_ : ndarray of shape (n_tasks,)
         Coordinate-descent epochs per task.
     dual_gap_ : ndarray of shape (n_tasks,)
