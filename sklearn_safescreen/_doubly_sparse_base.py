@@ -144,12 +144,12 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
                   f"features screened {counts['features'].n_screened}/"
                   f"{counts['features'].n_variables}, samples fixed "
                   f"{counts['samples'].n_screened}/{counts['samples'].n_variables}, "
-                  f"gap {self.dual_gap_.max():.2e}, epochs {int(self.n_iter_.sum())}, "
+                  f"absolute gap {self.dual_gap_.max():.2e}, epochs {int(self.n_iter_.sum())}, "
                   f"{time.perf_counter() - start:.3f}s")
         worst = max(outcomes, key=lambda o: o.gap)
         if not worst.converged:
-            warn_user(f"{type(self).__name__}(alpha={self.alpha:.6g}) stopped with duality "
-                      f"gap {worst.gap:.3g} > tol={self.tol:g} after {worst.n_iter} "
+            warn_user(f"{type(self).__name__}(alpha={self.alpha:.6g}) stopped with absolute "
+                      f"duality gap {worst.gap:.3g} > tol={self.tol:g} after {worst.n_iter} "
                       f"epochs (max_iter={self.max_iter}); increase max_iter or tol.",
                       ConvergenceWarning)
         self._end_fit()

@@ -490,7 +490,8 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         if self.verbose:
             settings.log(f"alpha={alpha:<10.4g} done: screened {report.n_screened}/{n_t} "
                          f"({report.screening_rate:.1%}) iter={outcome.n_iter} "
-                         f"dual_gap={outcome.gap:.3e} "
+                         f"absolute dual_gap_={outcome.gap:.3e} "
+                         f"(relative {outcome.rel_gap:.3e}) "
                          f"time={time.perf_counter() - t_start:.3f}s")
         self._end_fit()
         return self
