@@ -445,7 +445,7 @@ def test_report_verbose_and_convergence_warning(est, capsys):
     assert out.count("\n") == 1
     name = type(est).__name__
     assert re.search(rf"\[{name}\] alpha={0.3 * top:.4g}: features screened \d+/31, "
-                     r"samples fixed \d+/100, gap \S+, epochs \d+", out), out
+                     r"samples fixed \d+/100, absolute gap \S+, epochs \d+", out), out
     report = model.screening_report_
     assert set(report.counts) == {"features", "samples"}
     assert report.counts["features"].n_variables == 31  # the intercept column included
