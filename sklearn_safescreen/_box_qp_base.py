@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import PrecisionWarning, warn_user
+from ._validation import check_resolvable
 from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
 from .engine.box_qp import BoxQPPath
 from .engine.report import ScreeningReport
@@ -132,6 +133,8 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         else:
             Xa, kernel = self._build(data.X, kernel_params, bias)
             paths = self._make_paths(Xa, kernel, data)
+        check_resolvable(f"{type(self).__name__}(C={self.C:.6g})", float(self.C),
+                         paths[0].data.weights, paths[0].data.sqnorm)
         seeds = self._seeds(len(paths))
         jobs = [delayed(_fit_path)(p, float(self.C), rule=self.screening, tol=self.tol,
                                    max_iter=self.max_iter, seed=s, verbose=self.verbose)

@@ -68,7 +68,12 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
     resolution of the free dual variables if the solve stopped short) exceeds ``tol``
     relative to the objective, a :class:`~sklearn_safescreen.PrecisionWarning` is issued
     instead of a ``ConvergenceWarning`` (``doc/theory/svm_lad.rst``, *Beyond double
-    precision*). Lower ``C`` or rescale the data.
+    precision*). Lower ``C`` or rescale the data. A problem whose figure
+    :math:`C\sum_i c_i\max_i K(x_i, x_i)` (the intercept's ``intercept_scaling**2``
+    included in :math:`K`) exceeds :math:`1/\epsilon \approx 4.5\times10^{15}` is
+    refused with a ``ValueError`` giving it and the largest ``C`` accepted: the
+    rounding of a single margin would then exceed the loss's unit, no solve could be
+    certified and the result could be worse than ``coef_ = 0``.
 
     Parameters
     ----------
