@@ -115,6 +115,10 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
         reference.
     verbose : int, default=0
         Print one line per path step (value, screened counts, gap, epochs, time).
+        A kernel fit also prints its progress every few seconds (kernel entries
+        evaluated, against the one pass over the kernel matrix it needs at least). At
+        any verbosity, a kernel fit estimated to take at least a minute says so first
+        with a :class:`~sklearn_safescreen.LongFitWarning` giving the estimate.
     random_state : int, RandomState or None, default=None
         Seeds the coordinate permutations (the optimum does not depend on it). ``None``
         uses a fixed seed, so that repeated fits on the same data give the same model
