@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
 from .._utils import memory
-from .._validation import check_kernel_output
+from .._utils.kernel_values import check_kernel_output
 from ._box_qp_fast import (
     add_rows,
     dot2_accumulate,
