@@ -1,6 +1,6 @@
 """Scikit-learn estimators whose solvers use safe screening."""
 
-from ._utils.warnings import PrecisionWarning, ScreeningRepairWarning
+from ._utils.warnings import LongFitWarning, PrecisionWarning, ScreeningRepairWarning
 from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR, doubly_sparse_path
 from .engine.report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
@@ -11,6 +11,7 @@ from .svm import SafeSVC
 __version__ = "0.1.0"
 
 __all__ = [
+    "LongFitWarning",
     "PrecisionWarning",
     "RegularizationPathCV",
     "SafeDoublySparseSVC",

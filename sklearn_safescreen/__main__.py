@@ -10,7 +10,9 @@ CV score, then the best value, and then times GridSearchCV on the same grid and 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 import textwrap
 import time
@@ -94,8 +96,9 @@ def _build_parser() -> argparse.ArgumentParser:
     data.add_argument("--estimator", default=None, choices=list(ESTIMATORS),
                       help="the Safe estimator (default: svc; lad for a regression "
                       "dataset such as diabetes or a file with a continuous target)")
-    data.add_argument("--kernel", default="linear", choices=["linear", "rbf", "poly"],
-                      help="SafeSVC kernel (default: linear)")
+    data.add_argument("--kernel", default=None, choices=["linear", "rbf", "poly"],
+                      help="kernel of --estimator svc or lad (default: linear); the "
+                      "other estimators are linear and refuse it")
     data.add_argument("--gamma", type=float, default=None,
                       help="rbf/poly kernel coefficient (default: 1 / n_features)")
     data.add_argument("--screening", default=None,
@@ -111,7 +114,8 @@ def _build_parser() -> argparse.ArgumentParser:
                       "absolute (dsvc, whose objective is an average loss) (default: 1e-6)")
     grid = parser.add_argument_group("grid")
     grid.add_argument("--values", default=None, metavar="V1,V2,...",
-                      help="explicit comma-separated values (overrides --grid)")
+                      help="explicit comma-separated values (overrides --grid); a value "
+                      "of any option may start with '-' (--values -1,2 or --values=-1,2)")
     grid.add_argument("--grid", default="geometric", choices=["geometric", "eps-path"],
                       help="geometric: --n-values values from the critical value (C_min) "
                       "to --stop; eps-path: Ogawa et al.'s eps-approximation path, SafeSVC only "
@@ -138,6 +142,93 @@ def _build_parser() -> argparse.ArgumentParser:
                      "matplotlib)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
+
+
+#: A command-line token that is a (list of) number(s), possibly negative: the value of
+#: the option before it, not an option (argparse takes "-1,2" for an unknown option).
+_NUMBERS = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def _join_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--opt -1,2`` as ``--opt=-1,2`` for every option that takes a value, so that a
+    negative value reaches the option's own check (with its message) instead of
+    argparse's "expected one argument"."""
+    takes_value = {opt for action in parser._actions if action.nargs is None
+                   and action.option_strings for opt in action.option_strings}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in takes_value and i + 1 < len(argv) and _NUMBERS.match(argv[i + 1]):
+            out.append(f"{tok}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(tok)
+            i += 1
+    return out
+
+
+def _check_estimator_options(args) -> None:
+    """Refuse the options the chosen estimator does not have (rather than ignore them)."""
+    kernel_machines = ("svc", "lad")
+    if args.estimator not in kernel_machines:
+        for option in ("kernel", "gamma"):
+            if getattr(args, option) is not None:
+                raise ValueError(
+                    f"--{option} is for the kernel machines (--estimator svc or lad); "
+                    f"--estimator {args.estimator} ({ESTIMATORS[args.estimator]}) has "
+                    "no kernel")
+    elif args.gamma is not None and (args.kernel or "linear") == "linear":
+        raise ValueError("--gamma is the coefficient of --kernel rbf or poly; the linear "
+                         "kernel has none")
+
+
+def _check_scoring(args, estimator, param: str, values, X, y, regression: bool,
+                   name: str) -> None:
+    """Score one cheap fit (the first value, at most 200 samples) with ``--scoring``
+    before the run: a score that cannot be computed for this estimator and target
+    would otherwise fail in every fold, as many warnings and then no best value."""
+    from sklearn.base import clone
+    from sklearn.metrics import get_scorer, get_scorer_names
+
+    scoring = args.scoring
+    if scoring not in get_scorer_names():
+        close = difflib.get_close_matches(scoring, get_scorer_names(), n=3)
+        raise ValueError(f"--scoring {scoring!r} is not a scikit-learn scoring name"
+                         + (f"; did you mean {', '.join(close)}?" if close else ""))
+    scorer = get_scorer(scoring)
+    idx = (_subsample(X, y, 200, stratify=not regression) if X.shape[0] > 200
+           else np.arange(X.shape[0]))
+    Xs, ys = X[idx], y[idx]
+
+    def score(target):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (the fit's, at the most regularised value)
+            model = clone(estimator).set_params(**{param: float(values[0])})
+            model.fit(Xs, target)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a score that warns is a score that fails
+            scorer(model, Xs, target)
+
+    try:
+        score(ys)
+    except Exception as exc:  # the scorer's own error, reported once with its cause
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        n_classes = 0 if regression else np.unique(ys).size
+        if n_classes > 2:
+            try:
+                score(ys == ys[0])
+            except Exception:
+                pass
+            else:
+                raise ValueError(
+                    f"--scoring {scoring} needs a binary target, and the data has "
+                    f"{n_classes} classes ({cause}); use a multiclass score such as "
+                    "accuracy, balanced_accuracy or f1_macro (roc_auc_ovr and "
+                    f"neg_log_loss need predict_proba, which {name} does not have)"
+                    ) from exc
+        raise ValueError(f"--scoring {scoring} cannot score {name} on this data: "
+                         f"{cause}") from exc
 
 
 def _check_args(parser: argparse.ArgumentParser, args) -> None:
@@ -287,14 +378,17 @@ def _estimator(args, n_features: int, sparse: bool):
     if args.estimator == "svc":
         from .svm import SafeSVC
 
-        est = SafeSVC(kernel=args.kernel, gamma=args.gamma or 1.0 / n_features,
+        kernel = args.kernel or "linear"
+        est = SafeSVC(kernel=kernel, gamma=args.gamma or 1.0 / n_features,
                       random_state=0, **common)
-        name = f"SafeSVC(kernel={args.kernel!r})"
+        name = f"SafeSVC(kernel={kernel!r})"
     elif args.estimator == "lad":
         from .lad import SafeLAD
 
-        est = supported(SafeLAD, random_state=0, **common)
-        name = "SafeLAD"
+        kernel = args.kernel or "linear"
+        est = supported(SafeLAD, kernel=kernel, gamma=args.gamma or 1.0 / n_features,
+                        random_state=0, **common)
+        name = "SafeLAD" if kernel == "linear" else f"SafeLAD(kernel={kernel!r})"
     elif args.estimator == "dsvc":
         from .doubly_sparse import SafeDoublySparseSVC
 
@@ -377,6 +471,7 @@ def _run(args) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     X, y, desc, continuous = _load(args)
     _choose_estimator(args, continuous, desc)
+    _check_estimator_options(args)
     regression = args.estimator == "lad"
     subset = args.max_samples is not None and args.max_samples < X.shape[0]
     if subset:
@@ -407,6 +502,8 @@ def _run(args) -> int:
                 values = make_grid(estimator, X, y, args.grid, **kw)
         else:
             values = make_grid(estimator, X, y, args.grid, stop=args.stop, **kw)
+    if args.scoring is not None:
+        _check_scoring(args, estimator, param, values, X, y, regression, name)
     cv = (KFold(args.cv, shuffle=True, random_state=0) if regression
           else StratifiedKFold(args.cv, shuffle=True, random_state=0))
     print(f"{name} on {desc}")
@@ -451,15 +548,30 @@ def _run(args) -> int:
     return 0
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None):
-    text = str(message).strip().splitlines()
-    print(f"{PROG}: warning: {category.__name__}: {text[0] if text else ''}",
-          file=sys.stderr)
+def _one_line_warning(message, category, filename, lineno, file=None, line=None,
+                      _shown: set | None = None):
+    """One line per warning; a message whose details follow on more lines (e.g.
+    "Scoring failed ... Details:" and a traceback) ends with their last line, the
+    cause. A line already printed is not printed again."""
+    text = [t for t in str(message).strip().splitlines() if t.strip()]
+    first = text[0] if text else ""
+    if len(text) > 1:
+        first = f"{first.rstrip()} {text[-1].strip()}"
+    out = f"{PROG}: warning: {category.__name__}: {first}"
+    shown = _SHOWN if _shown is None else _shown
+    if out not in shown:
+        shown.add(out)
+        print(out, file=sys.stderr)
+
+
+#: The warning lines printed in this run (each is printed once).
+_SHOWN: set[str] = set()
 
 
 def main(argv=None) -> int:
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(_join_negative_values(parser, argv))
     _check_args(parser, args)
     try:
         if args.plot:
@@ -479,6 +591,7 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             # warnings as one line each (no source echo), never hidden
             warnings.showwarning = _one_line_warning
+            _SHOWN.clear()
             return _run(args)
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - flushed at exit

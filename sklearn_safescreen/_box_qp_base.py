@@ -10,6 +10,7 @@ real values) and which rules exist.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 from dataclasses import dataclass
 
@@ -21,8 +22,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._fit_time import Progress, long_fit_message
 from ._utils.fingerprint import data_fingerprint
-from ._utils.warnings import PrecisionWarning, warn_user
+from ._utils.warnings import LongFitWarning, PrecisionWarning, warn_user
+from ._validation import check_resolvable
 from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
 from .engine.box_qp import BoxQPPath
 from .engine.report import ScreeningReport
@@ -132,15 +135,25 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         else:
             Xa, kernel = self._build(data.X, kernel_params, bias)
             paths = self._make_paths(Xa, kernel, data)
+            self._warn_if_long(kernel, data.X.shape, len(paths))
+        check_resolvable(f"{type(self).__name__}(C={self.C:.6g})", float(self.C),
+                         paths[0].data.weights, paths[0].data.sqnorm)
         seeds = self._seeds(len(paths))
         jobs = [delayed(_fit_path)(p, float(self.C), rule=self.screening, tol=self.tol,
                                    max_iter=self.max_iter, seed=s, verbose=self.verbose)
                 for p, s in zip(paths, seeds, strict=True)]
-        if len(jobs) == 1:  # no pool to set up (0.2 ms, a tenth of a path step)
-            func, args, kwargs = jobs[0]
-            out = [func(*args, **kwargs)]
-        else:
-            out = Parallel(n_jobs=getattr(self, "n_jobs", None), prefer="threads")(jobs)
+        kernels = list({id(p.data.kernel): p.data.kernel for p in paths
+                        if p.data.kernel is not None}.values())
+        progress = (Progress(f"[{type(self).__name__}] C={self.C:.4g}", kernels,
+                             paths[0].data.n_samples)
+                    if self.verbose and kernels else contextlib.nullcontext())
+        with progress:
+            if len(jobs) == 1:  # no pool to set up (0.2 ms, a tenth of a path step)
+                func, args, kwargs = jobs[0]
+                out = [func(*args, **kwargs)]
+            else:
+                out = Parallel(n_jobs=getattr(self, "n_jobs", None),
+                               prefer="threads")(jobs)
         for p in paths:  # the Newton factors serve the next fit of a path only
             p.end_fit(keep=self.warm_start)
         self._path = _PathState(fingerprint, paths)
@@ -154,6 +167,18 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         self._set_model(data, paths, outcomes, bias, kernel_params)
         self._end_fit()
         return self
+
+    def _warn_if_long(self, kernel, shape, n_tasks: int) -> None:
+        """Once per data set (a cold fit), a :class:`LongFitWarning` with the estimated
+        time when a kernel fit will take at least a minute
+        (:mod:`~sklearn_safescreen._fit_time`)."""
+        if kernel is None:
+            return
+        message = long_fit_message(f"{type(self).__name__}(C={self.C:.6g})", shape[0],
+                                   n_tasks, self.kernel, shape[1],
+                                   kernel.cache_capacity, self.cache_size)
+        if message is not None:
+            warn_user(message, LongFitWarning)
 
     def _seeds(self, n: int) -> np.ndarray:
         """Seeds of the coordinate permutations. ``random_state=None`` uses a fixed

@@ -111,3 +111,41 @@ def class_weights(class_weight, classes: np.ndarray, y_ind: np.ndarray) -> np.nd
         given = dict(zip(classes[bad].tolist(), cw[bad].tolist(), strict=True))
         raise ValueError(f"class_weight must be finite and non-negative; got {given}")
     return cw
+
+
+#: float64's unit roundoff: 1 / EPS bounds the figure C * sum(c) * max K(x, x) of a
+#: box-QP dual whose margins float64 can resolve (see :func:`check_resolvable`).
+EPS = float(np.finfo(np.float64).eps)
+
+
+def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarray) -> None:
+    r"""Refuse a box-QP dual (SafeSVC, SafeLAD) that float64 cannot resolve.
+
+    A margin :math:`(Q\alpha)_i = \sum_j \alpha_j s_i s_j K(x_i, x_j)` sums terms of
+    magnitude up to :math:`C c_j \max_k K(x_k, x_k)` (Cauchy-Schwarz), so its rounding
+    is up to :math:`\epsilon\,C\sum_j c_j \max_k K(x_k,x_k)` (the intercept's
+    ``intercept_scaling**2`` included in :math:`K`). When this figure reaches 1, the
+    unit of the losses (the hinge's margin, the absolute deviation's scale in the
+    solver's coordinates), the margins carry no information: the solve cannot be
+    certified to any useful gap, and what it returns can be worse than ``coef_ = 0``
+    (measured: SafeLAD on ``X * 1e9``, an objective 4e17 times that of ``w = 0``;
+    SafeSVC and SafeLAD at ``C = 1e15`` on standardised data). Below it, a fit is
+    certified or says to which gap (``PrecisionWarning``). The figure also bounds the
+    dual objective's terms, so that every accepted problem's objective and gap are
+    finite (``C = 1e300`` used to overflow).
+    """
+    total, top = float(np.sum(weights)), float(np.max(sqnorm, initial=0.0))
+    if total <= 0.0 or top <= 0.0:
+        return
+    log_figure = np.log10(C) + np.log10(total) + np.log10(top)
+    limit = 1.0 / EPS
+    if log_figure > np.log10(limit):
+        c_max = limit / (total * top)
+        raise ValueError(
+            f"{name}: C * sum(sample weights) * max_i K(x_i, x_i) = 10^{log_figure:.1f} "
+            f"exceeds 1/eps = {limit:.3g}, the largest figure float64 resolves (K "
+            f"includes the intercept's intercept_scaling**2; max K(x_i, x_i) = {top:.3g}, "
+            f"sum of weights {total:.6g}): the rounding of a margin, a sum of terms up "
+            "to C * c_j * K(x_j, x_j), would exceed the loss's unit, so no solve could "
+            "be certified and the result could be worse than coef_ = 0. Use C <= "
+            f"{c_max:.3g} or rescale X (e.g. with StandardScaler).")

@@ -343,6 +343,8 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        # transform computes in the input's precision, as PCA's does (fit is float64)
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
     # ------------------------------------------------------------ helpers ---
@@ -488,7 +490,8 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         if self.verbose:
             settings.log(f"alpha={alpha:<10.4g} done: screened {report.n_screened}/{n_t} "
                          f"({report.screening_rate:.1%}) iter={outcome.n_iter} "
-                         f"dual_gap={outcome.gap:.3e} "
+                         f"absolute dual_gap_={outcome.gap:.3e} "
+                         f"(relative {outcome.rel_gap:.3e}) "
                          f"time={time.perf_counter() - t_start:.3f}s")
         self._end_fit()
         return self
@@ -533,10 +536,12 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_features)
+            float32 for float32 input (as scikit-learn's transformers preserve it),
+            float64 otherwise.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.components_.T
+        X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
+        return X @ self.components_.T.astype(X.dtype, copy=False)
 
     # metric-learn's Mahalanobis interface (``metric_learn.base_metric.MahalanobisMixin``,
     # metric-learn 0.7.0): same definitions, checked against it in the tests

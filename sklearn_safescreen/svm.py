@@ -68,7 +68,12 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
     resolution of the free dual variables if the solve stopped short) exceeds ``tol``
     relative to the objective, a :class:`~sklearn_safescreen.PrecisionWarning` is issued
     instead of a ``ConvergenceWarning`` (``doc/theory/svm_lad.rst``, *Beyond double
-    precision*). Lower ``C`` or rescale the data.
+    precision*). Lower ``C`` or rescale the data. A problem whose figure
+    :math:`C\sum_i c_i\max_i K(x_i, x_i)` (the intercept's ``intercept_scaling**2``
+    included in :math:`K`) exceeds :math:`1/\epsilon \approx 4.5\times10^{15}` is
+    refused with a ``ValueError`` giving it and the largest ``C`` accepted: the
+    rounding of a single margin would then exceed the loss's unit, no solve could be
+    certified and the result could be worse than ``coef_ = 0``.
 
     Parameters
     ----------
@@ -105,6 +110,10 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         Multiplies ``C`` per class (box bounds :math:`Cc_i`).
     verbose : int, default=0
         Print one line per path step (value, screened counts, gap, time).
+        A kernel fit also prints its progress every few seconds (kernel entries
+        evaluated, against the one pass over the kernel matrix it needs at least). At
+        any verbosity, a kernel fit estimated to take at least a minute says so first
+        with a :class:`~sklearn_safescreen.LongFitWarning` giving the estimate.
     random_state : int, RandomState or None, default=None
         Seeds the coordinate permutations (the optimum does not depend on it). ``None``
         uses a fixed seed, so that repeated fits on the same data give the same model

@@ -82,10 +82,24 @@ BAD = [
     (["--estimator", "metric", "--screening", "IT"], "screening"),
     (["--plot", "figure.xyz"], "unknown image format"),
     (["--estimator", "dsvc", "--screening", "IT"], "screening"),
+    (["--values", "-1,2"], "--values must be finite numbers > 0"),
+    (["--values=-1,2"], "--values must be finite numbers > 0"),
+    (["--stop", "-3"], "--stop must be a finite number > 0"),
+    (["--estimator", "metric", "--kernel", "rbf"],
+     "--kernel is for the kernel machines (--estimator svc or lad); --estimator metric"),
+    (["--estimator", "dsvc", "--gamma", "0.5"], "--gamma is for the kernel machines"),
+    (["--dataset", "iris", "--scoring", "roc_auc"],
+     "--scoring roc_auc needs a binary target, and the data has 3 classes"),
+    (["--dataset", "iris", "--scoring", "roc_auc_ovr"],
+     "--scoring roc_auc_ovr cannot score SafeSVC(kernel='linear') on this data: SafeSVC "
+     "has none of the following attributes: predict_proba"),
+    (["--dataset", "iris", "--scoring", "rocauc"], "did you mean roc_auc"),
+    (["--dataset", "diabetes", "--scoring", "accuracy"], "--scoring accuracy cannot score "
+                                                         "SafeLAD on this data"),
 ]
 
 
-@pytest.mark.parametrize("argv, message", [BAD[1], BAD[7], BAD[8]])
+@pytest.mark.parametrize("argv, message", [BAD[1], BAD[7], BAD[8], BAD[13], BAD[18]])
 def test_bad_arguments_one_line_error(argv, message):
     res = run_cli(*argv, "--no-compare", "--quiet")
     assert res.returncode != 0
@@ -355,3 +369,29 @@ def test_different_best_value_is_explained_as_a_tie(capsys):
         assert g_best >= g_other and p_best >= p_other
         assert max(g_best - g_other, p_best - p_other) <= 2 * diff + 2e-4
         assert "--tol=0.1" in text and "tie" in text
+
+
+def test_kernel_applies_to_safelad(capsys):
+    """--kernel was a SafeSVC option only: SafeLAD ignored it silently."""
+    code, out, err = run_main(capsys, "--dataset", "diabetes", "--kernel", "rbf",
+                              "--n-values", "3", "--cv", "3", "--no-compare", "--quiet")
+    assert code == 0, err
+    assert "SafeLAD(kernel='rbf') on diabetes" in out
+
+
+def test_a_failing_score_warns_once_with_its_cause(capsys):
+    """A score that fails in some folds only (ROC AUC on a one-class test fold) passes the
+    check before the run; its warnings were printed once per fit, cut before their
+    cause ("Details:" and a traceback on the next lines)."""
+    from sklearn_safescreen.__main__ import _one_line_warning
+
+    shown: set = set()
+    text = ("Scoring failed. The score on this train-test partition for these parameters "
+            "will be set to nan. Details: \nTraceback (most recent call last):\n  ...\n"
+            "ValueError: Only one class is present in y_true.")
+    for _ in range(3):
+        _one_line_warning(UserWarning(text), UserWarning, "f.py", 1, _shown=shown)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.rstrip().endswith("Details: ValueError: Only one class is present in "
+                                 "y_true."), err

@@ -293,3 +293,18 @@ def test_metric_learn_interface_matches_metric_learn(metric_learn_mixin, metric)
         knn.predict(X[:20]),
         KNeighborsClassifier(n_neighbors=3).fit(ours.transform(X), y).predict(
             ours.transform(X[:20])))
+
+
+@pytest.mark.parametrize("metric", ["full", "diagonal"])
+def test_transform_preserves_float32(metric):
+    """float32 in, float32 out (as PCA's transform), the float64 fit's map rounded once;
+    other dtypes come out float64. Used to return float64 for float32 input."""
+    X, y = standardised(load_iris)
+    ml = SafeMetricLearner(metric=metric).fit(X.astype(np.float32), y)
+    assert "float32" in ml.__sklearn_tags__().transformer_tags.preserves_dtype
+    out = ml.transform(X.astype(np.float32))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, ml.transform(X), rtol=1e-5, atol=1e-5)
+    assert ml.transform(X).dtype == np.float64
+    assert ml.transform(X.astype(np.int64)).dtype == np.float64
+    assert ml.fit_transform(X.astype(np.float32), y).dtype == np.float32

@@ -1,6 +1,8 @@
-"""SafeSVC and SafeLAD at any ``C``: screening from sloppy references stays safe up to
-``C = 1e15`` (the rounding-error bounds of ``doc/theory/safety.rst``), and a fit beyond
-double precision says so (``PrecisionWarning``, ``doc/theory/svm_lad.rst``).
+"""SafeSVC and SafeLAD at any accepted ``C``: screening from sloppy references stays
+safe up to the largest ``C`` float64 resolves (``C * sum(c) * max K(x, x) <= 1/eps``, the
+rounding-error bounds of ``doc/theory/safety.rst``), a fit beyond double precision says so
+(``PrecisionWarning``, ``doc/theory/svm_lad.rst``), and a larger ``C`` is refused with
+the figure.
 
 ScreeningRepairWarning is an error in this suite (pyproject.toml): a rule that fixed a
 variable the certificate then proves wrong fails the test.
@@ -20,6 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_safescreen import PrecisionWarning, SafeLAD, SafeSVC, ScreeningRepairWarning
+from sklearn_safescreen._validation import EPS
 from sklearn_safescreen.problems.box_qp import critical_C
 
 
@@ -39,13 +42,23 @@ def _quiet():
     return ctx
 
 
-@pytest.mark.parametrize("c_ref, C, tol", [(1e13, 1e14, 0.1), (1e9, 1e15, 1e-3)])
-def test_rbf_svc_huge_C_from_sloppy_reference_needs_no_repair(cancer, c_ref, C, tol):
+def c_limit(X, kernel="linear", intercept_scaling=1.0):
+    """The largest C the estimators accept on X with unit weights:
+    1 / (eps * n * max K(x, x)), K with the intercept's intercept_scaling**2."""
+    diag = np.einsum("ij,ij->i", X, X) if kernel == "linear" else np.ones(len(X))
+    return 1.0 / (EPS * len(X) * (diag.max() + intercept_scaling**2))
+
+
+@pytest.mark.parametrize("c_ref, C_fraction, tol", [(1e11, 0.9, 0.1), (1e9, 0.99, 1e-3)])
+def test_rbf_svc_huge_C_from_sloppy_reference_needs_no_repair(cancer, c_ref, C_fraction,
+                                                                tol):
     """The defect: RBF SafeSVC on standardised breast cancer, a loose reference far below
     C = 1e14 / 1e15; the intersection test fixed samples from margins and a BT2 radius
     whose round-off C amplifies (the radius came out too small), and the certificate
-    repaired them with a ScreeningRepairWarning."""
+    repaired them with a ScreeningRepairWarning. Those C are now refused (above the
+    largest C float64 resolves here, 4e12); the same holds just below that limit."""
     X, y = cancer
+    C = C_fraction * c_limit(X, "rbf")
     ctx = _quiet()
     try:
         model = SafeSVC(kernel="rbf", C=c_ref, tol=tol, warm_start=True,
@@ -96,7 +109,8 @@ def test_svc_any_C_from_sloppy_reference(seed, kernel, log_ratio, noise, up, rul
     X = StandardScaler().fit_transform(X)
     Za = np.hstack([X, np.ones((len(y), 1))]) * np.where(y == 1, 1.0, -1.0)[:, None]
     c_min = critical_C(Za @ Za.sum(axis=0)) if kernel == "linear" else 1e-3
-    C = float(np.exp(np.log(c_min) + log_ratio * (np.log(1e15) - np.log(c_min))))
+    top = min(1e15, c_limit(X, kernel) / 3)  # (the reference may be 3 C)
+    C = float(np.exp(np.log(c_min) + log_ratio * (np.log(top) - np.log(c_min))))
     C_ref = C / 3 if up else C * 3
     kw = dict(kernel=kernel, gamma=0.5) if kernel == "rbf" else dict(kernel=kernel)
     ctx = _quiet()
@@ -125,9 +139,10 @@ def _lad_data(seed, n=80, d=3):
        log_C=st.floats(-3.0, 15.0), noise=st.sampled_from([1e-3, 1e-1, 0.5]),
        up=st.booleans())
 def test_lad_any_C_from_sloppy_reference(seed, kernel, log_C, noise, up):
-    """SafeLAD likewise, C log-uniform in [1e-3, 1e15]."""
+    """SafeLAD likewise, C log-uniform in [1e-3, 1e15], capped at the largest accepted
+    C (a third of it: the reference may be 3 C)."""
     X, y = _lad_data(seed)
-    C = 10.0**log_C
+    C = min(10.0**log_C, c_limit(X) / 3)
     C_ref = C / 3 if up else C * 3
     kw = dict(kernel=kernel, gamma=0.5) if kernel == "rbf" else dict(kernel=kernel)
     ctx = _quiet()
@@ -145,17 +160,68 @@ def test_lad_any_C_from_sloppy_reference(seed, kernel, log_C, noise, up):
 
 # -------------------------------------------------------- beyond double precision ---
 def test_precision_warning_lad_huge_C():
-    """SafeLAD at C = 1e15: the free dual variables, stored to one rounding of C, leave
-    a gap float64 cannot resolve; the fit says so instead of returning silently."""
+    """SafeLAD just below the largest C float64 resolves: the free dual variables,
+    stored to one rounding of C, leave a gap float64 cannot resolve to tol=1e-8; the
+    fit says so instead of returning silently."""
     X, y = _lad_data(0, n=200)
     with pytest.warns(PrecisionWarning, match="beyond double precision|float64 arithmetic"):
-        SafeLAD(C=1e15).fit(X, y)
+        SafeLAD(C=0.9 * c_limit(X), tol=1e-8).fit(X, y)
 
 
 def test_precision_warning_svc_huge_C(cancer):
     X, y = cancer
     with pytest.warns(PrecisionWarning, match="beyond double precision|float64 arithmetic"):
-        SafeSVC(kernel="linear", C=1e15).fit(X, y)
+        SafeSVC(kernel="linear", C=0.9 * c_limit(X), tol=1e-8).fit(X, y)
+
+
+def _lad_regression(scale):
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(100, 5, noise=1, random_state=0)
+    return X * scale, y
+
+
+# (gamma="scale" makes the RBF kernel scale-free: a scaled X is refused for "linear")
+@pytest.mark.parametrize("Estimator, kernel, scale, C", [
+    *[(E, "linear", scale, 1.0) for E in (SafeLAD, SafeSVC) for scale in (1e9, 1e12, 1e50)],
+    *[(E, k, 1.0, C) for E in (SafeLAD, SafeSVC) for k in ("linear", "rbf")
+      for C in (1e15, 1e300)]])
+def test_unresolvable_scale_or_C_is_refused_with_the_figure(Estimator, kernel, scale, C):
+    """SafeLAD on X * 1e9 used to return R^2 = -1e35 (an objective 4e17 times that of
+    coef_ = 0) with only a PrecisionWarning, likewise at scales 1e12-1e50 and C = 1e15;
+    SafeSVC at C = 1e300 ran for seconds and leaked numpy overflow warnings."""
+    X, y = _lad_regression(scale)
+    if Estimator is SafeSVC:
+        y = y > np.median(y)
+    limit = c_limit(X, kernel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused before any solve: nothing leaks
+        with pytest.raises(ValueError, match=r"C \* sum\(sample weights\) \* max_i "
+                           r"K\(x_i, x_i\) = 10\^[0-9.]+ exceeds 1/eps = 4.5e\+15.*Use C <= "
+                           + f"{limit:.3g}".replace("+", r"\+")):
+            Estimator(C=C, kernel=kernel).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [SafeLAD, SafeSVC])
+def test_largest_accepted_C_is_no_worse_than_coef_zero(Estimator):
+    """Just below the limit the fit is accepted and its objective is below that of
+    coef_ = 0 (above it, it was up to 1e15 times worse)."""
+    X, y = _lad_regression(1.0)
+    C = 0.9 * c_limit(X)
+    ctx = _quiet()
+    try:
+        if Estimator is SafeLAD:
+            m = Estimator(C=C, kernel="linear").fit(X, y)
+            loss, zero = np.abs(y - X @ m.coef_ - m.intercept_), np.abs(y)
+        else:
+            y = np.where(y > np.median(y), 1.0, -1.0)
+            m = Estimator(C=C, kernel="linear").fit(X, y)
+            loss = np.maximum(0.0, 1.0 - y * m.decision_function(X))
+            zero = np.ones_like(y)
+    finally:
+        ctx.__exit__(None, None, None)
+    w = np.append(np.ravel(m.coef_), np.ravel(m.intercept_))
+    assert 0.5 * w @ w + C * loss.sum() < C * zero.sum()
 
 
 @pytest.mark.parametrize("estimator", [SafeSVC(kernel="linear", C=10.0),

@@ -517,3 +517,60 @@ def test_warm_start_sees_changed_weights(change):
     assert model._path.fingerprint != before
     cold.fit(X, y, sw2)
     np.testing.assert_allclose(model.coef_, cold.coef_, rtol=1e-4, atol=1e-6)
+
+
+def _shape_kernel(shape):
+    """A callable kernel whose value has the given shape (a function of A's and B's
+    lengths) or is a scalar (``shape=None``)."""
+    def kernel(A, B):
+        return 1.0 if shape is None else np.ones(shape(A.shape[0], B.shape[0]))
+    return kernel
+
+
+@pytest.mark.parametrize("Estimator", [SafeSVC, SafeLAD])
+@pytest.mark.parametrize("kernel, actual", [
+    (_shape_kernel(lambda na, nb: (na, 3)), r"an array of shape \(50, 3\)"),
+    (_shape_kernel(None), r"a scalar of shape \(\)"),
+    (_shape_kernel(lambda na, nb: (na * nb,)), r"an array of shape \(2500,\)"),
+])
+def test_callable_kernel_of_the_wrong_shape_is_refused_plainly(Estimator, kernel, actual):
+    """Used to end in a numpy broadcast error or a LinAlgError inside the solver."""
+    X, y = make_binary(n=50, d=4, seed=32)
+    with pytest.raises(ValueError, match=r"must return an array of shape \(len\(A\), "
+                                         r"len\(B\)\) = \(50, 50\) .*; it returned " + actual):
+        Estimator(kernel=kernel).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [SafeSVC, SafeLAD])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_callable_kernel_returning_non_finite_values(Estimator, bad):
+    """A NaN used to be reported as 'not symmetric', with a numpy RuntimeWarning."""
+    X, y = make_binary(n=40, d=3, seed=33)
+
+    def kernel(A, B):
+        K = A @ B.T
+        K[0, -1] = bad
+        return K
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy RuntimeWarning leaks either
+        with pytest.raises(ValueError, match="kernel returned non-finite values"):
+            Estimator(kernel=kernel).fit(X, y)
+        with pytest.raises(ValueError, match="kernel returned non-finite values"):
+            Estimator(kernel=kernel, screening=None).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [SafeSVC, SafeLAD])
+def test_callable_kernel_of_the_wrong_shape_at_predict(Estimator):
+    """A kernel right on the training set and wrong on new samples used to fail with
+    'dot2_accumulate: shapes do not match'."""
+    X, y = make_binary(n=40, d=3, seed=34)
+
+    def kernel(A, B):
+        return A @ B.T if A.shape[0] == 40 else np.ones((A.shape[0], 2))
+
+    model = Estimator(kernel=kernel).fit(X, y)
+    n_sv = model.support_vectors_.shape[0]
+    with pytest.raises(ValueError, match=rf"= \(7, {n_sv}\) .*an array of shape \(7, 2\)"):
+        model.predict(X[:7])

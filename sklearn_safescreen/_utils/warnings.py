@@ -52,3 +52,8 @@ def warn_user(message: str, category: type[Warning]) -> None:
             break
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level + 1)
+
+
+class LongFitWarning(UserWarning):
+    """A kernel fit is estimated to take long (at least a minute); the message gives the
+    estimate and what it rests on. ``verbose=1`` prints progress during the fit."""

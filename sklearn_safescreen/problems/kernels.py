@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
 from .._utils import memory
+from .._utils.kernel_values import check_kernel_output
 from ._box_qp_fast import (
     add_rows,
     dot2_accumulate,
@@ -258,7 +259,7 @@ class KernelMatrix:
     def cross(self, A, B) -> np.ndarray:
         """Kernel between two sets of raw samples (no bias)."""
         if callable(self.kernel):
-            K = self.kernel(A, B)
+            K = check_kernel_output(self.kernel(A, B), A, B)
         else:
             K = pairwise_kernels(A, B, metric=self.kernel, filter_params=True,
                                  **self.kernel_params)

@@ -1,0 +1,45 @@
+"""Every gap an estimator prints says whether it is relative or absolute (the metric
+learner used to print "certificate full gap=4.2e-07" (relative) beside
+"dual_gap=1.5e-03" (absolute), neither labelled)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_safescreen import SafeDoublySparseSVC, SafeDoublySparseSVR, SafeMetricLearner
+
+
+def _gap_lines(out: str, tag: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(tag) and "gap" in line]
+
+
+def _labelled(line: str) -> bool:
+    """Every 'gap' figure of the line is preceded by 'relative'/'absolute' within its
+    phrase, or named rel_gap."""
+    for m in re.finditer(r"gap", line):
+        before = line[max(0, m.start() - 24):m.start()]
+        if not re.search(r"relative|absolute|rel_", before):
+            return False
+    return True
+
+
+def test_metric_learner_summary_labels_both_gaps(capsys):
+    X, y = load_iris(return_X_y=True)
+    ml = SafeMetricLearner(verbose=1).fit(StandardScaler().fit_transform(X), y)
+    (line,) = [s for s in capsys.readouterr().out.splitlines() if " done: " in s]
+    assert f"absolute dual_gap_={ml.dual_gap_:.3e} (relative " in line
+    assert _labelled(line)
+
+
+@pytest.mark.parametrize("Estimator", [SafeDoublySparseSVC, SafeDoublySparseSVR])
+def test_doubly_sparse_line_says_absolute(Estimator, capsys):
+    X, y = load_iris(return_X_y=True)
+    model = Estimator(verbose=1).fit(X, (y == 0).astype(float))
+    (line,) = _gap_lines(capsys.readouterr().out, f"[{Estimator.__name__}]")
+    assert f"absolute gap {np.max(model.dual_gap_):.2e}" in line
+    assert _labelled(line)
