@@ -506,7 +506,7 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
             done = (f"{'closed-form':<16}" if getattr(report, "closed_form", False)
                     else f"screened={rates[-1]:7.1%}")
             print(f"[path] {param_name}={value:<11.5g} {done} "
-                  f"gap={gap:9.2e} iter={n_iter:<6d} time={elapsed:.3f}s")
+                  f"abs_gap={gap:9.2e} iter={n_iter:<6d} time={elapsed:.3f}s")
         if eps_path and i == len(grid) - 1 and len(grid) < _EPS_PATH_MAX_VALUES:
             nxt = step._eps_path_next(eps, stop)
             if nxt is not None:

@@ -43,3 +43,23 @@ def test_doubly_sparse_line_says_absolute(Estimator, capsys):
     (line,) = _gap_lines(capsys.readouterr().out, f"[{Estimator.__name__}]")
     assert f"absolute gap {np.max(model.dual_gap_):.2e}" in line
     assert _labelled(line)
+
+
+def _every_gap_labelled(out: str) -> list[str]:
+    lines = [line for line in out.splitlines() if "gap" in line]
+    assert lines
+    return [line for line in lines if not re.search(r"(rel_|abs_|relative|absolute)", line)]
+
+
+@pytest.mark.parametrize("estimator", ["svc", "lad", "metric"])
+def test_every_verbose_gap_of_the_engines_and_the_path_is_labelled(estimator, capsys):
+    from sklearn_safescreen import SafeLAD, SafeSVC
+    from sklearn_safescreen.path import estimator_path
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = {"svc": SafeSVC(verbose=1), "lad": SafeLAD(verbose=1),
+             "metric": SafeMetricLearner(verbose=2)}[estimator]
+    target = X[:, 0] if estimator == "lad" else y
+    estimator_path(model, X, target, n_values=3, verbose=1)
+    assert _every_gap_labelled(capsys.readouterr().out) == []

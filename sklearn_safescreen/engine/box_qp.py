@@ -306,7 +306,7 @@ class BoxQPPath:
         if verbose:
             print(f"[{self.label}]{' ' + self.name if self.name else ''} C={C:<10.4g} "
                   f"screened R={n_lower:<6d} L={n_upper:<6d} "
-                  f"free={n - n_lower - n_upper:<6d} gap={cert.rel_gap:.2e} "
+                  f"free={n - n_lower - n_upper:<6d} rel_gap={cert.rel_gap:.2e} "
                   f"iter={result.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
         # the next step's reference: compensated margins, gap and their error bounds
         # (kernel mode: the certificate's margins, compensated already)
@@ -466,6 +466,6 @@ class LADPath(BoxQPPath):
             return self._closed_form_answer(
                 C, n_lo, n_hi, report, verbose,
                 f"C <= C_min={c_min:.4g}: R={n_lo} L={n_hi} at alpha=-/+C, "
-                f"gap={rel_gap:.2e}")
+                f"rel_gap={rel_gap:.2e}")
         self.reference, _ = data.closed_form(c_min, slope, pred)
         return _internal_grid(c_min, C)

@@ -493,8 +493,8 @@ class _ReducedTriplets:
     def _log_certificate(self, rel_gap: float, reduced) -> None:
         if not self.settings.verbose:
             return
-        self.settings.log(f"alpha={self.alpha:<10.4g} certificate full gap={rel_gap:.3e} "
-                          f"(reduced {reduced.rel_gap:.3e}) iter={self.res.n_iter}")
+        self.settings.log(f"alpha={self.alpha:<10.4g} certificate full rel_gap={rel_gap:.3e} "
+                          f"(reduced rel_gap={reduced.rel_gap:.3e}) iter={self.res.n_iter}")
 
     def stop_dynamic_screening(self) -> None:
         self.hook = None
@@ -613,7 +613,7 @@ class DynamicScreening(pg.ScreeningHook):
         if s.verbose > 1 or (s.verbose and moment == "reference"):
             s.log(f"alpha={self.alpha:<10.4g} {moment:<9} {name:<8} R+={R_idx.size:<7d} "
                   f"L+={L_idx.size:<7d} active={problem.work.size:<8d} "
-                  f"gap={ev.rel_gap:.2e} time={dt:.3e}s")
+                  f"rel_gap={ev.rel_gap:.2e} time={dt:.3e}s")
         if keep is None:
             return False
         return keep if contains_m else True
