@@ -25,11 +25,15 @@ ctypedef fused int32_or_64:
 cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
     void ss_axpy(int n, double a, const double* x, double* y)
 
-#: Below this many element operations a loop runs on one thread: a parallel region
-#: costs a few microseconds (waking the threads), about what 30,000 simple element
-#: updates take on one core.
+#: Below this many floating-point operations a loop runs on one thread: a parallel
+#: region costs a few microseconds on an idle machine (waking the threads), and much
+#: more when other processes hold the cores, about what this much work takes on one.
 cdef enum:
-    PARALLEL_MIN_WORK = 32768
+    PARALLEL_MIN_WORK = 131072
+
+#: Floating-point operations of one compensated (Dot2) step: TwoProduct, TwoSum and the
+#: sums of the errors and of the absolute values.
+cdef double DOT2_FLOPS = 12.0
 
 #: Output columns per task of the column-split loops: the accumulators of a block
 #: stay in the first-level cache across the rows summed into them (as in _dot2.h).
@@ -38,7 +42,7 @@ cdef enum:
 
 
 cdef int _n_threads(double work, int n_threads) except -1:
-    """The threads of a loop of ``work`` element operations (see the module's
+    """The threads of a loop of ``work`` floating-point operations (see the module's
     docstring)."""
     if n_threads > 0:
         return n_threads
@@ -81,7 +85,7 @@ def add_rows(double[::1] g, const double[:, ::1] A, const int64_t[::1] rows,
         raise ValueError("add_rows: shapes do not match")
     if n == 0 or m == 0:
         return
-    cdef int nt = _n_threads(<double>n * m, n_threads)
+    cdef int nt = _n_threads(2.0 * n * m, n_threads)
     with nogil:
         # dynamic: the blocks are equal, the cores of a shared machine may not be
         for b in prange(n_blocks, num_threads=nt, schedule="dynamic"):
@@ -155,7 +159,7 @@ def dot2_dense(const double[:, ::1] X, const double[::1] coef, int n_threads=0):
         return s_arr, a_arr
     cdef double[::1] s = s_arr, c = c_arr, ab = a_arr
     _dot2_columns(&X[0, 0] if n else NULL, d, NULL, n, &coef[0] if n else NULL, d,
-                  &s[0], &c[0], &ab[0], _n_threads(<double>n * d, n_threads))
+                  &s[0], &c[0], &ab[0], _n_threads(DOT2_FLOPS * n * d, n_threads))
     with nogil:
         for k in range(d):
             s[k] = s[k] + c[k]
@@ -180,7 +184,7 @@ def dot2_rows(const double[:, ::1] X, const double[::1] w, int n_threads=0):
     # a block of rows, transposed, takes at most about 1 MB
     cdef Py_ssize_t block = max(8, min(256, (1 << 17) // d))
     cdef Py_ssize_t n_blocks = (n + block - 1) // block
-    cdef int nt = _n_threads(<double>n * d, n_threads)
+    cdef int nt = _n_threads(DOT2_FLOPS * n * d, n_threads)
     buf = np.empty(nt * block * d)
     cdef double[::1] o = out, ab = a_arr, c = c_arr, t_all = buf
     cdef double* t
@@ -207,7 +211,8 @@ def dot2_csr(const double[::1] data, const int32_or_64[::1] indices,
     cdef Py_ssize_t i, start, n = indptr.shape[0] - 1
     out, a_arr = np.zeros(n), np.zeros(n)
     cdef double[::1] o = out, ab = a_arr
-    cdef int nt = _n_threads(<double>(indptr[n] - indptr[0]) if n > 0 else 0.0, n_threads)
+    cdef int nt = _n_threads(DOT2_FLOPS * (indptr[n] - indptr[0]) if n > 0 else 0.0,
+                             n_threads)
     with nogil:
         # dynamic, in chunks: the rows' lengths differ
         for i in prange(n, num_threads=nt, schedule="dynamic", chunksize=256):
@@ -261,7 +266,7 @@ def dot2_accumulate(double[::1] s, double[::1] c, double[::1] ab,
     if n == 0 or m == 0:
         return
     _dot2_columns(&block[0, 0], n, NULL, m, &coef[0], n, &s[0], &c[0], &ab[0],
-                  _n_threads(<double>n * m, n_threads))
+                  _n_threads(DOT2_FLOPS * n * m, n_threads))
 
 
 def dot2_add_rows(double[::1] s, double[::1] c, double[::1] ab, const double[:, ::1] A,
@@ -277,7 +282,7 @@ def dot2_add_rows(double[::1] s, double[::1] c, double[::1] ab, const double[:, 
     if n == 0 or m == 0:
         return
     _dot2_columns(&A[0, 0], n, &rows[0], m, &coef[0], n, &s[0], &c[0], &ab[0],
-                  _n_threads(<double>n * m, n_threads))
+                  _n_threads(DOT2_FLOPS * n * m, n_threads))
 
 
 cdef void _dot2_columns(const double* A, Py_ssize_t ld, const int64_t* rows, Py_ssize_t m,
@@ -359,7 +364,7 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
     cdef const double* a_ptr = &A[0, 0] if d else &dummy
     cdef const double* b_ptr = &Bt[0, 0] if d else &dummy
     cdef Py_ssize_t ldb = Bt.strides[0] // sizeof(double), sd = d
-    nt = _n_threads(<double>n * m * (d + 4), n_threads)
+    nt = _n_threads(2.0 * n * m * (d + 4), n_threads)
     by_columns = m >= 2 * KERNEL_MIN_COLUMNS * nt or m >= n
     if by_columns:
         size = _round_up(max(KERNEL_MIN_COLUMNS, m // (nt * KERNEL_PARTS_PER_THREAD)), 64)

@@ -8,8 +8,9 @@ import numpy as np
 from .._utils.openmp import current_n_threads
 
 #: Below this many samples the pass runs on one thread: waking the threads would cost
-#: about what the pass itself does.
-cdef Py_ssize_t PARALLEL_MIN_SAMPLES = 32768
+#: about what the pass itself does (ten operations a sample; the threshold of the
+#: box-QP module's loops, problems/_box_qp_fast.pyx, in operations, is 131,072).
+cdef Py_ssize_t PARALLEL_MIN_SAMPLES = 16384
 
 
 def gap_ball_masks(const double[::1] margins, const double[::1] targets,
