@@ -17,6 +17,11 @@ left is serial: the greedy solver's loop, the Newton steps' factorisations, copi
 
 Run: python benchmarks/bench_parallel.py [--sizes 16000 32000] [--repeats 2]
 Writes the section "Parallel loops" of doc/benchmarks.md and prints it.
+
+``--part loops`` times the parallel functions alone on the path's shapes (16,000
+samples, 20 features), one thread against all, alternated, best of ``--repeats`` calls
+(short calls: the best of many is the time when no other process held a core), and
+prints a table (nothing written).
 """
 
 from __future__ import annotations
@@ -100,11 +105,49 @@ def walk(X, y, Cs, threads: int):
     return wall, cpu, dict(SPENT), est.dual_coef_.copy()
 
 
+def bench_loops(repeats: int) -> None:
+    from sklearn_safescreen.problems._box_qp_fast import (
+        add_rows,
+        dot2_add_rows,
+        row_sq_norms,
+        symmetric_kernel_block,
+    )
+
+    rng = np.random.default_rng(0)
+    n, d, n_all = 16000, 20, openmp.effective_n_threads()
+    X = rng.standard_normal((n, d))
+    Xt, sq = np.ascontiguousarray(X.T), row_sq_norms(X)
+    R = rng.standard_normal((4000, n))
+    rows, coef = np.arange(4000, dtype=np.int64), rng.standard_normal(4000)
+    acc = [np.zeros(n) for _ in range(3)]
+    cases = {f"kernel block {r} x {n} (RBF)": (
+        lambda nt, r=r: symmetric_kernel_block(X[:r].copy(), sq[:r], Xt, sq, 1, 0.05, 0.0,
+                                               1.0, n_threads=nt)) for r in (1, 16, 512)}
+    cases[f"compensated margins, 4000 cached rows x {n}"] = (
+        lambda nt: dot2_add_rows(*acc, R, rows, coef, n_threads=nt))
+    cases[f"row sums, 4000 cached rows x {n}"] = (
+        lambda nt: add_rows(acc[0], R, rows, coef, n_threads=nt))
+    print(f"| loop | 1 thread | {n_all} threads | speed-up |\n|---|---|---|---|")
+    for name, run in cases.items():
+        best = {1: np.inf, n_all: np.inf}
+        for _ in range(repeats):
+            for nt in best:
+                t0 = time.perf_counter()
+                run(nt)
+                best[nt] = min(best[nt], time.perf_counter() - t0)
+        print(f"| {name} | {best[1] * 1e3:.2f} ms | {best[n_all] * 1e3:.2f} ms | "
+              f"{best[1] / best[n_all]:.2f}x |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[16000, 32000])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--part", choices=["path", "loops"], default="path")
     args = parser.parse_args()
+    if args.part == "loops":
+        bench_loops(args.repeats)
+        return
     instrument()
     Cs = np.logspace(-1, 2, 10)
     n_all = openmp.effective_n_threads()

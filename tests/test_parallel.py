@@ -251,3 +251,17 @@ def test_an_rbf_path_is_the_same_on_one_and_on_two_threads():
         _same(a[1], b[1])
         _same(a[2], b[2])
         assert a[3] == b[3]
+
+
+@pytest.mark.parametrize("user", [None, "ACTIVE"])
+def test_the_wait_policy_is_passive_unless_the_user_chose(user):
+    """Set before the runtime loads (it reads the variable once), never over the
+    user's choice."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if user is not None:
+        env["OMP_WAIT_POLICY"] = user
+    code = "import os, sklearn_safescreen; print(os.environ['OMP_WAIT_POLICY'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == (user or "PASSIVE")

@@ -42,13 +42,11 @@ def team_size(int n_threads) -> int:
     # an array element, not a variable: a variable assigned in a parallel block is
     # private to each thread
     cdef int size[1]
-    cdef int tid
     size[0] = 1
     if n_threads < 1:
         raise ValueError("team_size: n_threads must be positive")
     with nogil, parallel(num_threads=n_threads):
-        tid = threadid()
-        if tid == 0:
+        if threadid() == 0:
             size[0] = ss_num_threads()
     return size[0]
 

@@ -12,7 +12,6 @@ used as given (the tests compare 1 and 2 threads on small inputs)."""
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport fabs, pow
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc
 
 import numpy as np
 
