@@ -53,8 +53,8 @@ OPENMP_MODULES = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.screening._bal
 #: the single-threaded build of a compiler without OpenMP, for testing that path.
 NO_OPENMP_VARIABLE = "SKLEARN_SAFESCREEN_NO_OPENMP"
 
-#: Flags to try, in order: GCC and clang (Linux, MinGW), MSVC, Apple clang with the
-#: Homebrew libomp (which it does not find by itself).
+#: (compile, link) flags to try, in order: GCC and clang (Linux, MinGW), MSVC (whose
+#: linker takes no flag), Apple clang with the Homebrew libomp.
 OPENMP_FLAG_CANDIDATES = (
     (["-fopenmp"], ["-fopenmp"]),
     (["/openmp"], []),
@@ -88,7 +88,7 @@ def _openmp_flags(compiler) -> tuple[list[str], list[str]] | None:
                 objects = compiler.compile([str(src)], output_dir=tmp,
                                            extra_postargs=compile_flags)
                 compiler.link_executable(objects, "openmp_probe", output_dir=tmp,
-                                         extra_postargs=compile_flags + link_flags)
+                                         extra_postargs=link_flags)
             except Exception:  # CompileError, LinkError, or a compiler not found
                 continue
         return compile_flags, link_flags
@@ -107,7 +107,7 @@ class BuildExt(build_ext):
             for ext in self.extensions:
                 if ext.name in OPENMP_MODULES:
                     ext.extra_compile_args = list(ext.extra_compile_args) + flags[0]
-                    ext.extra_link_args = list(ext.extra_link_args) + flags[0] + flags[1]
+                    ext.extra_link_args = list(ext.extra_link_args) + flags[1]
         super().build_extensions()
 
 
