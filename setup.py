@@ -10,10 +10,13 @@ installed beside the package (``--no-build-isolation``).
 
 import os
 import sys
+import tempfile
+import textwrap
 from pathlib import Path
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = "sklearn_safescreen"
@@ -41,6 +44,73 @@ EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast"}
 NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 
 
+#: Modules with parallel loops (Cython ``prange``): built with the compiler's OpenMP flags
+#: when it has them (see :class:`BuildExt`); without them the loops run on one thread.
+OPENMP_MODULES = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.screening._balls_fast",
+                  f"{PACKAGE}._utils._openmp_fast"}
+
+#: Set (to anything but "" or "0") to build without OpenMP even where the compiler has it:
+#: the single-threaded build of a compiler without OpenMP, for testing that path.
+NO_OPENMP_VARIABLE = "SKLEARN_SAFESCREEN_NO_OPENMP"
+
+#: (compile, link) flags to try, in order: GCC and clang (Linux, MinGW), MSVC (whose
+#: linker takes no flag), Apple clang with the Homebrew libomp.
+OPENMP_FLAG_CANDIDATES = (
+    (["-fopenmp"], ["-fopenmp"]),
+    (["/openmp"], []),
+    (["-Xpreprocessor", "-fopenmp"], ["-lomp"]),
+)
+
+_OPENMP_PROBE = textwrap.dedent("""\
+    #include <omp.h>
+    #include <stdio.h>
+    int main(void) {
+        int n = 0;
+        #pragma omp parallel reduction(+: n)
+        n += 1;
+        printf("%d %d\\n", n, omp_get_max_threads());
+        return 0;
+    }
+""")
+
+
+def _openmp_flags(compiler) -> tuple[list[str], list[str]] | None:
+    """The (compile, link) flags with which ``compiler`` compiles and links a small
+    OpenMP program, or None when no candidate does (or OpenMP is switched off)."""
+    if os.environ.get(NO_OPENMP_VARIABLE, "") not in ("", "0"):
+        print(f"{NO_OPENMP_VARIABLE} is set: building without OpenMP (one thread)")
+        return None
+    for compile_flags, link_flags in OPENMP_FLAG_CANDIDATES:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "openmp_probe.c"
+            src.write_text(_OPENMP_PROBE)
+            try:
+                objects = compiler.compile([str(src)], output_dir=tmp,
+                                           extra_postargs=compile_flags)
+                compiler.link_executable(objects, "openmp_probe", output_dir=tmp,
+                                         extra_postargs=link_flags)
+            except Exception:  # CompileError, LinkError, or a compiler not found
+                continue
+        return compile_flags, link_flags
+    print("warning: the C compiler does not support OpenMP; the compiled loops of "
+          "sklearn_safescreen will run on one thread")
+    return None
+
+
+class BuildExt(build_ext):
+    """``build_ext`` that adds the OpenMP flags to :data:`OPENMP_MODULES` when the
+    compiler has them (checked once per build, as scikit-learn's build helpers do)."""
+
+    def build_extensions(self):
+        flags = _openmp_flags(self.compiler)
+        if flags is not None:
+            for ext in self.extensions:
+                if ext.name in OPENMP_MODULES:
+                    ext.extra_compile_args = list(ext.extra_compile_args) + flags[0]
+                    ext.extra_link_args = list(ext.extra_link_args) + flags[1]
+        super().build_extensions()
+
+
 def extensions() -> list[Extension]:
     sources = sorted((HERE / PACKAGE).rglob("*.pyx"))
     names = [".".join(p.relative_to(HERE).with_suffix("").parts) for p in sources]
@@ -54,4 +124,5 @@ def extensions() -> list[Extension]:
 
 
 setup(ext_modules=cythonize(extensions(), compiler_directives=DIRECTIVES,
-                            nthreads=os.cpu_count() or 1))
+                            nthreads=os.cpu_count() or 1),
+      cmdclass={"build_ext": BuildExt})

@@ -1,5 +1,7 @@
 """Scikit-learn estimators whose solvers use safe screening."""
 
+# first: sets the OpenMP wait policy before a compiled module loads the runtime
+from ._utils import openmp_policy  # noqa: F401, I001
 from ._utils.warnings import LongFitWarning, PrecisionWarning, ScreeningRepairWarning
 from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR, doubly_sparse_path
 from .engine.report import ScreeningEvent, ScreeningReport

@@ -15,6 +15,8 @@ import threading
 from sklearn.utils._param_validation import validate_parameter_constraints
 from threadpoolctl import ThreadpoolController
 
+from ._utils.openmp import fit_threads
+
 
 class PathEstimatorMixin:
     """The path protocol, and the warm-start state it relies on.
@@ -168,11 +170,13 @@ SOLVER_BLAS_THREADS = 1
 
 
 def limit_blas_threads(fit):
-    """Decorator: run an estimator's ``fit`` under :func:`single_blas_thread`."""
+    """Decorator: run an estimator's ``fit`` under :func:`single_blas_thread`, with the
+    OpenMP threads of its compiled loops fixed from its ``n_jobs``
+    (:func:`~sklearn_safescreen._utils.openmp.fit_threads`)."""
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
-        with single_blas_thread():
+        with single_blas_thread(), fit_threads(getattr(self, "n_jobs", None)):
             return fit(self, *args, **kwargs)
 
     return wrapper

@@ -120,7 +120,10 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         (as LinearSVC's do), down to samples whose decision value is exactly 0; pass a
         RandomState for permutations that differ between fits.
     n_jobs : int, default=None
-        One-vs-rest classes solved in parallel through joblib.
+        One-vs-rest classes solved in parallel through joblib; also the most OpenMP
+        threads of the compiled loops (kernel rows, margins, screening passes), which by
+        default use every core allowed by ``OMP_NUM_THREADS`` and threadpoolctl, as
+        scikit-learn's OpenMP estimators do. Results do not depend on it.
     cache_size : float, default=200
         Memory (MB) of the kernel row cache, as in SVC; it persists across warm-started
         fits on the same data, so a path evaluates each needed kernel row once.

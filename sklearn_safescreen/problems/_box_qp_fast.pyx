@@ -1,27 +1,69 @@
 """Compiled kernels of the box-QP problem: per-sample duality gaps, kernel-row sums and
-compensated (twice-the-working-precision) matrix-vector products."""
+compensated (twice-the-working-precision) matrix-vector products.
 
+The loops over samples run on OpenMP threads (``prange``; one thread in a build without
+OpenMP). Each splits its *output elements* among the threads, never a sum: an element's
+value is computed by one thread, in the order of the one-thread loop, so every result is
+the same bit for bit whatever the number of threads. ``n_threads``: 0 (the default)
+takes :func:`~sklearn_safescreen._utils.openmp.current_n_threads` when the work is large
+enough to pay for waking the threads, and one thread below that; a positive count is
+used as given (the tests compare 1 and 2 threads on small inputs)."""
+
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport fabs, pow
 from libc.stdint cimport int32_t, int64_t
-from scipy.linalg.cython_blas cimport daxpy
 
 import numpy as np
+
+from .._utils.openmp import current_n_threads
 
 ctypedef fused int32_or_64:
     int32_t
     int64_t
 
+cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
+    void ss_axpy(int n, double a, const double* x, double* y)
+
+#: Below this many floating-point operations a loop runs on one thread: a parallel
+#: region costs a few microseconds on an idle machine (waking the threads), and much
+#: more when other processes hold the cores, about what this much work takes on one.
+cdef enum:
+    PARALLEL_MIN_WORK = 131072
+
+#: Floating-point operations of one compensated (Dot2) step: TwoProduct, TwoSum and the
+#: sums of the errors and of the absolute values.
+cdef double DOT2_FLOPS = 12.0
+
+#: Output columns per task of the column-split loops: the accumulators of a block
+#: stay in the first-level cache across the rows summed into them (as in _dot2.h).
+cdef enum:
+    COLUMN_BLOCK = 1024
+
+
+cdef int _n_threads(double work, int n_threads) except -1:
+    """The threads of a loop of ``work`` floating-point operations (see the module's
+    docstring)."""
+    if n_threads > 0:
+        return n_threads
+    if n_threads < 0:
+        raise ValueError("n_threads must be 0 (automatic) or positive")
+    if work < PARALLEL_MIN_WORK:
+        return 1
+    return current_n_threads()
+
 
 def gap_terms(const double[::1] q, const double[::1] p, const double[::1] lo,
-              const double[::1] hi, const double[::1] alpha, const int64_t[::1] rows):
+              const double[::1] hi, const double[::1] alpha, const int64_t[::1] rows,
+              int n_threads=0):
     """Per-sample duality gap ``max(-lo g, -hi g) + alpha g``, ``g = q - p``, of
     ``rows`` (``q`` holds their margins), without gathering the other arrays."""
     cdef Py_ssize_t k, i, m = rows.shape[0]
     cdef double g
+    cdef int nt = _n_threads(4.0 * m, n_threads)
     out = np.empty(m)
     cdef double[::1] o = out
     with nogil:
-        for k in range(m):
+        for k in prange(m, num_threads=nt, schedule="static"):  # equal elements
             i = rows[k]
             g = q[k] - p[i]
             o[k] = max(-lo[i] * g, -hi[i] * g) + alpha[i] * g
@@ -29,19 +71,28 @@ def gap_terms(const double[::1] q, const double[::1] p, const double[::1] lo,
 
 
 def add_rows(double[::1] g, const double[:, ::1] A, const int64_t[::1] rows,
-             const double[::1] coef):
+             const double[::1] coef, int n_threads=0):
     """``g += coef @ A[rows]`` in place, without copying the rows, skipping zero
-    coefficients (``A[rows]`` of a 2,400 x 5,000 kernel block is 96 MB)."""
-    cdef int n = g.shape[0], one = 1
-    cdef Py_ssize_t k
-    cdef double c
-    if A.shape[1] != n or coef.shape[0] != rows.shape[0]:
+    coefficients (``A[rows]`` of a 2,400 x 5,000 kernel block is 96 MB).
+
+    Each element of ``g`` gets the rows' products in the order of ``rows``, each
+    product rounded and then added (this module is compiled without contraction into
+    FMAs), in column blocks split among the threads."""
+    cdef Py_ssize_t n = g.shape[0], m = rows.shape[0], k, b, j0, length
+    cdef Py_ssize_t n_blocks = (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK
+    if A.shape[1] != n or coef.shape[0] != m:
         raise ValueError("add_rows: shapes do not match")
+    if n == 0 or m == 0:
+        return
+    cdef int nt = _n_threads(2.0 * n * m, n_threads)
     with nogil:
-        for k in range(rows.shape[0]):
-            c = coef[k]
-            if c != 0.0:
-                daxpy(&n, &c, <double*>&A[rows[k], 0], &one, &g[0], &one)
+        # dynamic: the blocks are equal, the cores of a shared machine may not be
+        for b in prange(n_blocks, num_threads=nt, schedule="dynamic"):
+            j0 = b * COLUMN_BLOCK
+            length = min(COLUMN_BLOCK, n - j0)
+            for k in range(m):
+                if coef[k] != 0.0:
+                    ss_axpy(<int>length, coef[k], &A[rows[k], j0], &g[j0])
 
 
 def gap_error_terms(const double[::1] q, const double[::1] p, const double[::1] lo,
@@ -94,11 +145,9 @@ cdef extern from "sklearn_safescreen/problems/_dot2.h" nogil:
                         double* s, double* c, double* ab)
     void d2_scatter_i64(Py_ssize_t n, double a, const double* vals, const int64_t* idx,
                         double* s, double* c, double* ab)
-    void d2_add_rows(Py_ssize_t n, const double* A, Py_ssize_t ld, const int64_t* rows,
-                     const double* coef, Py_ssize_t m, double* s, double* c, double* ab)
 
 
-def dot2_dense(const double[:, ::1] X, const double[::1] coef):
+def dot2_dense(const double[:, ::1] X, const double[::1] coef, int n_threads=0):
     """Compensated ``X' coef`` (length ``X.shape[1]``) and ``|X|' |coef|``, the latter
     in plain arithmetic (an error bound's ingredient)."""
     cdef Py_ssize_t i, k, n = X.shape[0], d = X.shape[1]
@@ -108,24 +157,24 @@ def dot2_dense(const double[:, ::1] X, const double[::1] coef):
     if d == 0:
         return s_arr, a_arr
     cdef double[::1] s = s_arr, c = c_arr, ab = a_arr
+    _dot2_columns(&X[0, 0] if n else NULL, d, NULL, n, &coef[0] if n else NULL, d,
+                  &s[0], &c[0], &ab[0], _n_threads(DOT2_FLOPS * n * d, n_threads))
     with nogil:
-        for i in range(n):
-            if coef[i] != 0.0:
-                d2_axpy(d, coef[i], &X[i, 0], &s[0], &c[0], &ab[0])
         for k in range(d):
             s[k] = s[k] + c[k]
     return s_arr, a_arr
 
 
-def dot2_rows(const double[:, ::1] X, const double[::1] w):
+def dot2_rows(const double[:, ::1] X, const double[::1] w, int n_threads=0):
     """Compensated ``X w`` (one Dot2 per row, over the features in order) and
     ``|X| |w|``.
 
     One row's Dot2 is a chain of dependent operations; blocks of rows are transposed
     into a buffer instead, so that a feature's values over the rows of a block form one
     vectorised compensated update: the same terms in the same order per row, so the
-    same values, several times faster."""
-    cdef Py_ssize_t i, i0, k, m, n = X.shape[0], d = X.shape[1]
+    same values, several times faster. The blocks are split among the threads, each
+    with its own buffer."""
+    cdef Py_ssize_t i, i0, k, m, b, n = X.shape[0], d = X.shape[1]
     if w.shape[0] != d:
         raise ValueError("dot2_rows: shapes do not match")
     out, a_arr, c_arr = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -133,11 +182,15 @@ def dot2_rows(const double[:, ::1] X, const double[::1] w):
         return out, a_arr
     # a block of rows, transposed, takes at most about 1 MB
     cdef Py_ssize_t block = max(8, min(256, (1 << 17) // d))
-    buf = np.empty(block * d)
-    cdef double[::1] o = out, ab = a_arr, c = c_arr, t = buf
-    with nogil:
-        i0 = 0
-        while i0 < n:
+    cdef Py_ssize_t n_blocks = (n + block - 1) // block
+    cdef int nt = _n_threads(DOT2_FLOPS * n * d, n_threads)
+    buf = np.empty(nt * block * d)
+    cdef double[::1] o = out, ab = a_arr, c = c_arr, t_all = buf
+    cdef double* t
+    with nogil, parallel(num_threads=nt):
+        t = &t_all[threadid() * block * d]
+        for b in prange(n_blocks, schedule="dynamic"):  # dynamic: shared cores
+            i0 = b * block
             m = min(block, n - i0)
             for i in range(m):
                 for k in range(d):
@@ -145,20 +198,23 @@ def dot2_rows(const double[:, ::1] X, const double[::1] w):
             for k in range(d):
                 if w[k] != 0.0:
                     d2_axpy(m, w[k], &t[k * m], &o[i0], &c[i0], &ab[i0])
-            i0 += m
-        for i in range(n):
-            o[i] = o[i] + c[i]
+            for i in range(i0, i0 + m):
+                o[i] = o[i] + c[i]
     return out, a_arr
 
 
 def dot2_csr(const double[::1] data, const int32_or_64[::1] indices,
-             const int32_or_64[::1] indptr, const double[::1] w):
-    """Compensated ``X w`` of a CSR matrix and ``|X| |w|``."""
+             const int32_or_64[::1] indptr, const double[::1] w, int n_threads=0):
+    """Compensated ``X w`` of a CSR matrix and ``|X| |w|`` (rows split among the
+    threads)."""
     cdef Py_ssize_t i, start, n = indptr.shape[0] - 1
     out, a_arr = np.zeros(n), np.zeros(n)
     cdef double[::1] o = out, ab = a_arr
+    cdef int nt = _n_threads(DOT2_FLOPS * (indptr[n] - indptr[0]) if n > 0 else 0.0,
+                             n_threads)
     with nogil:
-        for i in range(n):
+        # dynamic, in chunks: the rows' lengths differ
+        for i in prange(n, num_threads=nt, schedule="dynamic", chunksize=256):
             start = indptr[i]
             if indptr[i + 1] == start:
                 continue
@@ -199,23 +255,21 @@ def dot2_csr_transpose(const double[::1] data, const int32_or_64[::1] indices,
 
 
 def dot2_accumulate(double[::1] s, double[::1] c, double[::1] ab,
-                    const double[:, ::1] block, const double[::1] coef):
+                    const double[:, ::1] block, const double[::1] coef, int n_threads=0):
     """``(s, c) += block' coef`` with Dot2 accumulators (``s`` the sums, ``c`` their
     compensations, both of length ``block.shape[1]``) and ``ab += |block|' |coef|``:
     a kernel matrix-vector product accumulated block by block."""
     cdef Py_ssize_t k, m = block.shape[0], n = block.shape[1]
     if coef.shape[0] != m or s.shape[0] != n or c.shape[0] != n or ab.shape[0] != n:
         raise ValueError("dot2_accumulate: shapes do not match")
-    if n == 0:
+    if n == 0 or m == 0:
         return
-    with nogil:
-        for k in range(m):
-            if coef[k] != 0.0:
-                d2_axpy(n, coef[k], &block[k, 0], &s[0], &c[0], &ab[0])
+    _dot2_columns(&block[0, 0], n, NULL, m, &coef[0], n, &s[0], &c[0], &ab[0],
+                  _n_threads(DOT2_FLOPS * n * m, n_threads))
 
 
 def dot2_add_rows(double[::1] s, double[::1] c, double[::1] ab, const double[:, ::1] A,
-                  const int64_t[::1] rows, const double[::1] coef):
+                  const int64_t[::1] rows, const double[::1] coef, int n_threads=0):
     """``(s, c) += coef' A[rows]`` with Dot2 accumulators and ``ab += |coef|' |A[rows]|``,
     reading the rows in place (the kernel row cache), in column blocks."""
     cdef Py_ssize_t k, n = A.shape[1], m = rows.shape[0]
@@ -226,8 +280,27 @@ def dot2_add_rows(double[::1] s, double[::1] c, double[::1] ab, const double[:, 
             raise ValueError("dot2_add_rows: a row index is out of range")
     if n == 0 or m == 0:
         return
+    _dot2_columns(&A[0, 0], n, &rows[0], m, &coef[0], n, &s[0], &c[0], &ab[0],
+                  _n_threads(DOT2_FLOPS * n * m, n_threads))
+
+
+cdef void _dot2_columns(const double* A, Py_ssize_t ld, const int64_t* rows, Py_ssize_t m,
+                        const double* coef, Py_ssize_t n, double* s, double* c, double* ab,
+                        int nt) noexcept:
+    """``(s, c) += coef' A[rows]`` (``rows`` NULL: the first ``m`` rows) and
+    ``ab += |coef|' |A[rows]|`` over ``n`` columns: blocks of columns split among the
+    threads, every element summed over the rows in their order, as on one thread."""
+    cdef Py_ssize_t b, j0, length, n_blocks = (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK
+    cdef Py_ssize_t k, row
     with nogil:
-        d2_add_rows(n, &A[0, 0], n, &rows[0], &coef[0], m, &s[0], &c[0], &ab[0])
+        # dynamic: the blocks are equal, the cores of a shared machine may not be
+        for b in prange(n_blocks, num_threads=nt, schedule="dynamic"):
+            j0 = b * COLUMN_BLOCK
+            length = min(COLUMN_BLOCK, n - j0)
+            for k in range(m):
+                if coef[k] != 0.0:
+                    row = k if rows == NULL else rows[k]
+                    d2_axpy(length, coef[k], A + row * ld + j0, s + j0, c + j0, ab + j0)
 
 
 # ------------------------------------------------ symmetric kernel blocks ---
@@ -245,12 +318,21 @@ def dot2_add_rows(double[::1] s, double[::1] c, double[::1] ab, const double[:, 
 cdef extern from "sklearn_safescreen/problems/_symkernel.h" nogil:
     int symk_block(Py_ssize_t n, Py_ssize_t d, const double* A, const double* a_sq,
                    const double* Bt, Py_ssize_t ldb, Py_ssize_t m, const double* b_sq,
-                   int kind, double gamma, double coef0, double degree, double* out)
+                   int kind, double gamma, double coef0, double degree, double* out,
+                   Py_ssize_t ldo)
+
+#: Sub-blocks per thread of a parallel kernel block (load balance on shared cores),
+#: and their least width (columns) or height (rows, a multiple of the tiles' 4 and 6
+#: rows): the operand a sub-block packs is then small beside its arithmetic.
+cdef enum:
+    KERNEL_PARTS_PER_THREAD = 4
+    KERNEL_MIN_COLUMNS = 256
+    KERNEL_MIN_ROWS = 48
 
 
 def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
                            const double[:, ::1] Bt, const double[::1] b_sq, int kind,
-                           double gamma, double coef0, double degree):
+                           double gamma, double coef0, double degree, int n_threads=0):
     """Kernel values between the rows of ``A`` and the columns of ``Bt`` (the other
     samples, transposed), each a symmetric function of its pair of samples.
 
@@ -260,9 +342,14 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
     ``sum_k A[i, k] * Bt[k, j]`` summed in feature order from 0.0, each product rounded
     on its own (the plain sequential loop, bit for bit); the RBF's exponential is
     NumPy's, over the whole block, as in :func:`symmetric_kernel_diag`.
+
+    On several threads the block is split into sub-blocks of whole columns (or of whole
+    rows when it is narrow), each computed by one call of the same routine: every value
+    is computed alone, so a sub-block holds the values of the whole block.
     """
     cdef Py_ssize_t n = A.shape[0], m = Bt.shape[1], d = A.shape[1]
-    cdef int status = 0
+    cdef Py_ssize_t part, n_parts, size, lo, hi, r0, r1, c0, c1
+    cdef int failed = 0, nt, by_columns
     if Bt.shape[0] != d or a_sq.shape[0] != n or b_sq.shape[0] != m:
         raise ValueError("symmetric_kernel_block: shapes do not match")
     if kind not in (0, 1, 2):
@@ -275,14 +362,44 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
     cdef double dummy = 0.0
     cdef const double* a_ptr = &A[0, 0] if d else &dummy
     cdef const double* b_ptr = &Bt[0, 0] if d else &dummy
+    cdef Py_ssize_t ldb = Bt.strides[0] // sizeof(double), sd = d
+    nt = _n_threads(2.0 * n * m * (d + 4), n_threads)
+    by_columns = m >= 2 * KERNEL_MIN_COLUMNS * nt or m >= n
+    if by_columns:
+        size = _round_up(max(KERNEL_MIN_COLUMNS, m // (nt * KERNEL_PARTS_PER_THREAD)), 64)
+        n_parts = (m + size - 1) // size
+    else:
+        size = _round_up(max(KERNEL_MIN_ROWS, n // (nt * KERNEL_PARTS_PER_THREAD)), 12)
+        n_parts = (n + size - 1) // size
+    if n_parts < nt:
+        nt = <int>max(n_parts, 1)
     with nogil:
-        status = symk_block(n, d, a_ptr, &a_sq[0], b_ptr, Bt.strides[0] // sizeof(double),
-                            m, &b_sq[0], kind, gamma, coef0, degree, &out[0, 0])
-    if status != 0:
+        # dynamic: the sub-blocks are equal, the cores of a shared machine may not be
+        for part in prange(n_parts, num_threads=nt, schedule="dynamic"):
+            if by_columns:
+                r0 = 0
+                r1 = n
+                c0 = part * size
+                c1 = min(m, c0 + size)
+            else:
+                r0 = part * size
+                r1 = min(n, r0 + size)
+                c0 = 0
+                c1 = m
+            if symk_block(r1 - r0, d, a_ptr + r0 * sd, &a_sq[r0], b_ptr + c0, ldb, c1 - c0,
+                          &b_sq[c0], kind, gamma, coef0, degree, &out[r0, c0], m) != 0:
+                failed += 1
+    if failed:
         raise MemoryError("symmetric_kernel_block: cannot allocate the packed operands")
     if kind == 1:
+        # on one thread: NumPy's vectorised exponential is several times faster than the
+        # C library's, and it needs the GIL (the parallel part is the inner products)
         np.exp(out_arr, out=out_arr)
     return out_arr
+
+
+cdef inline Py_ssize_t _round_up(Py_ssize_t x, Py_ssize_t multiple) noexcept nogil:
+    return (x + multiple - 1) // multiple * multiple
 
 
 def row_sq_norms(const double[:, ::1] X):

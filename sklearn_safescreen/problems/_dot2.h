@@ -169,21 +169,4 @@ static D2_UNUSED void d2_scatter_i64(ptrdiff_t n, double a, const double *vals,
     D2_CALL(d2_scatter_i64, n, a, vals, idx, s, c, ab);
 }
 
-/* (s, c) += coef' A[rows] and ab += |coef|' |A[rows]| for rows of a row-major buffer A
- * (leading dimension ld), read in place, swept in column blocks so that the three
- * accumulators of a block stay in the first-level cache across the rows. */
-#define D2_COLUMN_BLOCK 1024
-static D2_UNUSED void d2_add_rows(ptrdiff_t n, const double *A, ptrdiff_t ld,
-                                  const int64_t *rows, const double *coef, ptrdiff_t m,
-                                  double *s, double *c, double *ab)
-{
-    for (ptrdiff_t j0 = 0; j0 < n; j0 += D2_COLUMN_BLOCK) {
-        ptrdiff_t len = n - j0 < D2_COLUMN_BLOCK ? n - j0 : D2_COLUMN_BLOCK;
-        for (ptrdiff_t k = 0; k < m; k++) {
-            if (coef[k] != 0.0)
-                d2_axpy(len, coef[k], A + rows[k] * ld + j0, s + j0, c + j0, ab + j0);
-        }
-    }
-}
-
 #endif

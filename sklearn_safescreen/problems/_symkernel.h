@@ -123,7 +123,7 @@ SYMK_AINLINE double symk_value(double dot, double sa, double sb, int kind, doubl
     ATTR static int NAME(ptrdiff_t n, ptrdiff_t d, const double *A, const double *a_sq, \
                          const double *Bt, ptrdiff_t ldb, ptrdiff_t m, const double *b_sq,\
                          int kind, double gamma, double coef0, double degree,            \
-                         double *out)                                                    \
+                         double *out, ptrdiff_t ldo)                                     \
     {                                                                                    \
         enum { W = NV * VW };                                                            \
         const ptrdiff_t groups = n / R;                                                  \
@@ -167,8 +167,9 @@ SYMK_AINLINE double symk_value(double dot, double sa, double sb, int kind, doubl
             }                                                                            \
             for (ptrdiff_t i = 0; i < n; i++)                                            \
                 for (ptrdiff_t c = 0; c < w; c++)                                        \
-                    out[i * m + j0 + c] = symk_value(acc[i * W + c], a_sq[i], b_sq[j0 + c],\
-                                                     kind, gamma, coef0, degree);        \
+                    out[i * ldo + j0 + c] = symk_value(acc[i * W + c], a_sq[i],          \
+                                                       b_sq[j0 + c],                     \
+                                                       kind, gamma, coef0, degree);      \
         }                                                                                \
         free(ap);                                                                        \
         free(bp);                                                                        \
@@ -204,23 +205,29 @@ SYMK_BLOCK_(symk_block_avx2, __attribute__((target("avx2"))), symk_v4d, 4, SYMK_
 #endif
 SYMK_BLOCK_(symk_block_base, , symk_v2d, 2, SYMK_BASE_TILE)
 
-/* K = k(A, Bt) into out (n x m, C order): A is n x d (C order), Bt is d x m with row
- * stride ldb. Returns -1 when out of memory. */
+/* K = k(A, Bt) into out (n x m, row stride ldo): A is n x d (C order), Bt is d x m with
+ * row stride ldb. Every value is computed alone (the tiles only group the loads), so a
+ * sub-block -- some of the rows, some of the columns -- has the values of the whole
+ * block: the parallel loops of the module split a block into such sub-blocks, one call
+ * each. Returns -1 when out of memory. */
 static int symk_block(ptrdiff_t n, ptrdiff_t d, const double *A, const double *a_sq,
                       const double *Bt, ptrdiff_t ldb, ptrdiff_t m, const double *b_sq,
-                      int kind, double gamma, double coef0, double degree, double *out)
+                      int kind, double gamma, double coef0, double degree, double *out,
+                      ptrdiff_t ldo)
 {
 #if SYMK_DISPATCH
+    /* called by every thread of a parallel loop: a benign race, each stores the same
+     * values */
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
         return symk_block_avx512(n, d, A, a_sq, Bt, ldb, m, b_sq, kind, gamma, coef0,
-                                 degree, out);
+                                 degree, out, ldo);
     if (__builtin_cpu_supports("avx2"))
         return symk_block_avx2(n, d, A, a_sq, Bt, ldb, m, b_sq, kind, gamma, coef0, degree,
-                               out);
+                               out, ldo);
 #endif
     return symk_block_base(n, d, A, a_sq, Bt, ldb, m, b_sq, kind, gamma, coef0, degree,
-                           out);
+                           out, ldo);
 }
 
 #endif

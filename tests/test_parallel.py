@@ -1,0 +1,267 @@
+"""The OpenMP loops: the same results, bit for bit, on one thread and on several; the
+thread count of a fit from ``n_jobs``, ``OMP_NUM_THREADS`` and threadpoolctl's limits.
+
+Every test passes in a build without OpenMP too (``SKLEARN_SAFESCREEN_NO_OPENMP=1`` at
+build time), where every loop runs on one thread whatever it is asked."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+from sklearn_safescreen.problems._box_qp_fast import (
+    add_rows,
+    dot2_accumulate,
+    dot2_add_rows,
+    dot2_csr,
+    dot2_dense,
+    dot2_rows,
+    gap_terms,
+    row_sq_norms,
+    symmetric_kernel_block,
+    symmetric_kernel_diag,
+)
+from sklearn_safescreen.screening._balls_fast import gap_ball_masks
+from threadpoolctl import threadpool_limits
+
+from sklearn_safescreen import SafeSVC
+from sklearn_safescreen._utils import openmp
+from sklearn_safescreen.problems import kernels
+
+#: thread counts compared with one thread (3: more threads than this machine's cores)
+THREADS = (2, 3)
+
+
+def _same(a, b):
+    """Bit for bit, signed zeros and NaNs included."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.tobytes() == b.tobytes()
+
+
+def test_team_size_follows_the_build():
+    if openmp.openmp_built():
+        assert openmp.team_size(2) == 2
+    else:
+        assert openmp.team_size(4) == 1
+        assert openmp.effective_n_threads() == 1
+        assert openmp.effective_n_threads(-1) == 1
+    assert openmp.team_size(1) == 1
+    with pytest.raises(ValueError):
+        openmp.team_size(0)
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2])
+@pytest.mark.parametrize("n, m, d", [(1, 3001, 7), (5, 1100, 20), (301, 9, 3),
+                                     (257, 130, 31), (3, 2, 0)])
+def test_kernel_blocks_do_not_depend_on_the_threads(kind, n, m, d):
+    """Wide blocks are split by columns and narrow ones by rows: every value is the
+    one-thread value, and the diagonal is still the diagonal's routine's."""
+    rng = np.random.default_rng(n * m + d)
+    X = rng.standard_normal((max(n, m), d)) * 0.7
+    sq = row_sq_norms(X)
+    A, Bt = X[:n].copy(), np.ascontiguousarray(X[:m].T)
+    args = (A, sq[:n], Bt, sq[:m], kind, 0.3, 1.0, 3.0)
+    one = symmetric_kernel_block(*args, n_threads=1)
+    for nt in THREADS:
+        _same(symmetric_kernel_block(*args, n_threads=nt), one)
+    _same(symmetric_kernel_block(*args), one)  # automatic count
+    k = min(n, m)
+    _same(np.diag(one[:k, :k]), symmetric_kernel_diag(sq[:k], kind, 0.3, 1.0, 3.0))
+
+
+def test_kernel_rows_of_the_row_cache_do_not_depend_on_the_threads():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((2500, 12))
+    km = kernels.KernelMatrix(X, "rbf", {"gamma": 0.1}, bias=1.0)
+    rows = np.array([4, 2000, 17], dtype=np.int64)
+    with threadpool_limits(limits=1, user_api="openmp"):
+        one = km.rows_over(np.arange(2500))(rows)
+    _same(km.rows_over(np.arange(2500))(rows), one)
+    _same(km.block(rows, np.arange(2500)), one)
+
+
+def _rows_and_coef(rng, n_rows, n_cols, m):
+    A = rng.standard_normal((n_rows, n_cols)) * np.exp(rng.uniform(0, 20, (n_rows, 1)))
+    rows = rng.choice(n_rows, size=m, replace=False).astype(np.int64)
+    coef = rng.standard_normal(m)
+    coef[::5] = 0.0  # skipped terms
+    return A, rows, coef
+
+
+@pytest.mark.parametrize("n_cols", [1, 1023, 1025, 3000])
+def test_compensated_margins_do_not_depend_on_the_threads(n_cols):
+    """Each output element's compensated sum runs over the rows in the same order on
+    any number of threads (the columns are split, never a sum)."""
+    rng = np.random.default_rng(n_cols)
+    A, rows, coef = _rows_and_coef(rng, 60, n_cols, 40)
+
+    def run(func, *args, nt):
+        s, c, ab = np.zeros(n_cols), np.zeros(n_cols), np.zeros(n_cols)
+        func(s, c, ab, *args, n_threads=nt)
+        return s, c, ab
+
+    for func, args in ((dot2_add_rows, (A, rows, coef)),
+                       (dot2_accumulate, (np.ascontiguousarray(A[rows]), coef))):
+        one = run(func, *args, nt=1)
+        for nt in THREADS:
+            for got, want in zip(run(func, *args, nt=nt), one, strict=True):
+                _same(got, want)
+    # the cached rows and the computed blocks are the same product
+    for got, want in zip(run(dot2_accumulate, np.ascontiguousarray(A[rows]), coef, nt=2),
+                         run(dot2_add_rows, A, rows, coef, nt=1), strict=True):
+        _same(got, want)
+
+
+@pytest.mark.parametrize("n, d", [(1, 5), (700, 3), (2049, 40), (300, 600)])
+def test_linear_margins_do_not_depend_on_the_threads(n, d):
+    rng = np.random.default_rng(n + d)
+    X = rng.standard_normal((n, d)) * np.exp(rng.uniform(0, 20, (n, d)))
+    coef, w = rng.standard_normal(n), rng.standard_normal(d)
+    for func, args in ((dot2_dense, (X, coef)), (dot2_rows, (X, w))):
+        one = func(*args, n_threads=1)
+        for nt in THREADS:
+            for got, want in zip(func(*args, n_threads=nt), one, strict=True):
+                _same(got, want)
+    S = sp.random(n, d, density=0.3, format="csr", random_state=0)
+    for index_dtype in (np.int32, np.int64):
+        ind, ptr = S.indices.astype(index_dtype), S.indptr.astype(index_dtype)
+        one = dot2_csr(S.data, ind, ptr, w, n_threads=1)
+        for nt in THREADS:
+            for got, want in zip(dot2_csr(S.data, ind, ptr, w, n_threads=nt), one,
+                                 strict=True):
+                _same(got, want)
+
+
+@pytest.mark.parametrize("n_cols", [5, 1024, 2500])
+def test_plain_row_sums_do_not_depend_on_the_threads(n_cols):
+    """``g += coef @ A[rows]``: every element gets the rows' rounded products in order,
+    as NumPy's row-by-row updates give them (an independent oracle)."""
+    rng = np.random.default_rng(n_cols)
+    A, rows, coef = _rows_and_coef(rng, 50, n_cols, 30)
+    g0 = rng.standard_normal(n_cols)
+    want = g0.copy()
+    for r, c in zip(rows, coef, strict=True):
+        if c != 0.0:
+            want += c * A[r]
+    for nt in (1, *THREADS):
+        g = g0.copy()
+        add_rows(g, A, rows, coef, n_threads=nt)
+        _same(g, want)
+
+
+def test_gap_terms_and_ball_masks_do_not_depend_on_the_threads():
+    rng = np.random.default_rng(3)
+    n = 5000
+    q, p = rng.standard_normal(n), rng.standard_normal(n)
+    lo, hi = np.zeros(n), rng.uniform(0.5, 2.0, n)
+    alpha = np.clip(rng.standard_normal(n), lo, hi)
+    rows = rng.permutation(n).astype(np.int64)
+    sqnorm = rng.uniform(0, 3, n)
+    one = gap_terms(q, p, lo, hi, alpha, rows, n_threads=1)
+    masks = gap_ball_masks(q, p, sqnorm, 0.05, 1e-12, n_threads=1)
+    assert masks[0].any() and masks[1].any()
+    for nt in THREADS:
+        _same(gap_terms(q, p, lo, hi, alpha, rows, n_threads=nt), one)
+        for got, want in zip(gap_ball_masks(q, p, sqnorm, 0.05, 1e-12, n_threads=nt), masks,
+                             strict=True):
+            _same(got, want)
+
+
+def test_effective_threads_follow_n_jobs_and_threadpoolctl():
+    full = openmp.effective_n_threads()
+    assert full >= 1
+    assert openmp.effective_n_threads(1) == 1
+    assert openmp.effective_n_threads(-1) == full
+    assert openmp.effective_n_threads(10_000) == full  # never more than allowed
+    assert openmp.effective_n_threads(-10_000) == 1
+    with pytest.raises(ValueError):
+        openmp.effective_n_threads(0)
+    with threadpool_limits(limits=1, user_api="openmp"):
+        assert openmp.effective_n_threads() == 1
+        assert openmp.effective_n_threads(-1) == 1
+
+
+def test_omp_num_threads_is_respected():
+    code = ("from sklearn_safescreen._utils import openmp; "
+            "print(openmp.effective_n_threads(), openmp.current_n_threads())")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["1", "1"]
+
+
+def _path_data(n=2400):
+    X, y = make_classification(n, 20, n_informative=10, flip_y=0.05, random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+def _record_threads(monkeypatch):
+    """The OpenMP count the compiled loops see at every kernel evaluation of a fit."""
+    seen = []
+    compute = kernels.KernelMatrix._compute
+
+    def spy(self, rows, cols):
+        seen.append(openmp.current_n_threads())
+        return compute(self, rows, cols)
+
+    monkeypatch.setattr(kernels.KernelMatrix, "_compute", spy)
+    return seen
+
+
+def test_a_fit_uses_the_threads_it_is_given(monkeypatch):
+    X, y = _path_data(600)
+    seen = _record_threads(monkeypatch)
+    with threadpool_limits(limits=1, user_api="openmp"):
+        SafeSVC(kernel="rbf", gamma=0.05, C=1.0).fit(X, y)
+    assert seen and set(seen) == {1}
+    seen.clear()
+    SafeSVC(kernel="rbf", gamma=0.05, C=1.0, n_jobs=1).fit(X, y)
+    assert seen and set(seen) == {1}
+    seen.clear()
+    SafeSVC(kernel="rbf", gamma=0.05, C=1.0).fit(X, y)
+    assert seen and set(seen) == {openmp.effective_n_threads()}
+    assert openmp.current_n_threads() == openmp.effective_n_threads()  # fit is over
+
+
+def test_an_rbf_path_is_the_same_on_one_and_on_two_threads():
+    """Every parallel loop computes each element as one thread does, so a warm-started
+    RBF path gives the same model bit for bit (and so within its certified gap)."""
+    X, y = _path_data()
+    Cs = np.logspace(-1, 2, 4)
+
+    def walk(n_jobs):
+        est = SafeSVC(kernel="rbf", gamma=0.05, warm_start=True, n_jobs=n_jobs)
+        out = []
+        for C in Cs:
+            est.set_params(C=C).fit(X, y)
+            out.append((est.dual_coef_.copy(), est.support_.copy(),
+                        est.decision_function(X), est.screening_report_.n_screened))
+        return out
+
+    one, two = walk(1), walk(2)
+    for a, b in zip(one, two, strict=True):
+        _same(a[0], b[0])
+        _same(a[1], b[1])
+        _same(a[2], b[2])
+        assert a[3] == b[3]
+
+
+@pytest.mark.parametrize("user", [None, "ACTIVE"])
+def test_the_wait_policy_is_passive_unless_the_user_chose(user):
+    """Set before the runtime loads (it reads the variable once), never over the
+    user's choice."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if user is not None:
+        env["OMP_WAIT_POLICY"] = user
+    code = "import os, sklearn_safescreen; print(os.environ['OMP_WAIT_POLICY'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == (user or "PASSIVE")
