@@ -11,6 +11,7 @@ import numbers
 import time
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.metrics._scorer import _MultimetricScorer
 from sklearn.model_selection import check_cv
@@ -24,6 +25,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, indexable
 
+from ._utils.openmp import effective_n_threads, fit_threads
 from .base import single_blas_thread
 from .path import GRID_KINDS, _grid, _step_of, resolve_path_param
 
@@ -262,8 +264,10 @@ class RegularizationPathCV(BaseSearchCV):
         # once its workers run; sequential 2.6 s). A joblib backend context (loky, dask)
         # takes precedence. BLAS is limited to one thread here, in the calling thread:
         # OpenBLAS ignores a limit set from a worker thread, so the fits' own limit would
-        # not hold for folds on threads.
-        with single_blas_thread():
+        # not hold for folds on threads. Likewise the compiled loops' OpenMP threads are
+        # shared out between the folds that run at once (else each would take every core).
+        at_once = max(1, min(effective_n_jobs(self.n_jobs), len(splits)))
+        with single_blas_thread(), fit_threads(max(1, effective_n_threads() // at_once)):
             folds = Parallel(n_jobs=self.n_jobs, prefer="threads",
                              verbose=10 if self.verbose > 0 else 0)(
                 delayed(_walk_fold)(base, X, y, train, test, self.param_name_, prefix, walk,
