@@ -112,8 +112,15 @@ def correlation_bounds(data: LPSVMData, lam: float, ref: LPReference,
     total = float(weights.sum())
     # the polytope is enlarged by the rounding of L, U and of the sums above
     slack = gamma(n + 4) * (data.total_weight + n * ref.primal)
-    lo_mass = min(max(n * ref.dual - box_mass - slack, 0.0), total)
-    hi_mass = min(max(n * ref.primal - box_mass + slack, lo_mass), total)
+    lo_mass = max(n * ref.dual - box_mass - slack, 0.0)
+    hi_mass = n * ref.primal - box_mass + slack
+    if lo_mass > total or hi_mass < 0.0:
+        # the fixed samples leave no dual point of the right value: they cannot all be
+        # right (never the case for proven decisions); fall back to fixing none
+        if at_zero is None and at_box is None:
+            raise ValueError("the reference's dual bound exceeds the total weight")
+        return correlation_bounds(data, lam, ref)
+    hi_mass = min(hi_mass, total)
     sc = data.sorted_columns
     low, low_err = _knapsack_min(sc.values, sc.rows, sc.cols, sc.start[:-1], sc.start[1:],
                                  weights, lo_mass, hi_mass, total, data.col_max)
@@ -266,7 +273,7 @@ def _bound(mu_lo, mu_hi, k, sign):
     with np.errstate(invalid="ignore"):
         value = sign * mu * k
     ok = feasible & np.isfinite(value)
-    return np.where(ok, value, -sign * np.inf)
+    return np.where(ok, value, sign * np.inf)
 
 
 def _mu_limits_dense(Z, inv_m, inv_p, bad, cm, cp):
