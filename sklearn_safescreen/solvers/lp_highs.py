@@ -5,19 +5,25 @@ The problem solved is the **reduced** LP-SVM left by screening
 (:mod:`sklearn_safescreen.problems.lp_svm`): its *universe* is the features not proven
 zero and the samples not proven at :math:`a_i=0` or at the box, the samples proven at
 the box entering as a linear term. Within the universe a **working set** of features
-(columns) and samples (rows) is solved by HiGHS; the other universe features are held
-at 0 and the other universe samples are left out (as if at :math:`a_i=0`). Then the
-reduced problem is priced:
+(columns) and samples is solved by HiGHS. The other universe features are held at 0;
+each universe sample is in one of three working states: a **row** (its hinge exact),
+**linear** (its loss replaced by :math:`s_i(1-z_i^\top w)`, as if at the box: no row) or
+**out** (its loss replaced by 0, as if at :math:`a_i=0`). Both replacements are minorants
+of the hinge, and exact where the margin is on their side of 1, so only the samples on
+the margin need rows: the restricted LPs stay small. Then the reduced problem is
+priced:
 
 * a feature outside the working set whose reduced cost is negative, i.e.
   :math:`|Z_{:j}^\top a|>\lambda n` for the LP's dual :math:`a` (the row marginals,
   with :math:`a_i=s_i` on the box samples), would lower the objective: it joins;
-* a sample outside the working set whose margin :math:`z_i^\top w<1` violates the
-  constraint the restricted LP left out: it joins.
+* a sample left out whose margin :math:`z_i^\top w<1`, or a linear one whose margin
+  :math:`z_i^\top w>1`, is where its replacement is not the hinge: it becomes a row.
 
-When nothing is priced in, the working-set optimum is the reduced problem's optimum
-(to HiGHS's tolerances). The loop starts from the working sets it is given (along a
-path: the previous value's support and margin samples), and the working sets only grow.
+When nothing is priced in, the restricted objective equals the reduced one at
+:math:`w` and :math:`a` is feasible for the reduced dual, so the working-set optimum is
+the reduced problem's optimum (to HiGHS's tolerances). The loop starts from the working
+sets it is given (along a path: the previous value's support and margin samples), and
+rows and features only join.
 
 Tolerances:
 
@@ -55,6 +61,9 @@ HIGHS_TIGHTEST = 1e-10
 PRICE_RTOL = 1e-9
 #: Features priced in per round: at least this many, at most as many as are working.
 MIN_FEATURES_ADDED = 20
+#: Default initial states from the start point's margins: rows within this distance of
+#: 1, linear below, out above.
+ROW_BAND = 0.2
 
 
 @dataclass
@@ -107,16 +116,20 @@ class ColumnRowGeneration:
     at_zero, at_box : ndarray of bool, shape (n,), default=None
         Samples held at :math:`a_i=0` (left out) and at :math:`a_i=s_i` (a linear term).
     features, samples : ndarray of bool, default=None
-        The initial working sets (within the universe). Default: the support of
-        ``w_start`` and the features most correlated with ``alpha_start``; the samples
-        whose margin at ``w_start`` is at most 1.
+        The initial working features and rows (within the universe). Default: the
+        support of ``w_start`` and the features most correlated with ``alpha_start``;
+        the samples whose margin at ``w_start`` is within ``ROW_BAND`` of 1.
+    linear : ndarray of bool, default=None
+        The initial linear samples. Default: those with margin below
+        ``1 - ROW_BAND`` at ``w_start`` (when ``samples`` is None; else none).
     w_start, alpha_start : ndarray, default=None
         A primal and a dual point (e.g. the previous value's solution); they give the
         default working sets and the bound :math:`\\|w^*\\|_1\\le P_\\lambda(w)/\\lambda`.
     """
 
     def __init__(self, data: LPSVMData, lam: float, fixed_features=None, at_zero=None,
-                 at_box=None, features=None, samples=None, w_start=None, alpha_start=None):
+                 at_box=None, features=None, samples=None, w_start=None, alpha_start=None,
+                 linear=None):
         n, d = data.n_samples, data.n_features
         self.data, self.lam = data, float(lam)
         self.fixed_features = _mask(fixed_features, d)
@@ -129,17 +142,23 @@ class ColumnRowGeneration:
         if features is None:
             corr = np.abs(data.correlations(np.clip(data.y * a0, 0.0, data.s)))
             corr[self.fixed_features] = -np.inf
+            # the support, and the features the start's dual prices in (as the first
+            # round would), at most as many as the support
             features = w0 != 0.0
-            top = np.argsort(-corr)[:MIN_FEATURES_ADDED // 4 + 1]
-            features = features.copy()
-            features[top[np.isfinite(corr[top])]] = True
+            keep = max(MIN_FEATURES_ADDED // 4, int(features.sum()))
+            top = np.argsort(-corr)[:keep]
+            top = top[(corr[top] > lam * data.n_samples) | (np.arange(len(top)) < 5)]
+            features[top] = True
         if samples is None:
-            samples = m0 <= 1.0
+            samples = np.abs(m0 - 1.0) <= ROW_BAND
+            if linear is None:
+                linear = m0 < 1.0 - ROW_BAND
         self.features = _mask(features, d) & ~self.fixed_features
         self.samples = _mask(samples, n) & self.free_samples
+        self.linear = _mask(linear, n) & self.free_samples & ~self.samples
         self.tolerance = HIGHS_TOLERANCE
         self.w = np.where(self.features, w0, 0.0)
-        self.a = np.where(self.at_box, data.s, 0.0)
+        self.a = np.where(self.at_box | self.linear, data.s, 0.0)
         self.rounds = 0
         self.n_lp = 0
         self.released = [0, 0]
@@ -160,11 +179,13 @@ class ColumnRowGeneration:
             self._solve_working_set()
             m = data.margins(self.w)
             corr = np.abs(data.correlations(self.a))
-            new_s = self.free_samples & ~self.samples & (m < 1.0 - PRICE_RTOL)
+            new_s = self.free_samples & ~self.samples & np.where(
+                self.linear, m > 1.0 + PRICE_RTOL, m < 1.0 - PRICE_RTOL)
             cand_f = ~self.fixed_features & ~self.features & (corr > limit)
             if not new_s.any() and not cand_f.any():
                 return it + 1, True
             self.samples |= new_s
+            self.linear &= ~new_s
             if cand_f.any():
                 idx = np.flatnonzero(cand_f)
                 keep = max(MIN_FEATURES_ADDED, int(self.features.sum()))
@@ -197,7 +218,8 @@ class ColumnRowGeneration:
         self.at_zero &= ~samples
         self.at_box &= ~samples
         self.samples |= samples
-        self.a = np.where(self.at_box, self.data.s, np.where(self.samples, self.a, 0.0))
+        self.a = np.where(self.at_box | self.linear, self.data.s,
+                          np.where(self.samples, self.a, 0.0))
 
     def tighten(self) -> bool:
         """Tighten HiGHS's tolerances tenfold; False when already at the tightest."""
@@ -214,9 +236,10 @@ class ColumnRowGeneration:
         self.rounds += 1
         if not len(cols) and not len(rows):  # nothing to optimise: w = 0
             self.w = np.zeros(data.n_features)
-            self.a = np.where(self.at_box, data.s, 0.0)
+            self.a = np.where(self.at_box | self.linear, data.s, 0.0)
             return
-        lp = data.restricted_lp(self.lam, cols, rows, self.at_box, self.l1_bound)
+        lp = data.restricted_lp(self.lam, cols, rows, self.at_box | self.linear,
+                                self.l1_bound)
         options = {"primal_feasibility_tolerance": self.tolerance,
                    "dual_feasibility_tolerance": self.tolerance}
         res = linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, bounds=lp.bounds, method="highs",
@@ -228,7 +251,7 @@ class ColumnRowGeneration:
         w_cols, _ = lp.split(res.x)
         self.w = np.zeros(data.n_features)
         self.w[cols] = w_cols
-        a = np.where(self.at_box, data.s, 0.0)
+        a = np.where(self.at_box | self.linear, data.s, 0.0)
         if len(rows):
             a[rows] = np.clip(-res.ineqlin.marginals, 0.0, data.s[rows])
         self.a = a

@@ -108,3 +108,23 @@ def test_everything_fixed_gives_the_closed_form_above_lambda_max():
     res = solve_lp_svm(data, lam, screen)
     assert np.all(res.w == 0.0)
     assert res.rel_gap <= 1e-12
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_linear_samples_that_cross_the_margin_become_rows(sparse):
+    """Every sample starts linear (as if at the box), no rows: the samples whose margin
+    ends above 1 must become rows, and the answer is the full optimum."""
+    X, y, s = make_problem(16, n=50, d=30, sparse=sparse, weights=True)
+    data = LPSVMData(X, y, s)
+    lam = 0.05 * data.lambda_max()
+    n = len(y)
+    task = ColumnRowGeneration(data, lam, features=np.ones(30, bool),
+                               samples=np.zeros(n, bool), linear=np.ones(n, bool))
+    _, converged = task.solve(1e-9, 100)
+    assert converged
+    opt = solve_full(X, y, s, lam)
+    assert task.samples.sum() > 0
+    assert np.all(task.samples | task.linear)  # every sample is a row or still linear
+    assert np.all(opt.margins[task.linear] <= 1 + 1e-8)  # linear only where exact
+    assert task.certify().certificate.rel_gap <= 1e-8
+    assert primal(X, y, s, task.w, lam) == pytest.approx(opt.value, rel=1e-9)
