@@ -224,8 +224,8 @@ class LPSVMData:
         """The full problem's certified gap at :math:`(w,\\alpha)` (``alpha`` made
         feasible by :meth:`feasible_dual`)."""
         m = self.margins(w)
-        return LPCertificate(self.primal(lam, w, m), (dp := self.feasible_dual(lam, alpha)
-                                                      ).value, dp, m)
+        dp = self.feasible_dual(lam, alpha)
+        return LPCertificate(self.primal(lam, w, m), dp.value, dp, m)
 
     # -- the sorted columns of the feature rule
     @cached_property
