@@ -61,7 +61,7 @@ def full_lp(X, y, lam):
     return res.x[:d] - res.x[d:2 * d]
 
 
-def run_full(X, y, lams):
+def run_full(X, y, lams, out=None):
     rows = []
     for lam in lams:
         t0 = time.process_time()
@@ -70,10 +70,11 @@ def run_full(X, y, lams):
                          objective=float(primal(X, y, w, lam)),
                          support=int(np.count_nonzero(w))))
         print(rows[-1], flush=True)
+        save(rows, out)
     return rows
 
 
-def run_core(X, y, lams, screening=True):
+def run_core(X, y, lams, out=None, screening=True):
     from sklearn_safescreen.problems.lp_svm import LPSVMData
     from sklearn_safescreen.screening.lp_svm import screen_lp_svm
     from sklearn_safescreen.solvers.lp_highs import solve_lp_svm
@@ -107,6 +108,7 @@ def run_core(X, y, lams, screening=True):
                        at_zero=int(screen.at_zero.sum()), at_box=int(screen.at_box.sum()))
         rows.append(row)
         print(row, flush=True)
+        save(rows, out)
     return rows
 
 
@@ -136,11 +138,15 @@ def run_synergy(X, y, lams, count=10):
 
 
 def compare(full, core):
+    """Times and objectives over the values both runs completed (a run interrupted
+    part-way leaves its completed values in its output)."""
+    k = min(len(full), len(core))
+    full, core = full[:k], core[:k]
     t_full = sum(r["time"] for r in full)
     t_core = sum(r["time"] for r in core)
     rel = [abs(a["objective"] - b["objective"]) / max(a["objective"], 1e-300)
            for a, b in zip(full, core, strict=True)]
-    print(f"full LP, cold: {t_full:.1f} s CPU; core: {t_core:.1f} s CPU; "
+    print(f"{k} values: full LP, cold: {t_full:.1f} s CPU; core: {t_core:.1f} s CPU; "
           f"ratio {t_full / t_core:.1f}x; max relative objective difference {max(rel):.2e}")
     for a, b, r in zip(full, core, rel, strict=True):
         print(f"lambda/lambda_max={a['lam'] / full[0]['lam']:.2e}  full {a['time']:7.2f} s"
@@ -166,13 +172,17 @@ def main():
     lams = grid(X, y)
     with threadpool_limits(1):
         if args.side == "full":
-            rows = run_full(X, y, lams)
+            rows = run_full(X, y, lams, args.out)
         elif args.side == "synergy":
             rows = run_synergy(X, y, lams)
         else:
-            rows = run_core(X, y, lams, screening=args.side == "core")
-    if args.out:
-        with open(args.out, "w") as f:
+            rows = run_core(X, y, lams, args.out, screening=args.side == "core")
+    save(rows, args.out)
+
+
+def save(rows, out):
+    if out:
+        with open(out, "w") as f:
             json.dump(rows, f, indent=1)
 
 
