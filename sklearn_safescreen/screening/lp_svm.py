@@ -1,0 +1,409 @@
+r"""Safe screening of features and samples for the LP-SVM (Shibagaki et al. 2016, section 5).
+
+The LP-SVM has no strong convexity, hence no gap balls; its regions are polytopes
+(``doc/theory/lp_svm.rst`` has the proofs). From any :math:`\hat w` and any dual
+feasible :math:`\hat a` (so inexact references are safe), with
+:math:`L=\sum_i\hat a_i` (:math:`n` times the dual value) and :math:`U=nP_\lambda(\hat w)`:
+
+* **features** (the paper's Theorem 6, corrected): every dual optimum lies in
+  :math:`\{a:0\le a\le s,\ L\le\mathbf 1^\top a\le U\}`; the minimum and maximum of
+  :math:`Z_{:j}^\top a` over it are fractional knapsacks (the column's entries in sorted
+  order). Both strictly inside :math:`(-\lambda n,\lambda n)` prove :math:`w^*_j=0`.
+* **samples** (Theorem 7, corrected and generalised): for any :math:`\theta\in[0,1]^n`,
+  :math:`t\mapsto\theta_is_i(1-t)` minorises the :math:`i`-th loss, so every primal
+  optimum lies in :math:`\{w:\lambda\|w\|_1+g^\top w\le k\}` with
+  :math:`g=-Z^\top(\theta\circ s)/n` and :math:`k=P_\lambda(\hat w)-\sum_i\theta_is_i/n`
+  (the paper's cut is :math:`\theta_i=[z_i^\top\hat w<1]`). Lagrangian duality bounds a
+  margin :math:`z_i^\top w` over it by a one-variable LP in :math:`\mu\ge0`: a lower bound
+  above 1 proves :math:`a^*_i=0`, an upper bound below 1 proves :math:`a^*_i=s_i`.
+* **synergy**: samples proven at 0 or at the box fix those coordinates of every dual
+  optimum, which shrinks the knapsack polytope; features proven zero fix those
+  coordinates of every primal optimum, which removes their constraints from the
+  one-variable LPs. Both steps are alternated to their fixpoint.
+
+Every quantity carries a bound of its rounding error, each region is enlarged by it, and
+every decision needs the relative slack ``SCREEN_RTOL``. Vectorised: one sort of the
+columns per data set (:attr:`LPSVMData.sorted_columns`), then each step is a few passes
+over the stored entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..problems.constants import SCREEN_RTOL
+from ..problems.lp_svm import LPSVMData, U, gamma
+
+#: ``screening`` values of the LP-SVM.
+LP_SVM_RULES = ("simultaneous", "features", "samples")
+
+#: Entries per block of the dense sample rule (bounds its temporary memory).
+BLOCK = 1 << 21
+
+
+@dataclass
+class LPReference:
+    """The quantities a screening event reads from a reference pair: an upper bound
+    ``primal`` of :math:`P_\\lambda(\\hat w)`, a lower bound ``dual`` of
+    :math:`D(\\hat a)` for the feasible :math:`\\hat a`, the margins of :math:`\\hat w`
+    with their error bound."""
+
+    lam: float
+    w: np.ndarray
+    margins: np.ndarray
+    margin_error: np.ndarray
+    primal: float
+    dual: float
+
+    @classmethod
+    def build(cls, data: LPSVMData, lam: float, w: np.ndarray, alpha: np.ndarray
+              ) -> LPReference:
+        w = np.asarray(w, dtype=np.float64)
+        m = data.margins(w)
+        primal = data.primal(lam, w, m)
+        dual = data.feasible_dual(lam, alpha).value
+        return cls(lam, w, m, data.margin_error(w), primal, min(dual, primal))
+
+
+@dataclass
+class LPScreen:
+    """Decisions of one screening event (full-length masks): ``features`` proven
+    :math:`w^*_j=0`, ``at_zero`` proven :math:`a^*_i=0`, ``at_box`` proven
+    :math:`a^*_i=s_i`; ``rounds`` alternations of the two steps."""
+
+    features: np.ndarray
+    at_zero: np.ndarray
+    at_box: np.ndarray
+    rounds: int
+
+    @property
+    def n_features(self) -> int:
+        return int(self.features.sum())
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.at_zero.sum() + self.at_box.sum())
+
+
+# ----------------------------------------------------------------------- features
+def correlation_bounds(data: LPSVMData, lam: float, ref: LPReference,
+                       at_zero: np.ndarray | None = None,
+                       at_box: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Safe lower and upper bounds of :math:`Z_{:j}^\\top a^*` over the knapsack polytope
+    (Theorem 6), restricted to :math:`a_i=0` on ``at_zero`` and :math:`a_i=s_i` on
+    ``at_box`` (samples proven so; ``None``: no sample fixed)."""
+    n = data.n_samples
+    s = data.s
+    free = np.ones(n, dtype=bool)
+    box_mass = 0.0
+    const = np.zeros(data.n_features)
+    const_err = np.zeros(data.n_features)
+    if at_zero is not None:
+        free &= ~at_zero
+    if at_box is not None and at_box.any():
+        free &= ~at_box
+        v = np.where(at_box, s, 0.0)
+        box_mass = float(v.sum())
+        const = data.correlations(v)
+        const_err = data.correlation_error()
+    weights = np.where(free, s, 0.0)
+    total = float(weights.sum())
+    # the polytope is enlarged by the rounding of L, U and of the sums above
+    slack = gamma(n + 4) * (data.total_weight + n * ref.primal)
+    lo_mass = max(n * ref.dual - box_mass - slack, 0.0)
+    hi_mass = n * ref.primal - box_mass + slack
+    if lo_mass > total or hi_mass < 0.0:
+        # the fixed samples leave no dual point of the right value: they cannot all be
+        # right (never the case for proven decisions); fall back to fixing none
+        if at_zero is None and at_box is None:
+            raise ValueError("the reference's dual bound exceeds the total weight")
+        return correlation_bounds(data, lam, ref)
+    hi_mass = min(hi_mass, total)
+    sc = data.sorted_columns
+    low, low_err = _knapsack_min(sc.values, sc.rows, sc.cols, sc.start[:-1], sc.start[1:],
+                                 weights, lo_mass, hi_mass, total, data.col_max)
+    # the maximum is minus the minimum of -Z: the same entries in reverse order
+    k = len(sc.values)
+    rev_start = k - sc.start[1:]
+    rev_end = k - sc.start[:-1]
+    neg_high, high_err = _knapsack_min(-sc.values[::-1], sc.rows[::-1], sc.cols[::-1],
+                                       rev_start, rev_end, weights, lo_mass, hi_mass, total,
+                                       data.col_max)
+    return const + low - low_err - const_err, const - neg_high + high_err + const_err
+
+
+def _knapsack_min(values, rows, cols, seg_start, seg_end, weights, lo_mass, hi_mass, total,
+                  col_max):
+    """Per column :math:`j`, :math:`\\min\\{\\sum_k v_ka_k: 0\\le a\\le\\text{weights},\\
+    lo\\le\\mathbf 1^\\top a\\le hi\\}` over its entries ``values`` (ascending within
+    the column's segment; the column's unstored entries are zeros), and a bound of the
+    error of the computed value.
+
+    The minimum fills mass in ascending order: its mass is
+    :math:`m=\\mathrm{clip}(N_-,lo,hi)`, :math:`N_-` the mass of the negative entries.
+    When :math:`N_->hi` the fill stops inside the negatives; when :math:`N_-<lo` it goes
+    through the zeros and into the smallest positives. The computed fill is always a
+    prefix plus one fractional entry (the cumulative masses are non-decreasing even in
+    floating point), hence the exact minimum at its own mass; its distance to
+    :math:`m` times the column's largest :math:`|z_{ij}|` bounds what that costs.
+    """
+    d = len(seg_start)
+    w = weights[rows]
+    neg = values < 0.0
+    pos = values > 0.0
+    wv = w * values
+    n_neg = np.bincount(cols, weights=np.where(neg, w, 0.0), minlength=d)
+    v_neg = np.bincount(cols, weights=np.where(neg, wv, 0.0), minlength=d)
+    n_pos = np.bincount(cols, weights=np.where(pos, w, 0.0), minlength=d)
+    n_nonpos_stored = np.bincount(cols, weights=(~pos).astype(np.float64),
+                                  minlength=d).astype(np.intp)
+    n_zero = np.maximum(total - n_neg - n_pos, 0.0)
+    over = n_neg > hi_mass  # the fill stops inside the negatives, at mass hi
+    under = n_neg < lo_mass  # the fill goes through the zeros into the positives
+    extra = np.maximum(lo_mass - n_neg - n_zero, 0.0)
+    fill_from = np.where(over, seg_start, seg_start + n_nonpos_stored)
+    fill_mass = np.where(over, hi_mass, extra)
+    filling = over | (under & (extra > 0.0))
+    cw = np.concatenate(([0.0], np.cumsum(w)))
+    target = cw[fill_from] + fill_mass
+    k = np.arange(len(values))
+    in_fill = filling[cols] & (k >= fill_from[cols]) & (k < seg_end[cols])
+    t = target[cols]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(cw[1:] <= t, 1.0, np.clip((t - cw[:-1]) / w, 0.0, 1.0))
+    frac = np.where(in_fill & (w > 0.0), frac, 0.0)
+    got_value = np.bincount(cols, weights=frac * wv, minlength=d)
+    got_mass = np.bincount(cols, weights=frac * w, minlength=d)
+    value = np.where(over, got_value, v_neg + np.where(under, got_value, 0.0))
+    mass = np.where(over, got_mass, n_neg + np.where(under, n_zero + got_mass, 0.0))
+    aim = np.where(over, hi_mass, np.where(under, lo_mass, n_neg))
+    aim = np.where(under & (extra == 0.0), mass, aim)  # anywhere in the zeros' range
+    nnz = (seg_end - seg_start) + 4
+    abs_sum = np.bincount(cols, weights=np.abs(wv), minlength=d)
+    err = col_max * (np.abs(mass - aim) + gamma(nnz + len(weights)) * 4.0 * (total + hi_mass)) \
+        + gamma(nnz) * 2.0 * abs_sum
+    return value, err
+
+
+def screen_features(data: LPSVMData, lam: float, ref: LPReference,
+                    at_zero: np.ndarray | None = None, at_box: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """Theorem 6 (corrected): :math:`-\\lambda n<LB_j` and :math:`UB_j<\\lambda n`
+    prove :math:`w^*_j=0` (the printed theorem has both inequalities inverted)."""
+    lo, hi = correlation_bounds(data, lam, ref, at_zero, at_box)
+    limit = lam * data.n_samples * (1.0 - SCREEN_RTOL)
+    return (lo > -limit) & (hi < limit)
+
+
+# ------------------------------------------------------------------------ samples
+@dataclass
+class PrimalCut:
+    """The region :math:`\\{w:\\lambda\\|w\\|_1+g^\\top w\\le k\\}` of every primal
+    optimum, as the one-variable LPs read it: ``c_minus`` :math:`\\le\\lambda-g_j` and
+    ``c_plus`` :math:`\\le\\lambda+g_j` (lowered by the rounding error of :math:`g`, so a
+    :math:`\\mu` feasible for them is feasible exactly) and ``k`` :math:`\\ge` the exact
+    :math:`k`."""
+
+    c_minus: np.ndarray
+    c_plus: np.ndarray
+    k: float
+
+    @classmethod
+    def build(cls, data: LPSVMData, lam: float, ref: LPReference,
+              theta: np.ndarray | None = None) -> PrimalCut:
+        """The cut of weights ``theta`` (default: the paper's subgradient at
+        :math:`\\hat w`, :math:`\\theta_i=1` where the margin is below 1)."""
+        n = data.n_samples
+        if theta is None:
+            theta = (ref.margins < 1.0).astype(np.float64)
+        v = np.clip(theta, 0.0, 1.0) * data.s
+        g = -data.correlations(v) / n
+        g_err = data.correlation_error() / n * (1.0 + 4 * U)
+        g_err = g_err + 4 * U * (lam + np.abs(g))
+        mass = float(v.sum())
+        k = ref.primal - mass * (1.0 - gamma(n + 2)) / n
+        k += 4 * U * (abs(k) + ref.primal)
+        c_minus = lam - g - g_err
+        c_plus = lam + g - g_err
+        # a zero coefficient is treated as slightly negative: only shrinks the feasible
+        # set of mu (safe), and spares the division-by-zero cases
+        tiny = np.finfo(np.float64).tiny
+        return cls(np.where(c_minus == 0.0, -tiny, c_minus),
+                   np.where(c_plus == 0.0, -tiny, c_plus), float(k))
+
+
+def margin_bounds(data: LPSVMData, cut: PrimalCut, free_features: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Safe lower and upper bounds of every margin :math:`z_i^\\top w^*` over the cut
+    intersected with :math:`\\{w_j=0,\\ j\\notin\\text{free}\\}` (Theorem 7, corrected).
+
+    :math:`\\min z_i^\\top w` over the region is at least :math:`-\\mu k` for every
+    :math:`\\mu\\ge0` with :math:`|z_{ij}+\\mu g_j|\\le\\lambda\\mu` on the free
+    features (weak duality: no optimal :math:`\\mu` is needed); each such constraint is
+    :math:`\\mu(\\lambda-g_j)\\ge z_{ij}` and :math:`\\mu(\\lambda+g_j)\\ge-z_{ij}`, so
+    the feasible :math:`\\mu` form an interval and the best one is an end of it. The
+    maximum is the same with :math:`-z_i`.
+    """
+    d = data.n_features
+    free = np.ones(d, dtype=bool) if free_features is None else free_features
+    cm, cp = cut.c_minus, cut.c_plus
+    with np.errstate(divide="ignore"):
+        inv_m = np.where(free & (cm > 0.0), 1.0 / cm, 0.0)
+        inv_p = np.where(free & (cp > 0.0), 1.0 / cp, 0.0)
+    bad = free & ((cm < 0.0) | (cp < 0.0))
+    if data.sparse:
+        lo_l, lo_u, hi_l, hi_u = _mu_limits_sparse(data.Z, inv_m, inv_p, bad, cm, cp)
+    else:
+        lo_l, lo_u, hi_l, hi_u = _mu_limits_dense(data.Z, inv_m, inv_p, bad, cm, cp)
+    lower = _bound(lo_l, hi_l, cut.k, sign=-1.0)
+    upper = _bound(lo_u, hi_u, cut.k, sign=1.0)
+    return lower, upper
+
+
+def _bound(mu_lo, mu_hi, k, sign):
+    """``sign=-1``: :math:`\\max_\\mu -\\mu k`; ``sign=+1``: :math:`\\min_\\mu \\mu k`, over
+    the computed interval (rounded inward); no bound (:math:`\\mp\\infty`) when it is
+    empty or the best end is infinite."""
+    mu_lo = np.maximum(mu_lo, 0.0) * (1.0 + 8 * U)
+    mu_hi = mu_hi * (1.0 - 8 * U)
+    feasible = mu_lo <= mu_hi
+    mu = mu_lo if k >= 0.0 else mu_hi
+    with np.errstate(invalid="ignore"):
+        value = sign * mu * k
+    ok = feasible & np.isfinite(value)
+    return np.where(ok, value, sign * np.inf)
+
+
+def _mu_limits_dense(Z, inv_m, inv_p, bad, cm, cp):
+    """Per row: the lower and upper limits of :math:`\\mu` of the lower-bound LP
+    (``lo_l``, ``hi_l``) and of the upper-bound LP (``lo_u``, ``hi_u``)."""
+    n, d = Z.shape
+    cols = np.flatnonzero((inv_m != 0.0) | (inv_p != 0.0))
+    badc = np.flatnonzero(bad)
+    lo_l = np.zeros(n)
+    lo_u = np.zeros(n)
+    hi_l = np.full(n, np.inf)
+    hi_u = np.full(n, np.inf)
+    step = max(1, BLOCK // max(len(cols), 1))
+    im, ip = inv_m[cols], inv_p[cols]
+    for start in range(0, n, step):  # blocks of rows, to bound the temporaries
+        Zb = Z[start:start + step][:, cols]
+        a = Zb * im  # z / (lambda - g)
+        b = Zb * ip  # z / (lambda + g)
+        lo_l[start:start + step] = np.maximum(a.max(axis=1, initial=0.0),
+                                              (-b).max(axis=1, initial=0.0))
+        lo_u[start:start + step] = np.maximum((-a).max(axis=1, initial=0.0),
+                                              b.max(axis=1, initial=0.0))
+    if len(badc):
+        Zb = Z[:, badc]
+        hl, hu = _upper_limits(Zb, cm[badc], cp[badc])
+        hi_l, hi_u = hl.min(axis=1), hu.min(axis=1)
+    return lo_l, lo_u, hi_l, hi_u
+
+
+def _upper_limits(r, cm, cp):
+    """Upper limits of :math:`\\mu` from the constraints with a negative coefficient:
+    :math:`\\mu c\\ge r` with :math:`c<0` is :math:`\\mu\\le r/c` (negative, i.e.
+    infeasible, when :math:`r>0`). Lower-bound LP: :math:`(c_-, r)` and :math:`(c_+,-r)`;
+    upper-bound LP: :math:`(c_-,-r)` and :math:`(c_+, r)`. A non-negative coefficient gives
+    no upper limit."""
+    inf = np.inf
+    qm = np.where(cm < 0.0, r / np.where(cm < 0.0, cm, -1.0), inf)
+    qp = np.where(cp < 0.0, r / np.where(cp < 0.0, cp, -1.0), inf)
+    # (c_-, r): r/c_- ; (c_+, -r): -r/c_+ ; (c_-, -r): -r/c_- ; (c_+, r): r/c_+
+    neg_qm = np.where(cm < 0.0, -qm, inf)
+    neg_qp = np.where(cp < 0.0, -qp, inf)
+    return np.minimum(qm, neg_qp), np.minimum(neg_qm, qp)
+
+
+def _mu_limits_sparse(Z, inv_m, inv_p, bad, cm, cp):
+    """As :func:`_mu_limits_dense` on CSR ``Z``: an unstored entry is 0, which limits
+    nothing except through a feature with a negative coefficient (then
+    :math:`\\mu\\le0`)."""
+    n = Z.shape[0]
+    data, idx, ptr = Z.data, Z.indices, Z.indptr
+    a = data * inv_m[idx]
+    b = data * inv_p[idx]
+    lo_l = _row_reduce(np.maximum, np.maximum(a, -b), ptr, 0.0)
+    lo_u = _row_reduce(np.maximum, np.maximum(-a, b), ptr, 0.0)
+    hi_l = np.full(n, np.inf)
+    hi_u = np.full(n, np.inf)
+    n_bad = int(bad.sum())
+    if n_bad:
+        is_bad = bad[idx]
+        hl, hu = _upper_limits(np.where(is_bad, data, 0.0), np.where(is_bad, cm[idx], 1.0),
+                               np.where(is_bad, cp[idx], 1.0))
+        hi_l = _row_reduce(np.minimum, hl, ptr, np.inf)
+        hi_u = _row_reduce(np.minimum, hu, ptr, np.inf)
+        stored_bad = np.add.reduceat(np.r_[is_bad.astype(np.intp), 0], ptr[:-1]) \
+            if len(data) else np.zeros(n, dtype=np.intp)
+        stored_bad = np.where(np.diff(ptr) > 0, stored_bad, 0)
+        missing = stored_bad < n_bad  # an unstored zero in a bad column: mu <= 0
+        hi_l = np.where(missing, np.minimum(hi_l, 0.0), hi_l)
+        hi_u = np.where(missing, np.minimum(hi_u, 0.0), hi_u)
+    return lo_l, lo_u, hi_l, hi_u
+
+
+def _row_reduce(ufunc, values, ptr, empty):
+    """``ufunc.reduceat`` over the rows of a CSR layout, ``empty`` for empty rows."""
+    n = len(ptr) - 1
+    if len(values) == 0:
+        return np.full(n, empty)
+    out = ufunc.reduceat(np.r_[values, empty], np.minimum(ptr[:-1], len(values)))
+    return np.where(np.diff(ptr) > 0, ufunc(out, empty), empty)
+
+
+def screen_samples(data: LPSVMData, cut: PrimalCut,
+                   features: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Theorem 7 (corrected): a margin lower bound above 1 proves :math:`a^*_i=0`, an
+    upper bound below 1 proves :math:`a^*_i=s_i` (the printed theorem swaps the two
+    conclusions). ``features`` proven zero are left out of the constraints. Returns
+    ``(at_zero, at_box)``."""
+    free = None if features is None else ~features
+    lower, upper = margin_bounds(data, cut, free)
+    at_zero = lower > 1.0 + SCREEN_RTOL * (1.0 + np.abs(lower))
+    at_box = upper < 1.0 - SCREEN_RTOL * (1.0 + np.abs(upper))
+    return at_zero, at_box & ~at_zero
+
+
+# ------------------------------------------------------------------------- events
+def screen_lp_svm(data: LPSVMData, lam: float, w: np.ndarray, alpha: np.ndarray,
+                  mode: str = "simultaneous", synergy: bool = True, max_rounds: int = 50,
+                  reference: LPReference | None = None) -> LPScreen:
+    """One screening event at :math:`\\lambda` from the reference pair
+    :math:`(w,\\alpha)` (any :math:`w`; :math:`\\alpha` is made dual feasible): the
+    feature and sample steps alternated to their fixpoint (``"simultaneous"``), or one
+    of them alone. With ``synergy=False`` each step ignores the other's decisions (one
+    round each; for measuring what the synergy adds)."""
+    if mode not in LP_SVM_RULES:
+        raise ValueError(f"unknown screening mode {mode!r}")
+    ref = reference if reference is not None else LPReference.build(data, lam, w, alpha)
+    n, d = data.n_samples, data.n_features
+    features = np.zeros(d, dtype=bool)
+    at_zero = np.zeros(n, dtype=bool)
+    at_box = np.zeros(n, dtype=bool)
+    do_f = mode in ("simultaneous", "features")
+    do_s = mode in ("simultaneous", "samples")
+    cut = PrimalCut.build(data, lam, ref) if do_s else None
+    rounds = 0
+    changed = True
+    while changed and rounds < max_rounds:
+        rounds += 1
+        changed = False
+        if do_f:
+            new = screen_features(data, lam, ref, at_zero if synergy else None,
+                                  at_box if synergy else None)
+            if (new & ~features).any():
+                features |= new
+                changed = True
+        if do_s:
+            z, b = screen_samples(data, cut, features if synergy else None)
+            if (z & ~at_zero).any() or (b & ~at_box).any():
+                at_zero |= z
+                at_box |= b
+                changed = True
+        if not (synergy and do_f and do_s):
+            break
+    return LPScreen(features, at_zero, at_box, rounds)

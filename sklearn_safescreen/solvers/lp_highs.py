@@ -1,0 +1,303 @@
+r"""The exact LP-SVM solver: HiGHS (``scipy.optimize.linprog(method="highs")``) inside a
+column-and-row generation loop.
+
+The problem solved is the **reduced** LP-SVM left by screening
+(:mod:`sklearn_safescreen.problems.lp_svm`): its *universe* is the features not proven
+zero and the samples not proven at :math:`a_i=0` or at the box, the samples proven at
+the box entering as a linear term. Within the universe a **working set** of features
+(columns) and samples is solved by HiGHS. The other universe features are held at 0;
+each universe sample is in one of three working states: a **row** (its hinge exact),
+**linear** (its loss replaced by :math:`s_i(1-z_i^\top w)`, as if at the box: no row) or
+**out** (its loss replaced by 0, as if at :math:`a_i=0`). Both replacements are minorants
+of the hinge, and exact where the margin is on their side of 1, so only the samples on
+the margin need rows: the restricted LPs stay small. Then the reduced problem is
+priced:
+
+* a feature outside the working set whose reduced cost is negative, i.e.
+  :math:`|Z_{:j}^\top a|>\lambda n` for the LP's dual :math:`a` (the row marginals,
+  with :math:`a_i=s_i` on the box samples), would lower the objective: it joins;
+* a sample left out whose margin :math:`z_i^\top w<1`, or a linear one whose margin
+  :math:`z_i^\top w>1`, is where its replacement is not the hinge: it becomes a row.
+
+When nothing is priced in, the restricted objective equals the reduced one at
+:math:`w` and :math:`a` is feasible for the reduced dual, so the working-set optimum is
+the reduced problem's optimum (to HiGHS's tolerances). The loop starts from the working
+sets it is given (along a path: the previous value's support and margin samples), and
+rows and features only join.
+
+Tolerances:
+
+* HiGHS's ``primal_feasibility_tolerance`` and ``dual_feasibility_tolerance`` start at
+  ``HIGHS_TOLERANCE`` and are tightened tenfold (down to ``HIGHS_TIGHTEST``) when the
+  certificate misses ``tol`` with nothing left to price;
+* a feature or sample is priced in when it violates its condition by more than
+  ``PRICE_RTOL`` (relative to :math:`\lambda n`, or to the margin 1): smaller violations
+  are below what HiGHS resolves;
+* ``tol`` is the target of the **full problem's relative duality gap**
+  :math:`(P_\lambda(w)-D(a))/P_\lambda(w)`, with :math:`a` made dual feasible by scaling
+  and both objectives bounded for rounding (:meth:`LPSVMData.certificate`): a returned
+  pair with ``rel_gap <= tol`` is certified whatever HiGHS or the rules did.
+
+The solver knows nothing of the rules: it is given the fixed sets, and
+:meth:`ColumnRowGeneration.certify` reports the fixed variables that violate their
+optimality condition at its answer, which :meth:`~ColumnRowGeneration.release` puts
+back (the certify-and-repair loop of the engine drives the three methods).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+
+from ..problems.lp_svm import LPCertificate, LPSVMData, l1_radius
+
+#: HiGHS's primal and dual feasibility tolerances of the first solves.
+HIGHS_TOLERANCE = 1e-9
+#: The tightest they are set to when the certificate asks for more.
+HIGHS_TIGHTEST = 1e-10
+#: Relative violation below which pricing ignores a feature or a sample.
+PRICE_RTOL = 1e-9
+#: Features priced in per round: at least this many, at most as many as are working.
+MIN_FEATURES_ADDED = 20
+#: Default initial states from the start point's margins: rows within this distance of
+#: 1, linear below, out above.
+ROW_BAND = 0.2
+
+
+@dataclass
+class LPCheck:
+    """The full problem's certificate at the solver's point, and the fixed variables
+    that violate their optimality condition there (full-length masks): screened
+    features with :math:`|Z_{:j}^\\top a|>\\lambda n`, samples fixed at 0 with margin
+    below 1, samples fixed at the box with margin above 1. They are not proofs of a
+    wrong rule (the point is only near-optimal) but what keeps the gap open."""
+
+    certificate: LPCertificate
+    features: np.ndarray
+    samples: np.ndarray
+
+    @property
+    def n_violations(self) -> int:
+        return int(self.features.sum() + self.samples.sum())
+
+
+@dataclass
+class LPResult:
+    """What :func:`solve_lp_svm` returns: the point, its dual (feasible, full length,
+    :math:`\\alpha=y\\circ a`), the full problem's certified objectives and gap, the
+    generation rounds and HiGHS calls, whether ``tol`` was met, and the fixed variables
+    released by the certificate (features, samples)."""
+
+    w: np.ndarray
+    alpha: np.ndarray
+    primal: float
+    dual: float
+    gap: float
+    rel_gap: float
+    rounds: int
+    n_lp: int
+    converged: bool
+    released: tuple[int, int]
+    working_features: np.ndarray
+    working_samples: np.ndarray
+
+
+class ColumnRowGeneration:
+    """Column-and-row generation on one reduced LP-SVM.
+
+    Parameters
+    ----------
+    data : LPSVMData
+    lam : float
+    fixed_features : ndarray of bool, shape (d,), default=None
+        Features held at 0 (proven :math:`w^*_j=0`).
+    at_zero, at_box : ndarray of bool, shape (n,), default=None
+        Samples held at :math:`a_i=0` (left out) and at :math:`a_i=s_i` (a linear term).
+    features, samples : ndarray of bool, default=None
+        The initial working features and rows (within the universe). Default: the
+        support of ``w_start`` and the features most correlated with ``alpha_start``;
+        the samples whose margin at ``w_start`` is within ``ROW_BAND`` of 1.
+    linear : ndarray of bool, default=None
+        The initial linear samples. Default: those with margin below
+        ``1 - ROW_BAND`` at ``w_start`` (when ``samples`` is None; else none).
+    w_start, alpha_start : ndarray, default=None
+        A primal and a dual point (e.g. the previous value's solution); they give the
+        default working sets and the bound :math:`\\|w^*\\|_1\\le P_\\lambda(w)/\\lambda`.
+    """
+
+    def __init__(self, data: LPSVMData, lam: float, fixed_features=None, at_zero=None,
+                 at_box=None, features=None, samples=None, w_start=None, alpha_start=None,
+                 linear=None):
+        n, d = data.n_samples, data.n_features
+        self.data, self.lam = data, float(lam)
+        self.fixed_features = _mask(fixed_features, d)
+        self.at_zero = _mask(at_zero, n)
+        self.at_box = _mask(at_box, n) & ~self.at_zero
+        w0 = np.zeros(d) if w_start is None else np.asarray(w_start, dtype=np.float64)
+        a0 = data.alpha_at_zero() if alpha_start is None else alpha_start
+        m0 = data.margins(w0)
+        self.l1_bound = l1_radius(data.primal(lam, w0, m0), lam)
+        if features is None:
+            corr = np.abs(data.correlations(np.clip(data.y * a0, 0.0, data.s)))
+            corr[self.fixed_features] = -np.inf
+            # the support, and the features the start's dual prices in (as the first
+            # round would), at most as many as the support
+            features = w0 != 0.0
+            keep = max(MIN_FEATURES_ADDED // 4, int(features.sum()))
+            top = np.argsort(-corr)[:keep]
+            top = top[(corr[top] > lam * data.n_samples) | (np.arange(len(top)) < 5)]
+            features[top] = True
+        if samples is None:
+            samples = np.abs(m0 - 1.0) <= ROW_BAND
+            if linear is None:
+                linear = m0 < 1.0 - ROW_BAND
+        self.features = _mask(features, d) & ~self.fixed_features
+        self.samples = _mask(samples, n) & self.free_samples
+        self.linear = _mask(linear, n) & self.free_samples & ~self.samples
+        self.tolerance = HIGHS_TOLERANCE
+        self.w = np.where(self.features, w0, 0.0)
+        self.a = np.where(self.at_box | self.linear, data.s, 0.0)
+        self.rounds = 0
+        self.n_lp = 0
+        self.released = [0, 0]
+
+    @property
+    def free_samples(self) -> np.ndarray:
+        return ~(self.at_zero | self.at_box)
+
+    # -- the three steps the certify loop drives
+    def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
+        """Generate columns and rows until nothing is priced in (or ``max_iter`` LPs);
+        ``tol`` is unused here (the reduced optimum is exact to HiGHS's tolerances) and
+        kept for the engine's protocol. Returns ``(LPs solved, converged)``."""
+        data, lam = self.data, self.lam
+        n = data.n_samples
+        limit = lam * n * (1.0 + PRICE_RTOL)
+        for it in range(max_iter):
+            self._solve_working_set()
+            m = data.margins(self.w)
+            corr = np.abs(data.correlations(self.a))
+            new_s = self.free_samples & ~self.samples & np.where(
+                self.linear, m > 1.0 + PRICE_RTOL, m < 1.0 - PRICE_RTOL)
+            cand_f = ~self.fixed_features & ~self.features & (corr > limit)
+            if not new_s.any() and not cand_f.any():
+                return it + 1, True
+            self.samples |= new_s
+            self.linear &= ~new_s
+            if cand_f.any():
+                idx = np.flatnonzero(cand_f)
+                keep = max(MIN_FEATURES_ADDED, int(self.features.sum()))
+                if len(idx) > keep:
+                    idx = idx[np.argsort(-corr[idx])[:keep]]
+                self.features[idx] = True
+        return max_iter, False
+
+    def certify(self) -> LPCheck:
+        """The full problem's certificate at the current pair, and the fixed variables
+        violating their condition there."""
+        data, lam = self.data, self.lam
+        cert = data.certificate(lam, self.w, data.y * self.a)
+        m = cert.margins
+        corr = np.abs(data.correlations(self.a))
+        feats = self.fixed_features & (corr > lam * data.n_samples * (1.0 + PRICE_RTOL))
+        samples = (self.at_zero & (m < 1.0 - PRICE_RTOL)) \
+            | (self.at_box & (m > 1.0 + PRICE_RTOL))
+        return LPCheck(cert, feats, samples)
+
+    def release(self, features: np.ndarray, samples: np.ndarray) -> None:
+        """Free the fixed ``features`` and ``samples`` (full-length masks): they join the
+        universe and the working sets."""
+        features = features & self.fixed_features
+        samples = samples & ~self.free_samples
+        self.released[0] += int(features.sum())
+        self.released[1] += int(samples.sum())
+        self.fixed_features &= ~features
+        self.features |= features
+        self.at_zero &= ~samples
+        self.at_box &= ~samples
+        self.samples |= samples
+        self.a = np.where(self.at_box | self.linear, self.data.s,
+                          np.where(self.samples, self.a, 0.0))
+
+    def tighten(self) -> bool:
+        """Tighten HiGHS's tolerances tenfold; False when already at the tightest."""
+        if self.tolerance <= HIGHS_TIGHTEST:
+            return False
+        self.tolerance = max(self.tolerance * 0.1, HIGHS_TIGHTEST)
+        return True
+
+    # -- one restricted LP
+    def _solve_working_set(self) -> None:
+        data = self.data
+        cols = np.flatnonzero(self.features)
+        rows = np.flatnonzero(self.samples)
+        self.rounds += 1
+        if not len(cols) and not len(rows):  # nothing to optimise: w = 0
+            self.w = np.zeros(data.n_features)
+            self.a = np.where(self.at_box | self.linear, data.s, 0.0)
+            return
+        lp = data.restricted_lp(self.lam, cols, rows, self.at_box | self.linear,
+                                self.l1_bound)
+        options = {"primal_feasibility_tolerance": self.tolerance,
+                   "dual_feasibility_tolerance": self.tolerance}
+        res = linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, bounds=lp.bounds, method="highs",
+                      options=options)
+        self.n_lp += 1
+        if res.status != 0 or res.x is None:
+            raise RuntimeError(f"HiGHS failed on a restricted LP-SVM problem "
+                               f"({len(rows)} rows, {len(cols)} columns): {res.message}")
+        w_cols, _ = lp.split(res.x)
+        self.w = np.zeros(data.n_features)
+        self.w[cols] = w_cols
+        a = np.where(self.at_box | self.linear, data.s, 0.0)
+        if len(rows):
+            a[rows] = np.clip(-res.ineqlin.marginals, 0.0, data.s[rows])
+        self.a = a
+
+
+def solve_lp_svm(data: LPSVMData, lam: float, screen=None, w_start=None, alpha_start=None,
+                 features=None, samples=None, tol: float = 1e-9, max_iter: int = 200
+                 ) -> LPResult:
+    """Solve the LP-SVM at ``lam`` exactly: column-and-row generation on the problem
+    reduced by ``screen`` (anything with boolean ``features``, ``at_zero``, ``at_box``;
+    None: nothing fixed), certified on the full problem, fixed variables that violate
+    their condition at the answer released and the solve resumed, HiGHS's tolerances
+    tightened while the full relative gap exceeds ``tol``.
+
+    A minimal certify-and-repair driver, for tests, benchmarks and callers without the
+    engine.
+    """
+    task = ColumnRowGeneration(
+        data, lam,
+        fixed_features=None if screen is None else screen.features,
+        at_zero=None if screen is None else screen.at_zero,
+        at_box=None if screen is None else screen.at_box,
+        features=features, samples=samples, w_start=w_start, alpha_start=alpha_start)
+    used = 0
+    while True:
+        iters, _ = task.solve(tol, max(max_iter - used, 1))
+        used += iters
+        check = task.certify()
+        cert = check.certificate
+        if cert.rel_gap <= tol or used >= max_iter:
+            break
+        if check.n_violations:
+            task.release(check.features, check.samples)
+            continue
+        if not task.tighten():
+            break
+    dp = cert.dual_point
+    return LPResult(task.w.copy(), dp.alpha, cert.primal, cert.dual, cert.gap,
+                    cert.rel_gap, task.rounds, task.n_lp, cert.rel_gap <= tol,
+                    tuple(task.released), task.features.copy(), task.samples.copy())
+
+
+def _mask(m, size) -> np.ndarray:
+    if m is None:
+        return np.zeros(size, dtype=bool)
+    m = np.asarray(m, dtype=bool)
+    if m.shape != (size,):
+        raise ValueError(f"mask of shape {m.shape}, expected ({size},)")
+    return m.copy()
