@@ -76,6 +76,13 @@ GREEDY_MIN_FREE = 400
 RESTRICT_FRACTION = 0.7
 #: Updates between two shrinking passes, relative to the free set (LIBSVM: min(n, 1000)).
 SHRINK_EVERY = 1000
+#: Partner among every listed variable (its row computed when missing), as LIBSVM's
+#: second-order selection, rather than among the cached rows only, when the cache holds
+#: a row for every column. Measured on warm-started values of the RBF path (8,000
+#: samples, C = 21.5, 46.4, 100, every row of W cached): 23-30% fewer updates for 25%
+#: more rows computed; at 16,000 samples (the cache holds half of W's rows) 20% fewer
+#: updates but five times the rows computed, 76,000 against 14,000 at C = 46.4.
+PARTNER_ANY = True
 #: Rows copied together when a cache is narrowed or widened (bounded temporaries).
 _COPY_ROWS = 256
 
@@ -337,7 +344,8 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
             greedy_updates(a, g, lo, hi, diag, inv_diag, sign_W, active, n_active,
                            n_listed, cache.rows, cache.slot, cache.last_use, cache.clock,
                            budget, eps, min(SHRINK_EVERY, n_listed) if n_listed > 1
-                           else 0, True, PREFER_CACHED)
+                           else 0, True, PREFER_CACHED,
+                           PARTNER_ANY and cache.capacity >= m)
         updates += done
         objective -= decrease
         if status == NEED_ROW:

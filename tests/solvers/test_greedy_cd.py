@@ -420,3 +420,79 @@ def test_rows_over_every_sample_go_through_the_kernel_cache(monkeypatch, share):
         assert evaluations <= n * n
     else:
         assert evaluations > 1.5 * n * n
+
+
+def test_a_partner_whose_row_is_missing_is_asked_for_and_the_first_row_kept_recent():
+    # three coupled variables, only the first one's row cached: with partner_any the
+    # loop asks for the best partner's row (nothing moved) and marks the first
+    # variable's row as the most recent, so fetching the partner's cannot evict it
+    rng = np.random.RandomState(3)
+    X = rng.standard_normal((3, 2))
+    s = np.array([1.0, -1.0, 1.0])
+    Q = _signed_gram(X, s)
+    p = np.array([3.0, 0.1, 0.1])
+    lo, hi = np.zeros(3), np.full(3, 10.0)
+    diag = np.diag(Q).copy()
+    slot = np.array([0, -1, -1], dtype=np.int64)
+    rows = np.ascontiguousarray(Q[[0]])
+    last = np.zeros(1, dtype=np.int64)
+    a, g = np.zeros(3), -p.copy()
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s, np.arange(3, dtype=np.int64),
+                         3, 3, rows, slot, last, 0, 10, 1e-12, 0, True, 1.0, True)
+    assert out[0] == NEED_ROW and out[5] in (1, 2) and out[1] == 0
+    np.testing.assert_array_equal(a, 0.0)
+    assert last[0] == out[3] > 0
+    # without partner_any the cached rows only are candidates: a single step is taken
+    a, g = np.zeros(3), -p.copy()
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s, np.arange(3, dtype=np.int64),
+                         3, 3, rows, slot, np.zeros(1, dtype=np.int64), 0, 1, 1e-12, 0,
+                         True, 1.0, False)
+    assert out[1] == 1 and a[1] == a[2] == 0.0 and a[0] > 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_loop_answer_does_not_depend_on_the_order_of_the_active_list(seed):
+    # the loop sorts its positions (shrinking keeps them sorted): a shuffled active list
+    # gives the very same iterates, with or without shrinking, and the optimum
+    rng = np.random.RandomState(seed)
+    m = 40
+    X = rng.standard_normal((m, 3))
+    s = np.where(rng.rand(m) < 0.5, -1.0, 1.0)
+    Q = _signed_gram(X, s)
+    p = rng.uniform(0.2, 2.0, m)
+    lo, hi = np.zeros(m), rng.uniform(0.05, 3.0, m)
+    diag = np.diag(Q).copy()
+    runs = []
+    for order, shrink in ((np.arange(m), 0), (rng.permutation(m), 0),
+                          (rng.permutation(m), 7)):
+        a, g = np.zeros(m), -p.copy()
+        out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s,
+                             order.astype(np.int64), m, m, np.ascontiguousarray(Q),
+                             np.arange(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                             0, 10**6, 1e-12, shrink, True, 1.0, True)
+        assert out[0] == CONVERGED
+        np.testing.assert_allclose(g, Q @ a - p, atol=1e-10)
+        runs.append((a, out[1]))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+    truth = _box_qp_truth(Q, p, lo, hi)
+    for a, _ in runs:
+        np.testing.assert_allclose(a, truth, atol=1e-7)
+
+
+@pytest.mark.parametrize("partner_any", [True, False])
+def test_partner_rules_reach_the_exact_solution_with_a_small_cache(monkeypatch,
+                                                                   partner_any):
+    # the partner among all variables or among the cached rows, with a cache of 24 rows
+    # of 300 (partners' rows asked for, rows evicted and computed again): the exact
+    # optimum, and what dynamic screening fixed at the bound the optimum demands
+    monkeypatch.setattr(greedy_cd, "PARTNER_ANY", partner_any)
+    X, y = noisy_data(seed=11, n=300, d=4)
+    n = y.size
+    for C in (0.5, 20.0):
+        problem = _problem(X, y, C, _rows_mb(24, n))
+        truth = solve_svm_dual(C, Q=_signed_gram(X, y))
+        res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                                  max_iter=100000, random_state=None,
+                                  dynamic_screen=gap_ball_screen)
+        check_against_truth(problem, res, truth, 1e-9)
