@@ -239,6 +239,10 @@ def replay(state: dict, *, partner_any=True, prefer_cached=None, start="seed",
             k = float(problem.hi.max()) / ref.C
             alpha = np.clip(ref.alpha * k, problem.lo, problem.hi)
             margins = k * ref.margins
+        elif start == "previous":  # the previous solution itself (feasible: C grew)
+            ref = state["ref"]
+            alpha = np.clip(ref.alpha, problem.lo, problem.hi)
+            margins = ref.margins.copy()
         elif start == "extrapolated":  # along the path's slope at the previous value
             alpha, margins = extrapolated_start(problem, state["ref"], alpha)
     problem.newton = newton
@@ -304,6 +308,7 @@ def experiments(n_train: int, targets=(21.544346900318834, 46.41588833612777, 10
         ("cold start", dict(start="cold")),
         ("whole previous solution scaled by C / C_old", dict(start="scaled")),
         ("extrapolated along the path's slope", dict(start="extrapolated")),
+        ("the previous solution unchanged", dict(start="previous")),
         ("no shrinking", dict(shrink_every=10**9)),
         ("tol 1e-3", dict(tol=1e-3)),
         ("tol 1e-6", dict(tol=1e-6)),

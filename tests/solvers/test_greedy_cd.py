@@ -423,9 +423,10 @@ def test_rows_over_every_sample_go_through_the_kernel_cache(monkeypatch, share):
 
 
 def test_a_partner_whose_row_is_missing_is_asked_for_and_the_first_row_kept_recent():
-    # three coupled variables, only the first one's row cached: with partner_any the
-    # loop asks for the best partner's row (nothing moved) and marks the first
-    # variable's row as the most recent, so fetching the partner's cannot evict it
+    # three coupled variables, only the first one's row cached: while the scanned
+    # variables' rows all fit the cache, the loop asks for the best partner's row
+    # (nothing moved) and marks the first variable's row as the most recent, so
+    # fetching the partner's cannot evict it
     rng = np.random.RandomState(3)
     X = rng.standard_normal((3, 2))
     s = np.array([1.0, -1.0, 1.0])
@@ -438,15 +439,16 @@ def test_a_partner_whose_row_is_missing_is_asked_for_and_the_first_row_kept_rece
     last = np.zeros(1, dtype=np.int64)
     a, g = np.zeros(3), -p.copy()
     out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s, np.arange(3, dtype=np.int64),
-                         3, 3, rows, slot, last, 0, 10, 1e-12, 0, True, 1.0, True)
+                         3, 3, rows, slot, last, 0, 10, 1e-12, 0, True, 1.0, 3)
     assert out[0] == NEED_ROW and out[5] in (1, 2) and out[1] == 0
     np.testing.assert_array_equal(a, 0.0)
     assert last[0] == out[3] > 0
-    # without partner_any the cached rows only are candidates: a single step is taken
+    # more scanned variables than rows the cache may hold: the cached rows only are
+    # candidates, and a single step is taken
     a, g = np.zeros(3), -p.copy()
     out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s, np.arange(3, dtype=np.int64),
                          3, 3, rows, slot, np.zeros(1, dtype=np.int64), 0, 1, 1e-12, 0,
-                         True, 1.0, False)
+                         True, 1.0, 2)
     assert out[1] == 1 and a[1] == a[2] == 0.0 and a[0] > 0.0
 
 
@@ -469,7 +471,7 @@ def test_loop_answer_does_not_depend_on_the_order_of_the_active_list(seed):
         out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s,
                              order.astype(np.int64), m, m, np.ascontiguousarray(Q),
                              np.arange(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                             0, 10**6, 1e-12, shrink, True, 1.0, True)
+                             0, 10**6, 1e-12, shrink, True, 1.0, m)
         assert out[0] == CONVERGED
         np.testing.assert_allclose(g, Q @ a - p, atol=1e-10)
         runs.append((a, out[1]))
