@@ -498,3 +498,37 @@ def test_partner_rules_reach_the_exact_solution_with_a_small_cache(monkeypatch,
                                   max_iter=100000, random_state=None,
                                   dynamic_screen=gap_ball_screen)
         check_against_truth(problem, res, truth, 1e-9)
+
+
+def test_row_cache_fetch_into_consecutive_and_scattered_slots_stores_the_rows():
+    # a cold cache fills consecutive slots (copied through a slice), a full one the
+    # evicted, scattered slots: either way each position's slot holds its signed row
+    X, y = noisy_data(seed=2, n=60, d=3)
+    problem = _problem(X, y, 1.0, _rows_mb(greedy_cd.MIN_CACHE_ROWS, 60))
+    cache = RowCache(problem, np.arange(60))
+    Q = _signed_gram(X, y)
+    cap = cache.capacity
+    cache.fetch(problem, np.arange(cap - 2, dtype=np.int64))
+    cache.fetch(problem, np.array([40, 41, 42], dtype=np.int64))  # evicts one
+    cache.fetch(problem, np.array([2, 50, 9, 33], dtype=np.int64))  # evicts scattered
+    held = np.flatnonzero(cache.slot >= 0)
+    assert held.size == cap
+    for j in held:
+        np.testing.assert_allclose(cache.rows[cache.slot[j]], Q[j], atol=1e-12)
+
+
+@pytest.mark.parametrize("below", [1e-3, 5e-2, np.inf])
+def test_newton_steps_tried_early_still_reach_the_exact_solution(monkeypatch, below):
+    # Newton steps on the interior set tried from a large gap on (where that set is
+    # still wrong and the clipped step may raise the objective): the answer is still
+    # the exact optimum, with what dynamic screening fixed at the right bound
+    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", below)
+    X, y = noisy_data(seed=4, n=500, d=4)
+    n = y.size
+    for C in (1.0, 30.0):
+        problem = _problem(X, y, C, _rows_mb(60, n), newton=NewtonCache())
+        truth = solve_svm_dual(C, Q=_signed_gram(X, y))
+        res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                                  max_iter=100000, random_state=None,
+                                  dynamic_screen=gap_ball_screen)
+        check_against_truth(problem, res, truth, 1e-9)
