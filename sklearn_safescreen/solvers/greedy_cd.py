@@ -76,6 +76,8 @@ WIDER_COLUMNS = 1.1
 #: and only costs the updates that follow it.
 NEWTON_BELOW_GAP = 5e-2
 NEWTON_MAX_STEPS = 6
+#: ... and once a step tried early raised the objective, from this gap only.
+NEWTON_LATE_GAP = 1e-3
 #: A variable whose row is cached is updated instead of the best one when its decrease
 #: is at least this fraction of the best's (no kernel row computed for the update).
 PREFER_CACHED = 0.1
@@ -354,6 +356,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     gap = rel_gap = np.inf
     converged = False
     newton_tried, n_newton = None, 0
+    newton_below = NEWTON_BELOW_GAP
     if problem.newton is not None:
         problem.newton.keep_bytes = problem.kernel.cache_bytes
     while True:
@@ -417,11 +420,15 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
         if updates >= max_updates:
             break
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
-        if (rel_gap > tol and rel_gap <= NEWTON_BELOW_GAP and n_newton < NEWTON_MAX_STEPS
+        if (rel_gap > tol and rel_gap <= newton_below and n_newton < NEWTON_MAX_STEPS
                 and 0 < interior.size <= NEWTON_MAX_SYSTEM
                 and not np.array_equal(W[interior], newton_tried)):
             newton_tried, n_newton = W[interior], n_newton + 1
             moved = _newton_step(problem, cache, a, g, lo, hi, interior)
+            if moved is None or moved > 0.0:
+                # the interior set is still far from the final one (the clipped step
+                # raised the objective): later steps wait for the late threshold
+                newton_below = min(newton_below, NEWTON_LATE_GAP)
             if moved is not None:
                 objective += moved
                 eps = max(eps, 0.1 * violation)
