@@ -532,3 +532,26 @@ def test_newton_steps_tried_early_still_reach_the_exact_solution(monkeypatch, be
                                   max_iter=100000, random_state=None,
                                   dynamic_screen=gap_ball_screen)
         check_against_truth(problem, res, truth, 1e-9)
+
+
+def test_an_early_newton_step_that_fails_defers_the_next_ones(monkeypatch):
+    # a Newton step tried early that does not help (here: reported singular) makes the
+    # later ones wait for NEWTON_LATE_GAP (here 0: none), and the solve still ends at
+    # the exact optimum through the greedy updates
+    calls = []
+
+    def failing_step(*args):
+        calls.append(1)
+        return None
+
+    monkeypatch.setattr(greedy_cd, "_newton_step", failing_step)
+    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
+    monkeypatch.setattr(greedy_cd, "NEWTON_LATE_GAP", 0.0)
+    X, y = noisy_data(seed=4, n=400, d=4)
+    n = y.size
+    problem = _problem(X, y, 10.0, _rows_mb(60, n), newton=NewtonCache())
+    truth = solve_svm_dual(10.0, Q=_signed_gram(X, y))
+    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                              max_iter=100000, random_state=None)
+    check_against_truth(problem, res, truth, 1e-9)
+    assert len(calls) == 1
