@@ -303,7 +303,12 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     """
     del random_state
     alpha = alpha.astype(np.float64, copy=True)
-    prefetch_rows = PREFETCH_ROWS if alpha.any() else PREFETCH_ROWS_COLD
+    cold = not alpha.any()
+    prefetch_rows = PREFETCH_ROWS_COLD if cold else PREFETCH_ROWS
+    # a solve from zero takes partners among the cached rows only: most rows are not
+    # cached yet, and a missing partner's row each update computed 39,000 rows against
+    # 5,000 for a cold fit of 8,000 samples at C = 0.1 (3.3 s against 1.0 s)
+    uncached_gain = UNCACHED_PARTNER_GAIN if PARTNER_ANY and not cold else np.inf
     pending_margins = _PendingMargins(problem, alpha, start_margins)
     fixed = fixed | (problem.hi <= problem.lo)
     n = problem.n_samples
@@ -372,7 +377,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                            budget, eps, min(SHRINK_EVERY, n_listed) if n_listed > 1
                            else 0, True, PREFER_CACHED,
                            cache.capacity if PARTNER_ANY else 0,
-                           UNCACHED_PARTNER_GAIN if PARTNER_ANY else np.inf,
+                           uncached_gain,
                            since_shrink)
         updates += done
         objective -= decrease
