@@ -19,7 +19,16 @@ All ratios come from one run. Writes a markdown table to doc/benchmarks.md (sect
     at 20, 100 and 784 features against scikit-learn's ``rbf_kernel`` for the same block,
     both on one BLAS thread; writes its own section ("Symmetric kernel blocks").
 
-Run: python benchmarks/bench_svc.py [--quick] [--part {all,ill,kernel}]
+(f) ``--part scale``: the RBF path at scale (make_classification(n / 0.8, 20,
+    n_informative=10, flip_y=0.05, random_state=0), standardised, 80% for training,
+    gamma=0.05, 10 values of C in logspace(-1, 2)): SafeSVC's warm path at its default
+    tol and at tol=1e-6 against SVC and oneDAL's SVC (scikit-learn-intelex, when
+    installed) at each value; CPU time, one thread on every side, the sides alternated
+    value by value, best of two runs; writes its own section ("RBF SafeSVC path at
+    scale").
+
+Run: python benchmarks/bench_svc.py [--quick] [--part {all,ill,kernel,scale}]
+         [--sizes 4000 8000 16000]
 """
 
 from __future__ import annotations
@@ -264,10 +273,117 @@ def bench_kernel_block(repeats: int = 9):
     write_section("## Symmetric kernel blocks", text)
 
 
+SCALE_SECTION = "## RBF SafeSVC path at scale"
+
+
+def scale_data(n_train: int):
+    """(f)'s data: ``n_train`` standardised training samples."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(int(round(n_train / 0.8)), 20, n_informative=10,
+                               flip_y=0.05, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=0)
+    return X_tr, y_tr, X_te, y_te
+
+
+def _onedal_svc():
+    """oneDAL's SVC on one thread, or None when scikit-learn-intelex is not installed
+    (a benchmark-only dependency)."""
+    try:
+        import daal4py
+        from sklearnex.svm import SVC as OneDalSVC
+    except ImportError:
+        return None
+    daal4py.daalinit(1)
+    return OneDalSVC
+
+
+def bench_scale(sizes, repeats: int = 2):
+    """(f): per size, the best of ``repeats`` runs of each side at every value."""
+    Cs = np.logspace(-1, 2, 10)
+    onedal = _onedal_svc()
+    load0 = os.getloadavg()[0]
+    results = {}
+    with single_blas_thread():
+        for n in sizes:
+            X, y, X_te, y_te = scale_data(n)
+            best = {k: np.full(len(Cs), np.inf)
+                    for k in ("path", "path6", "svc", "onedal")}
+            agree = np.ones(len(Cs))
+            for _ in range(repeats):
+                paths = {key: SafeSVC(kernel="rbf", gamma=0.05, tol=tol, warm_start=True,
+                                      max_iter=100000, random_state=0)
+                         for key, tol in (("path", SafeSVC().tol), ("path6", 1e-6))}
+                for k, C in enumerate(Cs):
+                    # the sides alternated value by value: each sees the same load
+                    for key, model in paths.items():
+                        t0 = time.process_time()
+                        model.set_params(C=C).fit(X, y)
+                        best[key][k] = min(best[key][k], time.process_time() - t0)
+                    t0 = time.process_time()
+                    svc = SVC(kernel="rbf", gamma=0.05, C=C).fit(X, y)
+                    best["svc"][k] = min(best["svc"][k], time.process_time() - t0)
+                    agree[k] = np.mean(svc.predict(X_te) == paths["path"].predict(X_te))
+                    if onedal is not None:
+                        t0 = time.process_time()
+                        onedal(kernel="rbf", gamma=0.05, C=C).fit(X, y)
+                        best["onedal"][k] = min(best["onedal"][k],
+                                                time.process_time() - t0)
+                    print(f"n={n} C={C:.4g}: path {best['path'][k]:.2f} s, tol 1e-6 "
+                          f"{best['path6'][k]:.2f} s, SVC {best['svc'][k]:.2f} s, oneDAL "
+                          f"{best['onedal'][k]:.2f} s", flush=True)
+            results[n] = (best, agree)
+    load1 = os.getloadavg()[0]
+    lines = [
+        SCALE_SECTION,
+        "",
+        f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, "
+        f"{os.cpu_count()} cores, by `python benchmarks/bench_svc.py --part scale`; 1-min "
+        f"load average {load0:.2f} at the start, {load1:.2f} at the end (other jobs "
+        "shared the machine). make_classification(n / 0.8, 20, n_informative=10, "
+        "flip_y=0.05, random_state=0), standardised, 80% for training, RBF gamma=0.05, "
+        "10 values of C in logspace(-1, 2): SafeSVC's warm-started path at its default "
+        f"tol ({SafeSVC().tol:g}) and at tol=1e-6 against scikit-learn's SVC (LIBSVM, "
+        "tol 1e-3, 200 MB cache) and oneDAL's SVC (scikit-learn-intelex, one thread) "
+        "fitted at each value. Process CPU time, one thread on every side, the sides "
+        f"alternated value by value, best of {repeats} runs. Goal: the path at least 2x "
+        "faster than SVC's total at the default tol and 1.5x at tol=1e-6, no value below "
+        "0.8x.",
+        "",
+        "| training samples | path (s) | path, tol=1e-6 (s) | SVC (s) | oneDAL (s) | SVC / "
+        "path | SVC / path at 1e-6 | worst value, SVC / path | oneDAL / path | test "
+        "predictions equal to SVC's |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, (b, agree) in results.items():
+        lines.append(
+            f"| {n:,} | {b['path'].sum():.2f} | {b['path6'].sum():.2f} | "
+            f"{b['svc'].sum():.2f} | {b['onedal'].sum():.2f} | "
+            f"{b['svc'].sum() / b['path'].sum():.2f}x | "
+            f"{b['svc'].sum() / b['path6'].sum():.2f}x | "
+            f"{np.min(b['svc'] / b['path']):.2f}x | "
+            f"{b['onedal'].sum() / b['path'].sum():.2f}x | {agree.min():.4f} |")
+    lines += ["", "Per value (CPU s):", "",
+              "| training samples | C | path | path, tol=1e-6 | SVC | oneDAL | SVC / path |",
+              "|---|---|---|---|---|---|---|"]
+    for n, (b, _) in results.items():
+        for k, C in enumerate(Cs):
+            lines.append(f"| {n:,} | {C:.3g} | {b['path'][k]:.2f} | {b['path6'][k]:.2f} | "
+                         f"{b['svc'][k]:.2f} | {b['onedal'][k]:.2f} | "
+                         f"{b['svc'][k] / b['path'][k]:.2f}x |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_section(SCALE_SECTION, text)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="smaller data (smoke run)")
-    parser.add_argument("--part", choices=("all", "ill", "kernel"), default="all",
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4000, 8000, 16000],
+                        help="(f) only: training samples")
+    parser.add_argument("--part", choices=("all", "ill", "kernel", "scale"), default="all",
                         help="ill: only (d), linear SafeSVC on unscaled data; kernel: only "
                              "(e), the symmetric kernel block")
     args = parser.parse_args()
@@ -276,6 +392,9 @@ def main():
         return
     if args.part == "kernel":
         bench_kernel_block()
+        return
+    if args.part == "scale":
+        bench_scale(args.sizes)
         return
     load0 = os.getloadavg()[0]
     n, rows = bench_linear(args.quick)

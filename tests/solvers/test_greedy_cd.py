@@ -420,3 +420,138 @@ def test_rows_over_every_sample_go_through_the_kernel_cache(monkeypatch, share):
         assert evaluations <= n * n
     else:
         assert evaluations > 1.5 * n * n
+
+
+def test_a_partner_whose_row_is_missing_is_asked_for_and_the_first_row_kept_recent():
+    # three coupled variables, only the first one's row cached: while the scanned
+    # variables' rows all fit the cache, the loop asks for the best partner's row
+    # (nothing moved) and marks the first variable's row as the most recent, so
+    # fetching the partner's cannot evict it
+    rng = np.random.RandomState(3)
+    X = rng.standard_normal((3, 2))
+    s = np.array([1.0, -1.0, 1.0])
+    Q = _signed_gram(X, s)
+    p = np.array([3.0, 0.1, 0.1])
+    lo, hi = np.zeros(3), np.full(3, 10.0)
+    diag = np.diag(Q).copy()
+    slot = np.array([0, -1, -1], dtype=np.int64)
+    rows = np.ascontiguousarray(Q[[0]])
+    last = np.zeros(1, dtype=np.int64)
+    a, g = np.zeros(3), -p.copy()
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s, np.arange(3, dtype=np.int64),
+                         3, 3, rows, slot, last, 0, 10, 1e-12, 0, True, 1.0, 3)
+    assert out[0] == NEED_ROW and out[5] in (1, 2) and out[1] == 0
+    np.testing.assert_array_equal(a, 0.0)
+    assert last[0] == out[3] > 0
+    # more scanned variables than rows the cache may hold: the cached rows only are
+    # candidates, and a single step is taken
+    a, g = np.zeros(3), -p.copy()
+    out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s, np.arange(3, dtype=np.int64),
+                         3, 3, rows, slot, np.zeros(1, dtype=np.int64), 0, 1, 1e-12, 0,
+                         True, 1.0, 2)
+    assert out[1] == 1 and a[1] == a[2] == 0.0 and a[0] > 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_loop_answer_does_not_depend_on_the_order_of_the_active_list(seed):
+    # the loop sorts its positions (shrinking keeps them sorted): a shuffled active list
+    # gives the very same iterates, with or without shrinking, and the optimum
+    rng = np.random.RandomState(seed)
+    m = 40
+    X = rng.standard_normal((m, 3))
+    s = np.where(rng.rand(m) < 0.5, -1.0, 1.0)
+    Q = _signed_gram(X, s)
+    p = rng.uniform(0.2, 2.0, m)
+    lo, hi = np.zeros(m), rng.uniform(0.05, 3.0, m)
+    diag = np.diag(Q).copy()
+    runs = []
+    for order, shrink in ((np.arange(m), 0), (rng.permutation(m), 0),
+                          (rng.permutation(m), 7)):
+        a, g = np.zeros(m), -p.copy()
+        out = greedy_updates(a, g, lo, hi, diag, 1.0 / diag, s,
+                             order.astype(np.int64), m, m, np.ascontiguousarray(Q),
+                             np.arange(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                             0, 10**6, 1e-12, shrink, True, 1.0, m)
+        assert out[0] == CONVERGED
+        np.testing.assert_allclose(g, Q @ a - p, atol=1e-10)
+        runs.append((a, out[1]))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+    truth = _box_qp_truth(Q, p, lo, hi)
+    for a, _ in runs:
+        np.testing.assert_allclose(a, truth, atol=1e-7)
+
+
+@pytest.mark.parametrize("partner_any", [True, False])
+def test_partner_rules_reach_the_exact_solution_with_a_small_cache(monkeypatch,
+                                                                   partner_any):
+    # the partner among all variables or among the cached rows, with a cache of 24 rows
+    # of 300 (partners' rows asked for, rows evicted and computed again): the exact
+    # optimum, and what dynamic screening fixed at the bound the optimum demands
+    monkeypatch.setattr(greedy_cd, "PARTNER_ANY", partner_any)
+    X, y = noisy_data(seed=11, n=300, d=4)
+    n = y.size
+    for C in (0.5, 20.0):
+        problem = _problem(X, y, C, _rows_mb(24, n))
+        truth = solve_svm_dual(C, Q=_signed_gram(X, y))
+        res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                                  max_iter=100000, random_state=None,
+                                  dynamic_screen=gap_ball_screen)
+        check_against_truth(problem, res, truth, 1e-9)
+
+
+def test_row_cache_fetch_into_consecutive_and_scattered_slots_stores_the_rows():
+    # a cold cache fills consecutive slots (copied through a slice), a full one the
+    # evicted, scattered slots: either way each position's slot holds its signed row
+    X, y = noisy_data(seed=2, n=60, d=3)
+    problem = _problem(X, y, 1.0, _rows_mb(greedy_cd.MIN_CACHE_ROWS, 60))
+    cache = RowCache(problem, np.arange(60))
+    Q = _signed_gram(X, y)
+    cap = cache.capacity
+    cache.fetch(problem, np.arange(cap - 2, dtype=np.int64))
+    cache.fetch(problem, np.array([40, 41, 42], dtype=np.int64))  # evicts one
+    cache.fetch(problem, np.array([2, 50, 9, 33], dtype=np.int64))  # evicts scattered
+    held = np.flatnonzero(cache.slot >= 0)
+    assert held.size == cap
+    for j in held:
+        np.testing.assert_allclose(cache.rows[cache.slot[j]], Q[j], atol=1e-12)
+
+
+@pytest.mark.parametrize("below", [1e-3, 5e-2, np.inf])
+def test_newton_steps_tried_early_still_reach_the_exact_solution(monkeypatch, below):
+    # Newton steps on the interior set tried from a large gap on (where that set is
+    # still wrong and the clipped step may raise the objective): the answer is still
+    # the exact optimum, with what dynamic screening fixed at the right bound
+    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", below)
+    X, y = noisy_data(seed=4, n=500, d=4)
+    n = y.size
+    for C in (1.0, 30.0):
+        problem = _problem(X, y, C, _rows_mb(60, n), newton=NewtonCache())
+        truth = solve_svm_dual(C, Q=_signed_gram(X, y))
+        res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                                  max_iter=100000, random_state=None,
+                                  dynamic_screen=gap_ball_screen)
+        check_against_truth(problem, res, truth, 1e-9)
+
+
+def test_an_early_newton_step_that_fails_defers_the_next_ones(monkeypatch):
+    # a Newton step tried early that does not help (here: reported singular) makes the
+    # later ones wait for NEWTON_LATE_GAP (here 0: none), and the solve still ends at
+    # the exact optimum through the greedy updates
+    calls = []
+
+    def failing_step(*args):
+        calls.append(1)
+        return None
+
+    monkeypatch.setattr(greedy_cd, "_newton_step", failing_step)
+    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
+    monkeypatch.setattr(greedy_cd, "NEWTON_LATE_GAP", 0.0)
+    X, y = noisy_data(seed=4, n=400, d=4)
+    n = y.size
+    problem = _problem(X, y, 10.0, _rows_mb(60, n), newton=NewtonCache())
+    truth = solve_svm_dual(10.0, Q=_signed_gram(X, y))
+    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                              max_iter=100000, random_state=None)
+    check_against_truth(problem, res, truth, 1e-9)
+    assert len(calls) == 1
