@@ -258,6 +258,10 @@ class KernelMatrix:
 
     def cross(self, A, B) -> np.ndarray:
         """Kernel between two sets of raw samples (no bias)."""
+        if A.shape[0] == 0 or B.shape[0] == 0:
+            # a model with no support vector (its decision function is 0) predicts
+            # from an empty block; scikit-learn's pairwise kernels refuse empty input
+            return np.zeros((A.shape[0], B.shape[0]))
         if callable(self.kernel):
             K = check_kernel_output(self.kernel(A, B), A, B)
         else:

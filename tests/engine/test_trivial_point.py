@@ -38,3 +38,19 @@ def test_an_uncertified_lad_fit_is_no_worse_than_zero(scale):
     assert _primal(data, C, alpha) <= at_zero * (1 + 1e-12)
     if scale == 1.0:  # a solvable problem keeps its certified optimum
         assert outcome.converged and _primal(data, C, alpha) < 0.9 * at_zero
+
+
+def test_a_kernel_model_left_at_zero_predicts_zero():
+    """An RBF fit stopped long before convergence (80 samples, C = 100, 50 epochs) is
+    replaced by w = 0: it has no support vector and still predicts (0 everywhere)."""
+    from sklearn_safescreen import SafeLAD
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 3)
+    y = X @ rng.randn(3) + 0.5 + rng.laplace(size=80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SafeLAD(C=100.0, kernel="rbf", gamma=0.5, max_iter=50,
+                        screening=None).fit(X, y)
+    assert model.support_vectors_.shape == (0, 3)
+    np.testing.assert_array_equal(model.predict(X[:5]), np.zeros(5))
