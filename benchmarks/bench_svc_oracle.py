@@ -183,7 +183,7 @@ def restricted_data(X, y, support, params):
     its row cache) on the samples ``support`` only."""
     est = SafeSVC(tol=TOL, max_iter=MAX_ITER, random_state=0, **params)
     est._validate_params()
-    return est._critical_paths(X[support], y[support], None)[0].data
+    return est._make_paths(est._fit_inputs(X[support], y[support])).paths[0].data
 
 
 def oracle_walk(X, y, Cs, params, supports, warm: bool, bounded=None):

@@ -15,10 +15,8 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -26,9 +24,9 @@ from ._fit_time import Progress, long_fit_message
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import LongFitWarning, PrecisionWarning, warn_user
 from ._validation import check_resolvable
-from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
+from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
 from .engine.box_qp import BoxQPPath
-from .engine.report import ScreeningReport
+from .engine.protocol import StepSettings
 from .problems.kernels import (
     KernelMatrix,
     design_matrix,
@@ -57,20 +55,14 @@ class FitData:
     weights: np.ndarray  # per-sample multipliers of C (sample x class weights)
     content: tuple  # identifies the data for the warm-start fingerprint
     classes: np.ndarray | None = None  # the class labels (classifiers)
+    kernel_params: dict | None = None  # resolved (gamma="scale" / "auto")
+    bias: float = 0.0  # the value of the regularised bias feature (0: none)
 
 
-@dataclass
-class _PathState:
-    """Warm-start state: the problem's fingerprint and each task's path."""
-
-    fingerprint: str
-    paths: list[BoxQPPath]
-
-
-class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
-    """Shared fit skeleton and kernel expansion of SafeSVC and SafeLAD (see the module
-    docstring). Subclasses define ``__init__``, ``_rules``, :meth:`_validated_inputs`,
-    :meth:`_make_paths` and :meth:`_set_model`."""
+class BaseBoxQPEstimator(SafeEstimator):
+    """Shared parameters, fit hooks and kernel expansion of SafeSVC and SafeLAD (see
+    the module docstring). Subclasses define ``__init__``, :meth:`_validated_inputs`,
+    :meth:`_task_paths`, :meth:`_critical_from` and :meth:`_set_model`."""
 
     _parameter_constraints: dict = {
         "C": [Interval(numbers.Real, 0.0, None, closed="neither")],
@@ -92,6 +84,7 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
     # the path protocol
     _path_param = "C"
     _path_increasing = True  # larger C = less regularised
+    _iteration_words = "epochs"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -120,53 +113,45 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         self : object
             Fitted estimator.
         """
+        return self._fit(X, y, sample_weight=sample_weight)
+
+    def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
         data = self._validated_inputs(X, y, sample_weight)
-        kernel_params, bias = self._kernel_setup(data.X, data.sample_weight)
+        data.kernel_params, data.bias = self._kernel_setup(data.X, data.sample_weight)
         # the weights follow from the content (X, y, sample_weight) and class_weight,
         # so the parameter stands for them (hashing them again cost a fifth of a step)
         fingerprint = data_fingerprint(*data.content, getattr(self, "class_weight", None),
-                                       self.kernel, kernel_params, bias,
+                                       self.kernel, data.kernel_params, data.bias,
                                        needs_psd_check(self.kernel, self.screening))
-        state = getattr(self, "_path", None)
-        if self.warm_start and state is not None and state.fingerprint == fingerprint:
-            # same problem: the references, the design matrix and the kernel (with its
-            # row cache and the Newton factors) are kept
-            paths = state.paths
-        else:
-            Xa, kernel = self._build(data.X, kernel_params, bias)
-            paths = self._make_paths(Xa, kernel, data)
-            self._warn_if_long(kernel, data.X.shape, len(paths))
-        check_resolvable(f"{type(self).__name__}(C={self.C:.6g})", float(self.C),
-                         paths[0].data.weights, paths[0].data.sqnorm)
-        seeds = self._seeds(len(paths))
-        jobs = [delayed(_fit_path)(p, float(self.C), rule=self.screening, tol=self.tol,
-                                   max_iter=self.max_iter, seed=s, verbose=self.verbose)
-                for p, s in zip(paths, seeds, strict=True)]
-        kernels = list({id(p.data.kernel): p.data.kernel for p in paths
+        return FitInputs(data, fingerprint)
+
+    def _make_paths(self, inputs: FitInputs) -> PathState:
+        """The design matrix or kernel (with its row cache), built once per data set,
+        and one path per task on it."""
+        data = inputs.data
+        Xa, kernel = self._build(data.X, data.kernel_params, data.bias)
+        paths = self._task_paths(Xa, kernel, data)
+        self._warn_if_long(kernel, data.X.shape, len(paths))
+        return PathState(inputs.fingerprint, paths)
+
+    def _step_value(self, state: PathState) -> float:
+        return float(self.C)
+
+    def _check_step(self, state: PathState, value: float) -> None:
+        check_resolvable(self._describe(), value, state.paths[0].data.weights,
+                         state.paths[0].data.sqnorm)
+
+    def _step_settings(self, state: PathState, value: float) -> StepSettings:
+        return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
+                            verbose=self.verbose, describe=self._describe())
+
+    def _progress(self, state: PathState):
+        kernels = list({id(p.data.kernel): p.data.kernel for p in state.paths
                         if p.data.kernel is not None}.values())
-        progress = (Progress(f"[{type(self).__name__}] C={self.C:.4g}", kernels,
-                             paths[0].data.n_samples)
-                    if self.verbose and kernels else contextlib.nullcontext())
-        with progress:
-            if len(jobs) == 1:  # no pool to set up (0.2 ms, a tenth of a path step)
-                func, args, kwargs = jobs[0]
-                out = [func(*args, **kwargs)]
-            else:
-                out = Parallel(n_jobs=getattr(self, "n_jobs", None),
-                               prefer="threads")(jobs)
-        for p in paths:  # the Newton factors serve the next fit of a path only
-            p.end_fit(keep=self.warm_start)
-        self._path = _PathState(fingerprint, paths)
-        report = out[0][0] if len(out) == 1 else ScreeningReport(kind="samples")
-        if len(out) > 1:
-            for rep, _ in out:
-                report.merge(rep)
-        outcomes = [o for _, o in out]
-        self.screening_report_ = report
-        self._warn_if_not_converged(outcomes)
-        self._set_model(data, paths, outcomes, bias, kernel_params)
-        self._end_fit()
-        return self
+        if not (self.verbose and kernels):
+            return contextlib.nullcontext()
+        return Progress(f"[{type(self).__name__}] C={self.C:.4g}", kernels,
+                        state.paths[0].data.n_samples)
 
     def _warn_if_long(self, kernel, shape, n_tasks: int) -> None:
         """Once per data set (a cold fit), a :class:`LongFitWarning` with the estimated
@@ -180,20 +165,11 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         if message is not None:
             warn_user(message, LongFitWarning)
 
-    def _seeds(self, n: int) -> np.ndarray:
-        """Seeds of the coordinate permutations. ``random_state=None`` uses a fixed
-        seed: the optimum does not depend on it, and repeated fits are then identical
-        (as LinearSVC's are), including on ties at a decision value of exactly 0."""
-        rs = 0 if self.random_state is None else self.random_state
-        if isinstance(rs, numbers.Integral) and n == 1:
-            return np.array([int(rs)])
-        return check_random_state(rs).randint(np.iinfo(np.int32).max, size=n)
-
     def _warn_if_not_converged(self, outcomes) -> None:
         """One warning about the value the user asked for, if its certified gap is
         above ``tol`` (an internal path step that stopped early is only a reference:
         the gap inflation keeps its screening safe)."""
-        name = f"{type(self).__name__}(C={self.C:.6g})"
+        name = self._describe()
         worst = max(outcomes, key=lambda o: o.rel_gap)
         if not worst.converged and worst.n_iter < self.max_iter:
             # the solver stops before max_iter only when its steps no longer reduce the
@@ -252,20 +228,11 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         return design_matrix(X, self.kernel, kernel_params, bias, screening=self.screening,
                              cache_size=self.cache_size)
 
-    def _critical_paths(self, X, y, sample_weight) -> list[BoxQPPath]:
-        """The tasks' paths on validated data, for a critical value."""
-        data = self._validated_inputs(X, y, sample_weight)
-        kernel_params, bias = self._kernel_setup(data.X, data.sample_weight)
-        return self._make_paths(*self._build(data.X, kernel_params, bias), data)
-
     # ---------------------------------------------------------------- subclass ---
     def _validated_inputs(self, X, y, sample_weight) -> FitData:
         raise NotImplementedError  # pragma: no cover
 
-    def _make_paths(self, Xa, kernel, data: FitData) -> list[BoxQPPath]:
-        raise NotImplementedError  # pragma: no cover
-
-    def _set_model(self, data: FitData, paths, outcomes, bias, kernel_params) -> None:
+    def _task_paths(self, Xa, kernel, data: FitData) -> list[BoxQPPath]:
         raise NotImplementedError  # pragma: no cover
 
     #: The dual solution of a linear model: kept on the fitted estimator, not pickled
@@ -291,7 +258,7 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -------------------------------------------------------------- prediction ---
-    def _kernel_scores(self, X) -> np.ndarray:
+    def _scores(self, X) -> np.ndarray:
         """:math:`w^\\top\\Phi(x)` per task, shape (n_samples, n_tasks)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
@@ -304,8 +271,3 @@ class BaseBoxQPEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
             K = km.cross(X, self.support_vectors_)
         return (K + self._bias**2) @ self.dual_coef_.T
 
-
-def _fit_path(path: BoxQPPath, C: float, *, rule, tol, max_iter, seed, verbose):
-    """One task's fit at ``C`` (a joblib job)."""
-    return path.fit(C, rule=rule, tol=tol, max_iter=max_iter,
-                    rng=np.random.RandomState(seed), verbose=verbose)

@@ -12,25 +12,24 @@ tasks, or real values); the shared parts of their docstrings are here too.
 from __future__ import annotations
 
 import numbers
-import time
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, _fit_context
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._utils.fingerprint import data_fingerprint
 from ._utils.memory import check_memory
-from ._utils.warnings import warn_user
 from ._validation import check_magnitude, memoised_validation
-from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
-from .engine.doubly_sparse import DoublySparsePath, StepOutcome
-from .engine.report import ScreeningReport
+from .base import FitInputs, LinearModelMixin, PathState, SafeEstimator, limit_blas_threads
+from .engine.doubly_sparse import (
+    DoublySparsePath,
+    DoublySparseSettings,
+    DoublySparseSolution,
+)
+from .engine.protocol import StepOutcome
 from .problems.doubly_sparse import HINGE, DoublySparseData, full_gap
 from .screening.doubly_sparse import DOUBLY_SPARSE_RULES
 
@@ -43,14 +42,7 @@ MEMORY_FRACTION = 0.8
 POLISH_STEPS = 3
 
 
-@dataclass
-class _PathState:
-    fingerprint: str
-    paths: list[DoublySparsePath]
-    keep: np.ndarray  # the samples with a positive weight
-
-
-class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
+class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
     """Fit skeleton shared by the classifier and the regressor."""
 
     _parameter_constraints: dict = {
@@ -69,7 +61,9 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
     }
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
-    _path_state = (*PathEstimatorMixin._path_state, "_label_cache")
+    _path_state = (*SafeEstimator._path_state, "_label_cache")
+    _gap_words = "absolute duality gap"
+    _iteration_words = "epochs"
     _loss: str
 
     def __sklearn_tags__(self):
@@ -111,55 +105,34 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         self : object
             Fitted estimator.
         """
-        lam, beta = self._penalty()
+        return self._fit(X, y, sample_weight=sample_weight)
+
+    def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
+        self._penalty()  # a clear error for l1_ratio at 0 or 1
         X, targets, weights, content = self._inputs(X, y, sample_weight)
         fingerprint = data_fingerprint(*content, getattr(self, "class_weight", None),
                                        self.fit_intercept, self.intercept_scaling,
                                        self.smoothing, getattr(self, "epsilon", 0.0))
-        state = getattr(self, "_path", None)
-        if not (self.warm_start and state is not None and state.fingerprint == fingerprint):
-            state = _PathState(fingerprint, *self._make_paths(X, targets, weights))
-        seeds = self._seeds(len(state.paths))
-        start = time.perf_counter()
-        jobs = [delayed(_fit_path)(p, lam, beta, rule=self.screening, tol=self.tol,
-                                   max_iter=self.max_iter, seed=s,
-                                   describe=f"{type(self).__name__}(alpha={self.alpha:g})",
-                                   value=float(self.alpha))
-                for p, s in zip(state.paths, seeds, strict=True)]
-        if len(jobs) == 1:
-            func, args, kwargs = jobs[0]
-            out = [func(*args, **kwargs)]
-        else:
-            out = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
-        report = out[0][0]
-        for rep, _ in out[1:]:
-            report.merge(rep)
-        outcomes: list[StepOutcome] = [o for _, o in out]
-        self._path = state
-        self.screening_report_ = report
-        self._set_model(state, outcomes, lam)
-        if self.verbose:
-            counts = report.counts
-            print(f"[{type(self).__name__}] alpha={self.alpha:.4g}: "
-                  f"features screened {counts['features'].n_screened}/"
-                  f"{counts['features'].n_variables}, samples fixed "
-                  f"{counts['samples'].n_screened}/{counts['samples'].n_variables}, "
-                  f"absolute gap {self.dual_gap_.max():.2e}, epochs {int(self.n_iter_.sum())}, "
-                  f"{time.perf_counter() - start:.3f}s")
-        worst = max(outcomes, key=lambda o: o.gap)
-        if not worst.converged:
-            warn_user(f"{type(self).__name__}(alpha={self.alpha:.6g}) stopped with absolute "
-                      f"duality gap {worst.gap:.3g} > tol={self.tol:g} after {worst.n_iter} "
-                      f"epochs (max_iter={self.max_iter}); increase max_iter or tol.",
-                      ConvergenceWarning)
-        self._end_fit()
-        return self
+        return FitInputs((X, targets, weights), fingerprint)
 
-    def _seeds(self, n: int) -> np.ndarray:
-        rs = 0 if self.random_state is None else self.random_state
-        if isinstance(rs, numbers.Integral) and n == 1:
-            return np.array([int(rs)])
-        return check_random_state(rs).randint(np.iinfo(np.int32).max, size=n)
+    def _step_value(self, state: PathState) -> float:
+        return self._penalty()[0]
+
+    def _step_settings(self, state: PathState, value: float) -> DoublySparseSettings:
+        return DoublySparseSettings(rule=self.screening, tol=self.tol,
+                                    max_iter=self.max_iter, verbose=self.verbose,
+                                    describe=self._describe(),
+                                    shown_value=float(self.alpha),
+                                    beta=self._penalty()[1])
+
+    def _summary(self, state: PathState, outcomes, report, elapsed: float) -> str:
+        counts = report.counts
+        return (f"alpha={self.alpha:.4g}: features screened "
+                f"{counts['features'].n_screened}/{counts['features'].n_variables}, "
+                f"samples fixed {counts['samples'].n_screened}/"
+                f"{counts['samples'].n_variables}, absolute gap "
+                f"{self.dual_gap_.max():.2e}, epochs {int(self.n_iter_.sum())}, "
+                f"{elapsed:.3f}s")
 
     def _inputs(self, X, y, sample_weight):
         """Validated ``(X, targets, weights, content)``; memoised along warm starts."""
@@ -208,7 +181,10 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
                 else np.hstack([Xk, col])
         return Xk
 
-    def _make_paths(self, X, targets, weights):
+    def _make_paths(self, inputs: FitInputs) -> PathState:
+        """The design matrix of the samples of positive weight, with its intercept
+        column, built once per data set; one path per task on it."""
+        X, targets, weights = inputs.data
         keep = weights > 0
         Xk = self._design(X, keep)
         c = weights[keep] / weights[keep].mean()
@@ -218,26 +194,22 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
                                     float(getattr(self, "epsilon", 0.0)))
             Xk = data.X  # converted once, shared by the tasks
             paths.append(DoublySparsePath(data, name))
-        return paths, keep
+        return PathState(inputs.fingerprint, paths, extra=keep)
 
-    def _critical_value(self, X, y, sample_weight=None) -> float:
+    def _critical_from(self, state: PathState) -> float:
         """``alpha_max``: the smallest ``alpha`` at which ``coef_`` is zero (the
         largest over one-vs-rest tasks)."""
-        self._validate_params()
-        self._penalty()  # a clear error for l1_ratio at 0 or 1
-        X, targets, weights, _ = self._inputs(X, y, sample_weight)
-        paths, _ = self._make_paths(X, targets, weights)
-        return max(p.lam_max for p in paths) / float(self.l1_ratio)
+        return max(p.lam_max for p in state.paths) / float(self.l1_ratio)
 
-    def _set_model(self, state: _PathState, outcomes, lam) -> None:
+    def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
         d = self.n_features_in_
-        beta = self._penalty()[1]
+        lam, beta = self._penalty()
         outcomes = [polish(p.data, o, lam, beta)
                     for p, o in zip(state.paths, outcomes, strict=True)]
-        W = np.vstack([o.w for o in outcomes])
-        n = state.keep.size
-        dual = np.zeros((len(outcomes), n))
-        dual[:, state.keep] = np.vstack([o.alpha for o in outcomes])
+        W = np.vstack([o.reference.w for o in outcomes])
+        keep = state.extra
+        dual = np.zeros((len(outcomes), keep.size))
+        dual[:, keep] = np.vstack([o.reference.alpha for o in outcomes])
         self.dual_coef_ = dual
         self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
         self.dual_gap_ = np.array([o.gap for o in outcomes])
@@ -265,12 +237,6 @@ class _BaseDoublySparse(PathEstimatorMixin, MemoisedParams, BaseEstimator):
                 "after fit but is not pickled (its size grows with the number of "
                 "samples); the model is coef_ and intercept_")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def _scores(self, X) -> np.ndarray:
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64,
-                          reset=False)
-        return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
 
     # subclasses
     def _encode(self, y) -> tuple:
@@ -311,7 +277,7 @@ def polish(data: DoublySparseData, outcome: StepOutcome, lam: float,
         return outcome  # a closed form, or an uncertified point: nothing to refine
     X, n, c = data.X, data.n_samples, data.weights
     nnz = X.nnz if sp.issparse(X) else X.size
-    w = outcome.w
+    w = outcome.reference.w
     t = data.margins(w)
     quad = _quadratic_piece(data, t)
     for _ in range(POLISH_STEPS):
@@ -337,28 +303,19 @@ def polish(data: DoublySparseData, outcome: StepOutcome, lam: float,
         same_piece = np.array_equal(quad, quad := _quadratic_piece(data, t))
         if same_piece:
             break  # the step solved the piece's linear condition: nothing left
-    if w is outcome.w:
+    if w is outcome.reference.w:
         return outcome
     g, _, alpha = full_gap(data, w, lam, beta)
     if not g.gap <= outcome.gap:
         return outcome
-    return StepOutcome(w, alpha, g.gap, outcome.n_iter, outcome.converged)
+    return replace(outcome, reference=DoublySparseSolution(w, alpha), gap=g.gap,
+                   rel_gap=g.gap)
 
 
 def _quadratic_piece(data: DoublySparseData, t: np.ndarray) -> np.ndarray:
     """The samples on the quadratic piece of the smoothed loss at margins ``t``."""
     r = (1.0 - data.y * t) if data.hinge else np.abs(t - data.y) - data.epsilon
     return (r > 0.0) & (r < data.gamma)
-
-
-def _fit_path(path: DoublySparsePath, lam, beta, *, rule, tol, max_iter, seed, describe,
-              value):
-    d, n = path.data.n_features, path.data.n_samples
-    report = ScreeningReport(variables={"features": d, "samples": n})
-    out = path.fit(lam, beta, rule=rule, tol=tol, max_iter=max_iter,
-                   rng=np.random.RandomState(seed), report=report, describe=describe,
-                   value=value)
-    return report, out
 
 
 _DOC_PARAMS = """

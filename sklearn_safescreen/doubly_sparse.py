@@ -26,10 +26,11 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ._doubly_sparse_base import _DOC_ATTRS, _DOC_PARAMS, MAX_ENTRY, _BaseDoublySparse
 from ._validation import check_magnitude, class_weights
+from .base import OneVsRestClassifierMixin, one_vs_rest
 from .problems.doubly_sparse import EPSILON_INSENSITIVE, HINGE
 
 
-class SafeDoublySparseSVC(ClassifierMixin, _BaseDoublySparse):
+class SafeDoublySparseSVC(OneVsRestClassifierMixin, ClassifierMixin, _BaseDoublySparse):
     __doc__ = r"""Elastic-net smoothed-hinge SVM with simultaneous safe screening of features
     and samples.
 
@@ -117,44 +118,11 @@ class SafeDoublySparseSVC(ClassifierMixin, _BaseDoublySparse):
         return y_ind, (cw[y_ind] if cw is not None else 1.0)
 
     def _tasks(self, targets):
-        k = self.classes_.size
-        tasks = [1] if k == 2 else list(range(k))
-        for t in tasks:
-            yield (str(self.classes_[t]) if k > 2 else ""), np.where(targets == t, 1.0,
-                                                                     -1.0)
+        return one_vs_rest(self.classes_, targets)
 
     def _store_coef(self, coef, intercept):
         self.coef_ = coef
         self.intercept_ = intercept
-
-    def decision_function(self, X):
-        """:math:`w^\\top x + b` per one-vs-rest task.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        scores = self._scores(X)
-        return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict(self, X):
-        """Class labels (the sign of the score, or the best one-vs-rest score).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[idx]
 
 
 class SafeDoublySparseSVR(RegressorMixin, _BaseDoublySparse):

@@ -220,20 +220,21 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
         content = (digest or data_fingerprint(X, y, weights),)
         return FitData(X, y, weights, weights, content)
 
-    def _make_paths(self, Xa, kernel, data: FitData) -> list[LADPath]:
+    def _task_paths(self, Xa, kernel, data: FitData) -> list[LADPath]:
         return [LADPath(LADData(Xa, kernel, data.targets, data.weights))]
 
-    def _critical_value(self, X, y, sample_weight=None) -> float:
+    def _critical_from(self, state) -> float:
         r""":math:`C^{\rm LAD}_{\min}`: for every :math:`C` at or below it the optimum is
         :math:`\alpha = C\gamma` (closed form; see the class docstring), so a path
         starts there. ``inf`` when that holds for every ``C`` (e.g. all targets 0). Costs
         one product with :math:`G` (a kernel pass in kernel mode)."""
-        self._validate_params()
-        (path,) = self._critical_paths(X, y, sample_weight)
+        (path,) = state.paths
         return lad_critical_value(path.data, self.max_iter, check_random_state(0))[0]
 
-    def _set_model(self, data, paths, outcomes, bias, kernel_params):
-        (path,), (outcome,) = paths, outcomes
+    def _set_model(self, inputs, state, outcomes):
+        data = inputs.data
+        bias, kernel_params = data.bias, data.kernel_params
+        (path,), (outcome,) = state.paths, outcomes
         alpha = outcome.reference.alpha
         self.n_iter_ = int(outcome.n_iter)
         self.dual_gap_ = float(outcome.reference.gap)
@@ -264,7 +265,7 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self._kernel_scores(X).ravel()
+        return self._scores(X).ravel()
 
 
 __all__ = ["SafeLAD"]

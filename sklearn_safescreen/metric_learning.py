@@ -14,13 +14,10 @@ validation, the triplet set, the fitted attributes and the transform; the path s
 from __future__ import annotations
 
 import numbers
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import (
-    BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     _fit_context,
@@ -33,8 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, memoised_validation
-from .base import MemoisedParams, PathEstimatorMixin, limit_blas_threads
-from .engine.report import ScreeningReport
+from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
 from .engine.triplet import BOUNDS, TripletPath, TripletSettings
 from .problems._eigh_fast import eigh_rows
 from .problems._triplet_fast import metric_factor
@@ -74,22 +70,6 @@ def _convergence_message(alpha, critical, auto, outcome, tol, max_iter) -> str:
             "cross-validation along a path from critical_alpha_.")
 
 
-#: The path of the last critical-value call, handed to the next fit of the same problem
-#: (keyed by the problem's fingerprint). A path's protocol is "critical_value, then fit
-#: from there": without the hand-off the k-NN triplets, the most expensive part of a
-#: first fit at scale (14 s for 1.5M triplets of 60,000 samples), are built twice. One
-#: slot, replaced by the next critical-value call and emptied by the fit that takes it.
-_CRITICAL_HANDOFF: dict[str, TripletPath] = {}
-
-
-@dataclass
-class _PathState:
-    """Warm-start state: the problem's fingerprint and its path."""
-
-    fingerprint: str
-    path: TripletPath
-
-
 class _FromDiagonal:
     """A fitted matrix of a diagonal metric, built from the learned diagonal when read
     (an instance attribute of the same name, which a full metric's fit sets, hides this
@@ -115,8 +95,7 @@ class _FromDiagonal:
         return self.build(m)
 
 
-class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeaturesOutMixin,
-                        TransformerMixin, BaseEstimator):
+class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeEstimator):
     r"""Mahalanobis metric learning from triplets with safe triplet screening.
 
     Learns :math:`M\succeq O` (``metric="full"``) or a non-negative diagonal
@@ -372,7 +351,7 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
             return bound
         return screening
 
-    def _settings(self) -> TripletSettings:
+    def _step_settings(self, state: PathState, value: float) -> TripletSettings:
         if self.random_state != "deprecated":
             warn_user("SafeMetricLearner(random_state=...) is deprecated and will be "
                       "removed in 0.3: it has no effect (the fit is deterministic).",
@@ -381,26 +360,18 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
             gamma=self._gamma, diagonal=self._diagonal, bound=self._screening_ball(),
             rule=self.rule, range_screening=self.range_screening,
             active_set=self.active_set, interval=self.screening_interval, tol=self.tol,
-            max_iter=self.max_iter, verbose=self.verbose)
+            max_iter=self.max_iter, verbose=self.verbose, describe=self._describe())
 
     def _triplet_set(self, X, y_ind, k, triplets):
         return (build_triplets(X, y_ind, k, self._diagonal) if triplets is None
                 else triplets_from_indices(X, triplets, self._diagonal))
 
-    def _critical_value(self, X, y, sample_weight=None) -> float:
+    def _critical_from(self, state: PathState) -> float:
         r"""The critical value :math:`\lambda_L`: for every ``alpha`` at or above it the
         optimum is :math:`G_+/\alpha` in closed form (the most regularised end of a
         path). The path protocol's hook; users call
         :func:`sklearn_safescreen.path.critical_value`."""
-        self._validate_params()
-        if sample_weight is not None:
-            raise ValueError("SafeMetricLearner does not support sample_weight")
-        X, y_ind, k, fingerprint = self._validated_problem(X, y, None)
-        path = TripletPath(self._triplet_set(X, y_ind, k, None), self._gamma,
-                           self._diagonal)
-        _CRITICAL_HANDOFF.clear()
-        _CRITICAL_HANDOFF[fingerprint] = path
-        return float(path.critical_alpha)
+        return float(state.paths[0].critical_alpha)
 
     def _validated_problem(self, X, y, triplets):
         """``(X, y_ind, k, fingerprint)``: validated data, encoded labels, resolved ``k``
@@ -452,18 +423,33 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
         -------
         self : SafeMetricLearner
         """
-        t_start = time.perf_counter()
-        settings = self._settings()
+        return self._fit(X, y, triplets=triplets)
+
+    def _fit_inputs(self, X, y, triplets=None, sample_weight=None) -> FitInputs:
+        if sample_weight is not None:
+            raise ValueError("SafeMetricLearner does not support sample_weight")
         X, y_ind, k, fingerprint = self._validated_problem(X, y, triplets)
-        state = getattr(self, "_path", None)
-        if self.warm_start and state is not None and state.fingerprint == fingerprint:
-            path = state.path  # same problem: triplet set, closed form and reference
-        elif (path := _CRITICAL_HANDOFF.pop(fingerprint, None)) is None:
-            path = TripletPath(self._triplet_set(X, y_ind, k, triplets), self._gamma,
-                               self._diagonal)
+        return FitInputs((X, y_ind, k, triplets), fingerprint)
+
+    def _make_paths(self, inputs: FitInputs) -> PathState:
+        """The triplet set (the k-NN triplets by default) and its closed form."""
+        X, y_ind, k, triplets = inputs.data
+        path = TripletPath(self._triplet_set(X, y_ind, k, triplets), self._gamma,
+                           self._diagonal)
+        return PathState(inputs.fingerprint, [path])
+
+    def _step_value(self, state: PathState) -> float:
+        """``alpha``, with ``"auto"`` resolved from the critical value."""
+        critical = state.paths[0].critical_alpha
+        return AUTO_ALPHA_FRACTION * critical if self._auto_alpha else float(self.alpha)
+
+    @property
+    def _auto_alpha(self) -> bool:
+        return isinstance(self.alpha, str)  # "auto" (the only string the checks allow)
+
+    def _check_step(self, state: PathState, alpha: float) -> None:
+        path = state.paths[0]
         critical = path.critical_alpha
-        auto = isinstance(self.alpha, str)  # "auto" (the only string the checks allow)
-        alpha = AUTO_ALPHA_FRACTION * critical if auto else float(self.alpha)
         if alpha < _MIN_RELATIVE_ALPHA * critical and np.any(path.G_pos):
             raise ValueError(
                 f"alpha={alpha:.3g} is below {_MIN_RELATIVE_ALPHA:g} x critical_alpha_ "
@@ -471,30 +457,32 @@ class SafeMetricLearner(PathEstimatorMixin, MemoisedParams, ClassNamePrefixFeatu
                 f"the metric would be of order lambda_L/alpha={critical / alpha:.1e} and "
                 "the solver's arithmetic would overflow; use alpha >= "
                 f"{_MIN_RELATIVE_ALPHA * critical:.3g}.")
-        n_t = path.ts.n_triplets
-        report = ScreeningReport(kind="triplets", n_variables=n_t)
-        outcome = path.fit(alpha, settings, report)
-        self._path = _PathState(fingerprint, path)
-        self.n_triplets_ = n_t
-        self.k_ = k
-        self.alpha_ = alpha
-        self.critical_alpha_ = critical
+
+    def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
+        (path,), (outcome,) = state.paths, outcomes
+        self.n_triplets_ = path.ts.n_triplets
+        self.k_ = inputs.data[2]
+        self.alpha_ = self._step_value(state)
+        self.critical_alpha_ = path.critical_alpha
         self._set_metric(outcome.reference.M)
         self.n_iter_ = int(outcome.n_iter)
         self.dual_gap_ = float(outcome.gap)
         self.loss_ = path.loss()
-        self.screening_report_ = report
+
+    def _warn_if_not_converged(self, outcomes) -> None:
+        (outcome,) = outcomes
         if not outcome.converged:
-            warn_user(_convergence_message(alpha, critical, auto, outcome, self.tol,
+            warn_user(_convergence_message(self._step_value(self._path),
+                                           self._path.paths[0].critical_alpha,
+                                           self._auto_alpha, outcome, self.tol,
                                            self.max_iter), ConvergenceWarning)
-        if self.verbose:
-            settings.log(f"alpha={alpha:<10.4g} done: screened {report.n_screened}/{n_t} "
-                         f"({report.screening_rate:.1%}) iter={outcome.n_iter} "
-                         f"absolute dual_gap_={outcome.gap:.3e} "
-                         f"(relative {outcome.rel_gap:.3e}) "
-                         f"time={time.perf_counter() - t_start:.3f}s")
-        self._end_fit()
-        return self
+
+    def _summary(self, state: PathState, outcomes, report, elapsed: float) -> str:
+        (outcome,) = outcomes
+        return (f"alpha={self.alpha_:<10.4g} done: screened {report.n_screened}/"
+                f"{self.n_triplets_} ({report.screening_rate:.1%}) iter={outcome.n_iter} "
+                f"absolute dual_gap_={outcome.gap:.3e} "
+                f"(relative {outcome.rel_gap:.3e}) time={elapsed:.3f}s")
 
     @property
     def _n_features_out(self) -> int:

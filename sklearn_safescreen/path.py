@@ -121,10 +121,16 @@ def resolve_path_param(estimator, param_name: str | None = None) -> tuple[str, s
     return param_name, prefix, safe
 
 
-def _critical_value(estimator, prefix: str, X, y, sample_weight=None) -> float:
+def _critical_value(estimator, prefix: str, X, y, sample_weight=None, *,
+                    in_place: bool = False) -> float:
     """The Safe step's critical value, on the data it sees (after the Pipeline steps
-    before it, fitted on ``X``)."""
-    obj, Xt = clone(estimator), X  # validation inside _critical_value sets attributes
+    before it, fitted on ``X``).
+
+    Computed on a clone (its validation sets attributes), or with ``in_place`` on
+    ``estimator`` itself: the path walk does so on its own clone, with
+    ``warm_start=True``, so that the problem built for the critical value (a triplet
+    set, a kernel cache) is the warm-start state its first fit starts from."""
+    obj, Xt = (estimator if in_place else clone(estimator)), X
     parts = prefix.split("__")[:-1] if prefix else []
     for name in parts:
         if not isinstance(obj, Pipeline):
@@ -240,9 +246,10 @@ class _Grid:
 
 
 def _grid(estimator, X, y, values, *, n_values, eps, stop, param_name=None,
-          sample_weight=None) -> _Grid:
+          sample_weight=None, in_place: bool = False) -> _Grid:
     """The one grid logic behind :func:`make_grid`, :func:`estimator_path` and
-    RegularizationPathCV (see :func:`make_grid` for the arguments)."""
+    RegularizationPathCV (see :func:`make_grid` for the arguments; ``in_place``: see
+    :func:`_critical_value`)."""
     param_name, prefix, safe = resolve_path_param(estimator, param_name)
     increasing = bool(safe._path_increasing)
     if values is not None and not isinstance(values, str):
@@ -258,7 +265,7 @@ def _grid(estimator, X, y, values, *, n_values, eps, stop, param_name=None,
                              param_name=param_name, sample_weight=sample_weight,
                              attributes=[])
         return _Grid(res.values, np.arange(res.values.size), res.critical_value)
-    start = _critical_value(estimator, prefix, X, y, sample_weight)
+    start = _critical_value(estimator, prefix, X, y, sample_weight, in_place=in_place)
     arr = _geometric(start, n_values, eps, stop, increasing)
     return _Grid(arr, np.arange(arr.size), start)
 
@@ -460,23 +467,25 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
     """
     param_name, prefix, safe = resolve_path_param(estimator, param_name)
     eps_path = isinstance(values, str) and values == "eps-path"
+    # the walked clone; its critical value is computed on it, so that its first fit
+    # starts from the problem built for the critical value (the warm-start state)
+    est = clone(estimator)
+    est.set_params(**{prefix + "warm_start": True})
     if eps_path:
         _check_grid_args(n_values, eps, stop)
         if not safe._has_eps_path:
             raise ValueError(f"the eps-path grid is not defined for {type(safe).__name__}; "
                              "use 'geometric' or explicit values")
-        critical = _critical_value(estimator, prefix, X, y, sample_weight)
+        critical = _critical_value(est, prefix, X, y, sample_weight, in_place=True)
         stop = critical * _EPS_PATH_DEFAULT_SPAN if stop is None else float(stop)
         if stop < critical:
             raise ValueError(f"stop={stop:g} is below the critical value {critical:g}")
         grid = [critical]
     else:
-        g = _grid(estimator, X, y, values, n_values=n_values, eps=eps, stop=stop,
-                  param_name=param_name, sample_weight=sample_weight)
+        g = _grid(est, X, y, values, n_values=n_values, eps=eps, stop=stop,
+                  param_name=param_name, sample_weight=sample_weight, in_place=True)
         grid, critical = list(g.values[g.order]), g.critical
 
-    est = clone(estimator)
-    est.set_params(**{prefix + "warm_start": True})
     fit_params = _fit_params(prefix, sample_weight)
     walked, reports, times, iters, gaps, rates, sols = [], [], [], [], [], [], []
     budget = memory.available_memory() // 2

@@ -16,20 +16,19 @@ import numbers
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._box_qp_base import MAX_ENTRY, SOLVER_SQUARES, BaseBoxQPEstimator, FitData
 from ._utils.fingerprint import data_fingerprint
 from ._validation import check_magnitude, class_weights, memoised_validation
+from .base import OneVsRestClassifierMixin, encode_labels, one_vs_rest
 from .engine.box_qp import SVMPath
 from .problems.box_qp import SVMData, svm_eps_step
 from .screening.svm import SVM_RULES
 
 
-class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
+class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
     r"""Support vector classifier with safe sample screening.
 
     Solves the hinge-loss SVM
@@ -221,24 +220,6 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         self.cache_size = cache_size
 
     # ----------------------------------------------------------------- fitting ---
-    def _encode_labels(self, y):
-        """Check the targets and encode them as 0..n_classes-1.
-
-        Along a warm-started path the targets are the same at every step; the check
-        (``type_of_target``) and the encoding cost ~0.6 ms, a sixth of a small kernel
-        path step, so numeric targets whose content digest matches the previous fit's
-        reuse its result. (Object arrays are not cached: their bytes are pointers.)
-        """
-        key = data_fingerprint(y) if self.warm_start and y.dtype.kind in "biuf" else None
-        cached = getattr(self, "_label_cache", None)
-        if key is not None and cached is not None and cached[0] == key:
-            return cached[1], cached[2]
-        check_classification_targets(y)
-        encoder = LabelEncoder()
-        y_ind = encoder.fit_transform(y)
-        self._label_cache = (key, encoder.classes_, y_ind)
-        return encoder.classes_, y_ind
-
     def _validated_inputs(self, X, y, sample_weight) -> FitData:
         """Validate the training data (memoised along warm starts on the same arrays,
         :func:`~sklearn_safescreen._validation.memoised_validation`), encode the labels
@@ -253,10 +234,8 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
             return Xv, yv, sw
 
         (X, y, sw), digest = memoised_validation(self, (X, y, sample_weight), validate)
-        classes, y_ind = self._encode_labels(y)
-        if classes.size < 2:
-            raise ValueError("The number of classes has to be greater than one; got "
-                             f"{classes.size} class")
+        key = data_fingerprint(y) if self.warm_start and y.dtype.kind in "biuf" else None
+        classes, y_ind = encode_labels(self, y, key)
         cw = class_weights(self.class_weight, classes, y_ind)
         weights = sw * (cw[y_ind] if cw is not None else 1.0)
         if not np.any(weights > 0):
@@ -264,23 +243,17 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
         content = (digest,) if digest is not None else (X, y_ind, sw)
         return FitData(X, y_ind, sw, weights, content, classes)
 
-    def _make_paths(self, Xa, kernel, data: FitData) -> list[SVMPath]:
+    def _task_paths(self, Xa, kernel, data: FitData) -> list[SVMPath]:
         """One path per one-vs-rest task (one for two classes)."""
-        classes = data.classes
-        tasks = [1] if classes.size == 2 else list(range(classes.size))
-        names = [str(classes[k]) for k in tasks] if len(tasks) > 1 else [""]
-        return [SVMPath(SVMData(Xa, kernel, np.where(data.targets == k, 1.0, -1.0),
-                                data.weights), name)
-                for k, name in zip(tasks, names, strict=True)]
+        return [SVMPath(SVMData(Xa, kernel, labels, data.weights), name)
+                for name, labels in one_vs_rest(data.classes, data.targets)]
 
-    def _critical_value(self, X, y, sample_weight=None) -> float:
+    def _critical_from(self, state) -> float:
         r""":math:`C_{\min}` (Ogawa et al. 2013, Lemma 9, with weights): for every
         :math:`C \le C_{\min}` each one-vs-rest problem has the closed-form optimum
         :math:`\alpha = Cc` (every sample inside the margin). The smallest value over the
         tasks."""
-        self._validate_params()
-        paths = self._critical_paths(X, y, sample_weight)
-        return float(min(p.data.critical_value()[0] for p in paths))
+        return float(min(p.data.critical_value()[0] for p in state.paths))
 
     def _eps_path_next(self, eps: float, stop: float) -> float | None:
         """Next C of the eps-path (Ogawa et al. 2013, Algorithm 1) from the last fit, or
@@ -297,8 +270,9 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
                                  eps, stop / C) for p in paths)
         return min(C * ratio, stop)
 
-    def _set_model(self, data, paths, outcomes, bias, kernel_params):
-        X = data.X
+    def _set_model(self, inputs, state, outcomes):
+        data, paths = inputs.data, state.paths
+        X, bias, kernel_params = data.X, data.bias, data.kernel_params
         self.classes_ = data.classes
         alphas = np.vstack([o.reference.alpha for o in outcomes])
         signs = np.vstack([p.data.sign for p in paths])
@@ -317,36 +291,3 @@ class SafeSVC(ClassifierMixin, BaseBoxQPEstimator):
                            for p, o in zip(paths, outcomes, strict=True)])
             self.coef_ = W[:, :X.shape[1]]
             self.intercept_ = W[:, X.shape[1]] * bias if bias else np.zeros(W.shape[0])
-
-    # -------------------------------------------------------------- prediction ---
-    def decision_function(self, X):
-        """Signed distance to the separating hyperplane, per one-vs-rest task.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features), or
-            (n_samples, n_train) for ``kernel="precomputed"``
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        scores = self._kernel_scores(X)
-        return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict(self, X):
-        """Class labels: the sign of the score (binary) or the best one-vs-rest score.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features), or
-            (n_samples, n_train) for ``kernel="precomputed"``
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[idx]

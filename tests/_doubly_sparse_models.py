@@ -13,11 +13,12 @@ of ``w*`` and the samples at ``alpha_i = 0`` or at the end of their box are exac
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import scipy.sparse as sp
 
-from sklearn_safescreen.engine.doubly_sparse import DoublySparsePath
-from sklearn_safescreen.engine.report import ScreeningReport
+from sklearn_safescreen.engine.doubly_sparse import DoublySparsePath, DoublySparseSettings
 from sklearn_safescreen.problems.doubly_sparse import DoublySparseData
 
 HINGE, SVR = "hinge", "epsilon_insensitive"
@@ -187,12 +188,13 @@ def solve_path(data, lam, beta, *, rule=None, tol=1e-14, w0=None, seed=0):
     path = DoublySparsePath(data)
     if w0 is not None:
         path.w = np.array(w0, dtype=float)
-    report = ScreeningReport(variables={"features": data.n_features,
-                                        "samples": data.n_samples})
-    out = path.fit(lam, beta, rule=rule, tol=tol, max_iter=100000,
-                   rng=np.random.RandomState(seed), report=report, describe="test")
+    report = path.new_report()
+    out = path.fit(lam, DoublySparseSettings(rule=rule, tol=tol, max_iter=100000,
+                                             seed=seed, describe="test", beta=beta),
+                   report)
     assert out.converged
-    return out, report
+    return SimpleNamespace(w=out.reference.w, alpha=out.reference.alpha, gap=out.gap,
+                           n_iter=out.n_iter, converged=out.converged), report
 
 
 def reference(data: DoublySparseData, lam, beta) -> Reference:

@@ -268,7 +268,7 @@ def test_path_workspace_kept_between_fits_changes_nothing_and_is_not_pickled(
 
     kept, kept_fits = walk(False)
     n_kept = len(sizes)
-    assert kept._path.path.workspace.nbytes > 0
+    assert kept._path.paths[0].workspace.nbytes > 0
     fresh, fresh_fits = walk(True)
     for a, b in zip(kept_fits, fresh_fits, strict=True):
         assert np.array_equal(a[0], b[0]) and a[1:] == b[1:]
@@ -426,10 +426,11 @@ def test_feature_names_and_set_output_in_a_pipeline():
     np.testing.assert_allclose(out.to_numpy(), pipe[1].transform(pipe[0].transform(X)))
 
 
-def test_critical_value_hands_its_triplets_to_the_next_fit(monkeypatch):
-    # the path protocol (critical value, then fits from there) builds the k-NN triplets
-    # once; a fit on other data, or a second fit, does not take the handed-over set
-    from sklearn_safescreen.path import critical_value
+def test_a_path_builds_its_triplets_once(monkeypatch):
+    # the path walk computes the critical value on its own warm-started clone, whose
+    # first fit starts from the triplet set built for it; no state is shared between
+    # estimators (a critical value and an unrelated fit build the set twice)
+    from sklearn_safescreen.path import critical_value, estimator_path
 
     X, y = scaled(load_wine)
     calls = []
@@ -440,13 +441,14 @@ def test_critical_value_hands_its_triplets_to_the_next_fit(monkeypatch):
         return build(*args, **kwargs)
 
     monkeypatch.setattr("sklearn_safescreen.metric_learning.build_triplets", counting)
-    lam = critical_value(SafeMetricLearner(k=3), X, y)
-    fitted = SafeMetricLearner(k=3, alpha=0.3 * lam).fit(X, y)
+    res = estimator_path(SafeMetricLearner(k=3, tol=1e-10), X, y, n_values=3, eps=0.3)
     assert len(calls) == 1
-    again = SafeMetricLearner(k=3, alpha=0.3 * lam).fit(X, y)
-    assert len(calls) == 2
-    np.testing.assert_array_equal(fitted.metric_, again.metric_)
-    critical_value(SafeMetricLearner(k=3), X, y)
+    lam = critical_value(SafeMetricLearner(k=3), X, y)
+    assert lam == res.critical_value
+    fitted = SafeMetricLearner(k=3, alpha=res.values[-1], tol=1e-10).fit(X, y)
+    assert len(calls) == 3
+    np.testing.assert_allclose(fitted.metric_, res.solutions[-1]["metric_"],
+                               atol=1e-4 * np.abs(fitted.metric_).max())
     SafeMetricLearner(k=3, alpha=0.3 * lam).fit(X[:-1], y[:-1])  # other data
     assert len(calls) == 4
 

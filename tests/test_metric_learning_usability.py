@@ -68,7 +68,7 @@ def test_sdp_rule_costs_about_what_the_linear_rule_costs():
             dgb_tol(sdp) + dgb_tol(lin)) + 1e-12
         assert sdp.screening_report_.screening_rate == pytest.approx(
             lin.screening_report_.screening_rate, abs=0.01)
-    schedule = sdp._path.path.sdp_schedule
+    schedule = sdp._path.paths[0].sdp_schedule
     assert schedule.n_evaluated > 0
     assert schedule.spent <= schedule.per_iteration * schedule.iterations
     assert times["sdp"] <= 5 * times["linear"] + 0.5, times

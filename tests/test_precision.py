@@ -91,7 +91,7 @@ def _agree(screened, plain, X, scale):
         + np.sqrt(2 * max(np.max(plain.dual_gap_), 0))
     if not np.isfinite(radius) or radius > 1e6:
         return
-    d1, d2 = np.ravel(screened._kernel_scores(X)), np.ravel(plain._kernel_scores(X))
+    d1, d2 = np.ravel(screened._scores(X)), np.ravel(plain._scores(X))
     bound = radius * scale + 1e-6 * (1 + np.abs(d2))
     assert np.all(np.abs(d1 - d2) <= bound)
 

@@ -20,7 +20,7 @@ solution, which is the next step's screening reference. One step at ``C``:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from ..solvers.working_set import (
     solve_working_set,
 )
 from .certify import Certificate, certified_solve
+from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
 #: A cold fit walks an internal path from the critical value in steps of this ratio
@@ -65,20 +66,6 @@ def seed_alpha(ref: BoxQPReference, problem: BoxQP, C: float) -> np.ndarray:
     their value clipped to the new box. Only a start point: safety does not depend on
     it."""
     return seed_point(ref.alpha, problem.lo, problem.hi, ref.C / C)
-
-
-@dataclass
-class StepOutcome:
-    """One certified step: the new reference and how it was reached."""
-
-    reference: BoxQPReference
-    rel_gap: float
-    n_iter: int
-    converged: bool
-    n_lower: int
-    n_upper: int
-    #: the relative gap float64 cannot resolve at this point (``BoxQP.rounding_floor``)
-    rounding_floor: float = 0.0
 
 
 class _ReducedBoxQP:
@@ -245,11 +232,15 @@ class BoxQPPath:
         raise NotImplementedError  # pragma: no cover - defined by each family
 
     # -- the walk
-    def fit(self, C: float, *, rule: str | None, tol: float, max_iter: int,
-            rng: np.random.RandomState, verbose: int) -> tuple[ScreeningReport, StepOutcome]:
+    def new_report(self) -> ScreeningReport:
+        return ScreeningReport(kind="samples", n_variables=self.data.n_samples)
+
+    def fit(self, C: float, settings: StepSettings, report: ScreeningReport
+            ) -> StepOutcome:
         """Solve at ``C`` from the current reference (a path step) or cold, and make the
-        solution the reference. Returns the report and the outcome at ``C``."""
-        report = ScreeningReport(kind="samples", n_variables=self.data.n_samples)
+        solution the reference (the engine protocol, :mod:`.protocol`)."""
+        rule, tol, max_iter = settings.rule, settings.tol, settings.max_iter
+        rng, verbose = settings.rng(), settings.verbose
         n_iter = 0
         if self.reference is None:
             grid = self.cold_start(C, report, tol=tol, max_iter=max_iter, rng=rng,
@@ -262,10 +253,9 @@ class BoxQPPath:
                                 report=report, verbose=verbose, target=C)
             n_iter += outcome.n_iter
         if outcome is None:  # closed form: the reference is the answer
-            ref = self.reference
-            return report, StepOutcome(ref, 0.0, 0, True, 0, 0)
+            return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         outcome.n_iter = n_iter
-        return report, outcome
+        return outcome
 
     def step(self, C: float, *, rule: str | None, tol: float, max_iter: int,
              rng: np.random.RandomState, report: ScreeningReport, verbose: int,
@@ -317,8 +307,8 @@ class BoxQPPath:
         # tol; one that did not is limited by the resolution of float64 if its floor
         # (error bound and resolution of the dual point) exceeds tol
         floor = problem.rounding_floor(self.reference, resolution=not result.converged)
-        return StepOutcome(self.reference, cert.rel_gap, result.n_iter, result.converged,
-                           n_lower, n_upper, floor)
+        return StepOutcome(self.reference, self.reference.gap, cert.rel_gap, result.n_iter,
+                           result.converged, floor)
 
     def _task_words(self) -> str:
         return f" (class {self.name})" if self.name else ""

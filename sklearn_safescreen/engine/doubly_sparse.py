@@ -44,6 +44,7 @@ from ..screening.doubly_sparse import (
 )
 from ..solvers.doubly_sparse_cd import coordinate_descent
 from .certify import Certificate, certified_solve
+from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
 #: A new screening event when the reduced gap has fallen by this factor since the last
@@ -57,15 +58,20 @@ MIN_SHRINK = 0.02
 DECIDED_FRACTION = 0.99
 
 
+@dataclass(kw_only=True)
+class DoublySparseSettings(StepSettings):
+    """The step settings, with the L2 weight: :math:`\\lambda\\beta` multiplies the
+    halved squared norm (the engine value :math:`\\lambda` the L1 norm)."""
+
+    beta: float
+
+
 @dataclass
-class StepOutcome:
-    """What one path step returns to the estimator."""
+class DoublySparseSolution:
+    """A certified primal point and its dual point on the full problem."""
 
     w: np.ndarray
     alpha: np.ndarray
-    gap: float
-    n_iter: int
-    converged: bool
 
 
 class _ReducedDoublySparse:
@@ -346,14 +352,21 @@ class DoublySparsePath:
         self.w: np.ndarray | None = None  # the last solution (the next reference)
         self.lam: float | None = None
 
-    def fit(self, lam: float, beta: float, *, rule: str | None, tol: float,
-            max_iter: int, rng: np.random.RandomState, report: ScreeningReport,
-            describe: str, value: float | None = None) -> StepOutcome:
-        """Solve at ``lam`` (L1 weight; ``lam * beta`` is the L2 weight) from the last
-        solution, certified on the full problem. The last solution is a feasible
-        reference whatever ``lam`` and ``beta``. ``value`` is what the report calls
-        the step (the estimator's ``alpha``; default ``lam``)."""
-        value = lam if value is None else value
+    def new_report(self) -> ScreeningReport:
+        return ScreeningReport(variables={"features": self.data.n_features,
+                                          "samples": self.data.n_samples})
+
+    def end_fit(self, keep: bool) -> None:
+        """Nothing beyond the last solution is kept between fits."""
+
+    def fit(self, lam: float, settings: DoublySparseSettings, report: ScreeningReport
+            ) -> StepOutcome:
+        """Solve at ``lam`` (L1 weight; ``lam * settings.beta`` is the L2 weight) from
+        the last solution, certified on the full problem (the engine protocol,
+        :mod:`.protocol`). The last solution is a feasible reference whatever ``lam``
+        and ``beta``."""
+        value = lam if settings.shown_value is None else settings.shown_value
+        beta, rule = settings.beta, settings.rule
         data = self.data
         n, d = data.n_samples, data.n_features
         if lam >= self.lam_max:
@@ -368,14 +381,16 @@ class DoublySparsePath:
             at_zero = int((alpha == 0).sum())
             at_box = int((np.abs(alpha) == data.weights).sum())
             report.set_final(at_zero, at_box, "samples", closed_form=True)
-            return StepOutcome(w, alpha, 0.0, 0, True)
+            return StepOutcome(DoublySparseSolution(w, alpha), 0.0, 0.0, 0, True)
         w0 = np.zeros(d) if self.w is None else self.w
-        priority = rng.permutation(d)
+        priority = settings.rng().permutation(d)
         task = _ReducedDoublySparse(data, lam, beta, rule, w0, report, priority,
                                     self.name, value)
-        result = certified_solve(task, tol=tol, max_iter=max_iter, describe=describe)
+        result = certified_solve(task, tol=settings.tol, max_iter=settings.max_iter,
+                                 describe=settings.describe)
         self.w, self.lam = task.w, lam
         report.set_final(int(task.features.sum()), 0, "features")
         report.set_final(int(task.at_zero.sum()), int(task.at_box.sum()), "samples")
-        return StepOutcome(task.w, task.alpha_full, result.certificate.gap,
-                           result.n_iter, result.converged)
+        cert = result.certificate
+        return StepOutcome(DoublySparseSolution(task.w, task.alpha_full), cert.gap,
+                           cert.rel_gap, result.n_iter, result.converged)

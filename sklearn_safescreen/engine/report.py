@@ -198,3 +198,15 @@ class ScreeningReport:
                 + f"value={e.value:<10.4g} lower={e.n_lower:<6d} upper={e.n_upper:<6d} "
                 f"rule={e.rule_time:.2e}s solver={e.solver_time:.2e}s")
         return "\n".join(lines)
+
+
+def merge_reports(reports: list[ScreeningReport]) -> ScreeningReport:
+    """One report of a fit from its one-vs-rest tasks' reports (the single task's own
+    report when there is one)."""
+    if len(reports) == 1:
+        return reports[0]
+    merged = ScreeningReport(variables={k: 0 for k in reports[0].counts})
+    for report in reports:
+        merged.merge(report)
+    return merged
+

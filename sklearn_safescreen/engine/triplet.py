@@ -49,6 +49,7 @@ from ..screening._triplet_fast import iterate_ball_codes
 from ..screening.triplet import SdpSchedule, screen_triplets
 from ..solvers import psd_gradient as pg
 from .certify import Certificate, certified_solve
+from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
 #: Share of the pairs above which values are computed in one pass over every pair rather
@@ -71,20 +72,18 @@ def pair_share(ts: TripletSet, idx: np.ndarray) -> float:
 BOUNDS = ("rrpb+pgb", "rrpb", "pgb", "gb", "dgb", "cdgb", "rpb")
 
 
-@dataclass
-class TripletSettings:
-    """The estimator's parameters the engine needs (explicit, not estimator state)."""
+@dataclass(kw_only=True)
+class TripletSettings(StepSettings):
+    """The step settings of metric learning: the loss, the metric's form, the ball of
+    ``rule``'s screening (``bound``: one of :data:`BOUNDS`, ``None`` for no screening at
+    all) and its schedule."""
 
     gamma: float
     diagonal: bool
-    bound: str | None  # one of BOUNDS, None: no screening at all
-    rule: str
+    bound: str | None
     range_screening: bool
     active_set: bool
     interval: int
-    tol: float
-    max_iter: int
-    verbose: int = 0
 
     def log(self, msg: str) -> None:
         if self.verbose:
@@ -115,17 +114,6 @@ class TripletReference:
         return 0.0 if self.exact else tb.rrpb_eps(self.gap, self.alpha)
 
 
-@dataclass
-class TripletOutcome:
-    """One fit: the new reference, iterations and the full problem's gap."""
-
-    reference: TripletReference
-    n_iter: int
-    gap: float
-    rel_gap: float
-    converged: bool
-
-
 class TripletPath:
     """One triplet problem walked along a path of ``alpha`` (see the module docstring).
 
@@ -153,10 +141,20 @@ class TripletPath:
         # not pay (when most pairs had to be evaluated anyway)
         self._bounds_skip, self._bounds_backoff = 0, 1
 
+    #: the one-vs-rest task (metric learning has one problem)
+    name = ""
+
+    def new_report(self) -> ScreeningReport:
+        return ScreeningReport(kind="triplets", n_variables=self.ts.n_triplets)
+
+    def end_fit(self, keep: bool) -> None:
+        """Nothing beyond the reference and the triplet set is kept between fits."""
+
     def fit(self, alpha: float, settings: TripletSettings,
-            report: ScreeningReport) -> TripletOutcome:
+            report: ScreeningReport) -> StepOutcome:
         """Solve at ``alpha`` from the current reference (the closed form at the
-        critical value for the first fit) and make the solution the reference."""
+        critical value for the first fit) and make the solution the reference (the
+        engine protocol, :mod:`.protocol`)."""
         ts, diag = self.ts, self.diagonal
         n_t = ts.n_triplets
         # closed form: exact, every triplet in L or C. With G_+ = 0 (no direction
@@ -171,7 +169,7 @@ class TripletPath:
             settings.log(f"alpha={alpha:.6g} >= critical alpha "
                          f"{self.critical_alpha:.6g}: closed form G_+/alpha")
             self.reference = TripletReference(alpha, M, 0.0, z, exact=True)
-            return TripletOutcome(self.reference, 0, 0.0, 0.0, True)
+            return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         ref0 = self.reference
         if ref0 is None:
             M0 = self.G_pos / self.critical_alpha
@@ -182,7 +180,7 @@ class TripletPath:
         return outcome
 
     def _step(self, ref0: TripletReference, alpha: float, settings: TripletSettings,
-              report: ScreeningReport) -> TripletOutcome:
+              report: ScreeningReport) -> StepOutcome:
         ts, gamma, diag = self.ts, self.gamma, self.diagonal
         n_t = ts.n_triplets
         status = np.zeros(n_t, dtype=np.int8)
@@ -254,7 +252,7 @@ class TripletPath:
         self._hl_state = (problem.status, np.array(problem.HL, copy=True), changed)
         if bound is not None and settings.range_screening:
             self._update_ranges(ref, ref0, alpha)
-        return TripletOutcome(ref, result.n_iter, cert.gap, cert.rel_gap, result.converged)
+        return StepOutcome(ref, cert.gap, cert.rel_gap, result.n_iter, result.converged)
 
     def _screen_bounded(self, ref0: TripletReference, ball, status: np.ndarray):
         """The reference's sphere rule when some of its values are bounds (``zrad >

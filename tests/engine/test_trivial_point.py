@@ -15,6 +15,7 @@ import pytest
 from sklearn.datasets import make_regression
 
 from sklearn_safescreen.engine.box_qp import LADPath
+from sklearn_safescreen.engine.protocol import StepSettings
 from sklearn_safescreen.problems.box_qp import LADData
 
 
@@ -31,8 +32,9 @@ def test_an_uncertified_lad_fit_is_no_worse_than_zero(scale):
     C = 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, outcome = LADPath(data).fit(C, rule="DVI", tol=1e-6, max_iter=1000,
-                                       rng=np.random.RandomState(0), verbose=0)
+        path = LADPath(data)
+        outcome = path.fit(C, StepSettings(rule="DVI", tol=1e-6, max_iter=1000),
+                           path.new_report())
     alpha = outcome.reference.alpha
     at_zero = _primal(data, C, np.zeros(y.size))
     assert _primal(data, C, alpha) <= at_zero * (1 + 1e-12)

@@ -171,7 +171,7 @@ def test_memory_estimate_matches_a_measured_fit():
         ml.set_params(alpha=f * lam_L).fit(X, y)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    est = estimate_memory(ml.n_triplets_, ml._path.path.ts.n_pairs, X.shape[1])
+    est = estimate_memory(ml.n_triplets_, ml._path.paths[0].ts.n_pairs, X.shape[1])
     # an upper bound (it refuses fits up front), not more than 2.5x the traced peak since
     # the k-NN search stopped holding 16 MB difference tensors
     assert 0.4 * est <= peak - X.nbytes <= 1.1 * est, (peak, est)

@@ -218,7 +218,7 @@ def test_metric_learner_steps_from_loose_references(triplet_calls, ratio, gamma)
     model = SafeMetricLearner(alpha=1.0, **kw).fit(X, y)
     lam0 = model.critical_alpha_ * 0.05
     model.set_params(alpha=lam0).fit(X, y)
-    ts = model._path.path.ts
+    ts = model._path.paths[0].ts
     for key in triplet_calls:
         triplet_calls[key].clear()
     lam = ratio * lam0

@@ -453,7 +453,7 @@ def test_iris_screening_rate_reference():
         lam = lam_L * 0.9**t
         ml.set_params(alpha=lam).fit(X, y)
         if ts is None:
-            ts = ml._path.path.ts
+            ts = ml._path.paths[0].ts
             assert ts.n_triplets == 735_000
             idx = np.arange(ts.n_triplets, dtype=np.int32)
             G_pos = tp.closed_form(ts, gamma, False)[1]
