@@ -3,11 +3,12 @@
 # first: sets the OpenMP wait policy before a compiled module loads the runtime
 from ._utils import openmp_policy  # noqa: F401, I001
 from ._utils.warnings import LongFitWarning, PrecisionWarning, ScreeningRepairWarning
-from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR, doubly_sparse_path
+from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR
 from .engine.report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
 from .metric_learning import SafeMetricLearner
 from .model_selection import RegularizationPathCV
+from .path import doubly_sparse_path
 from .svm import SafeSVC
 
 __version__ = "0.1.0"

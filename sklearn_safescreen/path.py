@@ -582,3 +582,40 @@ def metric_learning_path(X, y, alphas=None, **params) -> PathResult:
 
     kw = _path_kwargs(params)
     return estimator_path(SafeMetricLearner(**params), X, y, alphas, **kw)
+
+
+def doubly_sparse_path(X, y, alphas=None, *, estimator=None, **params) -> PathResult:
+    """Doubly sparse solutions along a path of ``alpha``, from ``alpha_max_`` down (see
+    :func:`~sklearn_safescreen.path.svm_path`).
+
+    Parameters
+    ----------
+    X, y : training data (``X`` dense or sparse, never densified)
+    alphas : {"geometric"}, array-like or None, default=None
+        The grid (see :func:`make_grid`); by default 30 values from ``alpha_max_`` down
+        to ``1e-3 * alpha_max_``.
+    estimator : estimator or None, default=None
+        The model to walk, e.g. ``SafeDoublySparseSVR(epsilon=0.5)`` or a Pipeline
+        ending in one; its parameters other than ``alpha`` define the problem. Default:
+        ``SafeDoublySparseSVC(**params)``.
+    **params
+        ``n_values``, ``eps``, ``stop``, ``sample_weight``, ``attributes``, ``verbose``
+        (see :func:`estimator_path`); everything else is a SafeDoublySparseSVC
+        parameter (only without ``estimator``).
+
+    Returns
+    -------
+    PathResult
+        ``coefs[k]`` is ``coef_`` at ``values[k]``; ``reports[k].counts`` the features
+        and samples screened there.
+    """
+    from .doubly_sparse import SafeDoublySparseSVC
+
+    kw = _path_kwargs(params)
+    if estimator is None:
+        estimator = SafeDoublySparseSVC(**params)
+    elif params:
+        raise TypeError(f"unexpected arguments {sorted(params)}: with estimator=..., set "
+                        "the model's parameters on the estimator")
+    return estimator_path(estimator, X, y, alphas, **kw)
+

@@ -207,7 +207,7 @@ def test_l1_ratio_at_the_ends_is_refused(est, l1_ratio):
     with pytest.raises(ValueError, match="l1_ratio must be strictly between 0 and 1"):
         est(l1_ratio=l1_ratio).fit(X, y)
     with pytest.raises(ValueError, match="strongly convex"):
-        doubly_sparse_path(X, y, estimator=est(l1_ratio=l1_ratio), n_alphas=3)
+        doubly_sparse_path(X, y, estimator=est(l1_ratio=l1_ratio), n_values=3)
 
 
 @pytest.mark.parametrize("est", [SafeDoublySparseSVC, SafeDoublySparseSVR])
@@ -330,8 +330,9 @@ def test_doubly_sparse_path(kind):
     else:
         X, y = regression(n=80, d=20, seed=7)
         est = SafeDoublySparseSVR(l1_ratio=0.3, epsilon=0.5, **TIGHT)
-    alphas, coefs, gaps, reports = doubly_sparse_path(X, y, estimator=est, n_alphas=8,
-                                                      eps=1e-2)
+    res = doubly_sparse_path(X, y, estimator=est, n_values=8, eps=1e-2)
+    alphas, gaps, reports = res.values, res.dual_gaps, res.reports
+    coefs = np.stack(res.coefs, axis=-1)
     top = clone(est).fit(X, y).alpha_max_
     assert top == pytest.approx(own_alpha_max(X, y, est), rel=1e-12)
     assert alphas.shape == (8,) and np.all(np.diff(alphas) < 0)
@@ -349,8 +350,8 @@ def test_doubly_sparse_path(kind):
         r = np.sqrt(2 * max(gaps[k], 1e-16) / lam_beta) + radius(cold)
         assert np.linalg.norm(coefs[..., k].ravel() - np.ravel(cold.coef_)) <= r
     # values above alpha_max, given explicitly: exact zeros, closed form
-    alphas2, coefs2, _, reports2 = doubly_sparse_path(X, y, estimator=est,
-                                                      alphas=[top * 3, top, top * 1.5])
+    res2 = doubly_sparse_path(X, y, [top * 3, top, top * 1.5], estimator=est)
+    alphas2, coefs2, reports2 = res2.values, np.stack(res2.coefs, axis=-1), res2.reports
     np.testing.assert_allclose(alphas2, [top * 3, top * 1.5, top])
     assert not np.any(coefs2)
     assert any(e.rule == "closed_form" for e in reports2[0].events)
@@ -484,3 +485,23 @@ def test_closed_form_report_counts(kind):
     assert inside > 0
     counts = model.screening_report_.counts["samples"]
     assert (counts.n_lower, counts.n_upper) == (at_zero, at_box)
+
+
+def test_doubly_sparse_path_walks_a_pipeline():
+    """The path function is estimator_path's: a Pipeline's Safe step is walked, from
+    the critical value on the data that step sees."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler
+
+    X, y = classification(n=80, d=20, seed=3)
+    X = sp.csr_matrix(X * 10)
+    pipe = make_pipeline(MaxAbsScaler(), SafeDoublySparseSVC(**TIGHT))
+    res = doubly_sparse_path(X, y, estimator=pipe, n_values=4, eps=0.1)
+    assert res.param_name == "safedoublysparsesvc__alpha"
+    top = SafeDoublySparseSVC(**TIGHT).fit(MaxAbsScaler().fit_transform(X), y).alpha_max_
+    assert res.values[0] == pytest.approx(top, rel=1e-12)
+    direct = SafeDoublySparseSVC(alpha=res.values[-1], **TIGHT).fit(
+        MaxAbsScaler().fit_transform(X), y)
+    np.testing.assert_allclose(res.estimator[-1].coef_, direct.coef_, atol=1e-4)
+    with pytest.raises(TypeError, match="on the estimator"):
+        doubly_sparse_path(X, y, estimator=pipe, l1_ratio=0.3)
