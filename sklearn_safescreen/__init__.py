@@ -6,6 +6,7 @@ from ._utils.warnings import LongFitWarning, PrecisionWarning, ScreeningRepairWa
 from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR
 from .engine.report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
+from .lp_svm import SafeLPSVC
 from .metric_learning import SafeMetricLearner
 from .model_selection import RegularizationPathCV
 from .path import doubly_sparse_path
@@ -20,6 +21,7 @@ __all__ = [
     "SafeDoublySparseSVC",
     "SafeDoublySparseSVR",
     "SafeLAD",
+    "SafeLPSVC",
     "SafeMetricLearner",
     "SafeSVC",
     "ScreeningEvent",

@@ -43,6 +43,8 @@ ESTIMATORS = {
     "metric": "SafeMetricLearner + 3-nearest-neighbours (parameter metric__alpha)",
     "dsvc": "SafeDoublySparseSVC (elastic-net smoothed-hinge SVM, parameter alpha; "
             "screened: features)",
+    "lpsvc": "SafeLPSVC (1-norm SVM: L1 penalty, hinge loss, a linear program; "
+             "parameter alpha; screened: features)",
 }
 
 
@@ -107,11 +109,13 @@ def _build_parser() -> argparse.ArgumentParser:
                                "none"],
                       help="screening rule (SafeSVC: IT, BT1, BT2, DVI; SafeLAD: DVI; "
                       "SafeMetricLearner: its balls rrpb+pgb, rrpb, pgb, gb, dgb, cdgb, rpb; "
-                      "SafeDoublySparseSVC: simultaneous, features, samples); none disables "
+                      "SafeDoublySparseSVC and SafeLPSVC: simultaneous, features, samples); "
+                      "none disables "
                       "screening (default: the estimator's, IT for SafeSVC)")
     data.add_argument("--tol", type=float, default=1e-6,
-                      help="duality gap of every fit, relative (svc, lad, metric) or "
-                      "absolute (dsvc, whose objective is an average loss) (default: 1e-6)")
+                      help="duality gap of every fit, relative (svc, lad, metric, lpsvc) "
+                      "or absolute (dsvc, whose objective is an average loss) "
+                      "(default: 1e-6)")
     grid = parser.add_argument_group("grid")
     grid.add_argument("--values", default=None, metavar="V1,V2,...",
                       help="explicit comma-separated values (overrides --grid); a value "
@@ -394,6 +398,11 @@ def _estimator(args, n_features: int, sparse: bool):
 
         est = SafeDoublySparseSVC(random_state=0, **common)
         name = "SafeDoublySparseSVC"
+    elif args.estimator == "lpsvc":
+        from .lp_svm import SafeLPSVC
+
+        est = SafeLPSVC(**{**common, "max_iter": 10_000})
+        name = "SafeLPSVC"
     else:
         from sklearn.neighbors import KNeighborsClassifier
 

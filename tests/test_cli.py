@@ -395,3 +395,17 @@ def test_a_failing_score_warns_once_with_its_cause(capsys):
     assert err.count("\n") == 1
     assert err.rstrip().endswith("Details: ValueError: Only one class is present in "
                                  "y_true."), err
+
+
+def test_lp_svm_from_the_command_line(capsys):
+    """SafeLPSVC from the command line: a path of alpha from alpha_max down, the
+    doubly sparse rules' names offered by --screening."""
+    code, out, err = run_main(capsys, "--estimator", "lpsvc", "--dataset", "breast_cancer",
+                              "--n-values", "4", "--cv", "3", "--no-compare", "--quiet",
+                              "--scale")
+    assert code == 0, err
+    assert "SafeLPSVC on breast cancer" in out
+    values = [float(r[0]) for r in table(out)]
+    assert len(values) == 4 and values == sorted(values, reverse=True)
+    assert re.search(r"best alpha = [\d.e+-]+, CV score [\d.]+", out)
+

@@ -1,0 +1,289 @@
+r"""SafeLPSVC: the L1-penalised hinge SVM (LP-SVM, the 1-norm SVM) with simultaneous safe
+screening of features and samples.
+
+.. math::
+
+    \min_w\ \alpha\|w\|_1 + \frac1n\sum_{i=1}^n c_i\,[1 - y_i w^\top x_i]_+,
+
+a linear program (Shibagaki et al. 2016, section 5; ``doc/theory/lp_svm.rst``). The
+problem, rules, solver and path step are :mod:`.problems.lp_svm`,
+:mod:`.screening.lp_svm`, :mod:`.solvers.lp_highs` and :mod:`.engine.lp_svm`; the fit
+skeleton is :class:`~sklearn_safescreen.base.SafeEstimator`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from ._utils.fingerprint import data_fingerprint
+from ._utils.memory import check_memory
+from ._validation import check_magnitude, class_weights, memoised_validation
+from .base import (
+    FitInputs,
+    LinearModelMixin,
+    OneVsRestClassifierMixin,
+    PathState,
+    SafeEstimator,
+    encode_labels,
+    limit_blas_threads,
+    one_vs_rest,
+)
+from .engine.lp_svm import LPSVMPath
+from .engine.protocol import StepSettings
+from .problems.lp_svm import LPSVMData, add_intercept_column
+from .screening.lp_svm import LP_SVM_RULES
+
+#: Largest magnitude of an entry of X: margins and correlations are sums of products.
+MAX_ENTRY = 1e100
+#: Fraction of the available memory a fit may use for its copies of X.
+MEMORY_FRACTION = 0.8
+
+
+class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, SafeEstimator):
+    r"""The 1-norm SVM (L1 penalty, hinge loss) with simultaneous safe screening of
+    features and samples.
+
+    Solves the linear program
+
+    .. math::
+
+        \min_w\ \alpha\|w\|_1 + \frac1n\sum_{i=1}^n c_i\max\{0,\ 1 - y_i w^\top x_i\},
+
+    with :math:`c_i` = ``sample_weight`` x ``class_weight`` (rescaled to average 1 over
+    the samples of positive weight) and the intercept a penalised constant column. The
+    solution is exactly sparse in the features (:math:`w_j = 0`) and in the samples
+    (the dual :math:`a_i = y_i\alpha_i` is 0 for margins above 1 and :math:`c_i` below 1).
+    Safe rules (Shibagaki et al. 2016, Theorems 6 and 7 as corrected in
+    ``doc/theory/lp_svm.rst``) prove both kinds of zeros from any primal point and any
+    dual-feasible point, over polytopes that contain every optimum, each kind tightening
+    the other's rule; HiGHS solves what is left in a column-and-row generation loop.
+    Every fit certifies its answer on the full problem.
+    Multiclass problems are solved one-vs-rest.
+
+    scikit-learn has no solver for this problem (``LinearSVC(penalty="l1",
+    loss="hinge")`` is refused); :class:`~sklearn.svm.LinearSVC` with
+    ``penalty="l1"`` fits the squared hinge.
+
+    Parameters
+    ----------
+    alpha : float, default=0.01
+        The L1 weight :math:`\alpha > 0`. From ``alpha_max_`` on, ``coef_`` is 0.
+    fit_intercept : bool, default=True
+        Add a constant column of value ``intercept_scaling``, penalised like any feature
+        (as in LIBLINEAR), so that every rule holds unchanged.
+    intercept_scaling : float, default=1.0
+    screening : {"simultaneous", "features", "samples"} or None, \
+            default="simultaneous"
+        Rules applied from the previous solution of a path: features and samples
+        alternated to their fixpoint, one kind alone, or none.
+    tol : float, default=1e-9
+        Target **relative** duality gap of the full problem,
+        :math:`(P_\alpha(w) - D(a)) / P_\alpha(w)`, with both objectives bounded for
+        rounding. HiGHS's own feasibility tolerances start at 1e-9 and are tightened
+        while the gap misses ``tol``.
+    max_iter : int, default=200
+        Maximum rounds of column and row generation (each solves one linear program)
+        per fit.
+    warm_start : bool, default=False
+        Reuse the previous solution on the same data as start point and screening
+        reference (how to walk a path by hand; see
+        :func:`~sklearn_safescreen.path.estimator_path`).
+    class_weight : dict or "balanced", default=None
+        Multiplies the loss of each class's samples (then rescaled with
+        ``sample_weight``); the rules are those of the weighted problem.
+    verbose : int, default=0
+        Print one line per fit (screened counts, gap, rounds, time).
+    n_jobs : int, default=None
+        One-vs-rest tasks solved in parallel threads.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        Exactly sparse.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        ``intercept_scaling`` times the intercept column's weight (0 without intercept).
+    dual_coef_ : ndarray of shape (n_tasks, n_samples)
+        The dual solution :math:`\alpha_i = y_i a_i` per task, feasible by construction
+        (0 for samples of zero weight). Available after fit, not pickled.
+    n_iter_ : ndarray of shape (n_tasks,)
+        Linear programs solved per task.
+    dual_gap_ : ndarray of shape (n_tasks,)
+        Certified relative duality gap of the full problem per task.
+    alpha_max_ : float
+        The smallest ``alpha`` at which ``coef_`` is 0:
+        :math:`\|Z^\top c\|_\infty / n` (largest over tasks).
+    screening_report_ : ScreeningReport
+        Features (intercept column included) and samples fixed, per event.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    SafeDoublySparseSVC : the elastic-net smoothed hinge, strongly convex.
+    sklearn.svm.LinearSVC : L2 or L1 penalty with the squared hinge.
+
+    References
+    ----------
+    A. Shibagaki, M. Karasuyama, K. Hatano, I. Takeuchi. Simultaneous safe screening of
+    features and samples in doubly sparse modeling. ICML 2016.
+    J. Zhu, S. Rosset, T. Hastie, R. Tibshirani. 1-norm support vector machines.
+    NIPS 2003.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_safescreen import SafeLPSVC
+    >>> X, y = make_classification(n_features=50, n_informative=5, random_state=0)
+    >>> clf = SafeLPSVC(alpha=0.05).fit(X, y)
+    >>> bool((clf.coef_ != 0).sum() < 50), clf.score(X, y) > 0.8
+    (True, True)
+    """
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "screening": [StrOptions(set(LP_SVM_RULES)), None],
+        "tol": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "verbose": ["verbose"],
+        "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],
+    }
+    _path_param = "alpha"
+    _path_increasing = False  # larger alpha = more regularised
+    _path_state = (*SafeEstimator._path_state, "_label_cache")
+    _iteration_words = "rounds of column and row generation"
+    #: the dual solution: available after fit, not pickled (it grows with the samples)
+    _DUAL = ("dual_coef_",)
+
+    def __init__(self, alpha=0.01, *, fit_intercept=True, intercept_scaling=1.0,
+                 screening="simultaneous", tol=1e-9, max_iter=200, warm_start=False,
+                 class_weight=None, verbose=0, n_jobs=None):
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.screening = screening
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @limit_blas_threads
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model at ``alpha``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; sparse input (CSR or CSC) is never densified.
+        y : array-like of shape (n_samples,)
+            Class labels (numbers or strings).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the samples' losses.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        return self._fit(X, y, sample_weight=sample_weight)
+
+    # ------------------------------------------------------ the skeleton's hooks ---
+    def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
+        def validate():
+            Xv, yv = validate_data(self, X, y, accept_sparse=("csr", "csc"),
+                                   dtype=np.float64)
+            check_magnitude(Xv, "X", MAX_ENTRY, "margins and correlations sum products")
+            sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64,
+                                      ensure_non_negative=True)
+            return Xv, yv, sw
+
+        (X, y, sw), digest = memoised_validation(self, (X, y, sample_weight), validate)
+        key = digest or (data_fingerprint(y) if self.warm_start
+                         and y.dtype.kind in "biuf" else None)
+        classes, y_ind = encode_labels(self, y, key)
+        cw = class_weights(self.class_weight, classes, y_ind)
+        weights = sw * (cw[y_ind] if cw is not None else 1.0)
+        if not np.any(weights > 0):
+            raise ValueError("all sample weights are zero: there is nothing to fit")
+        content = (digest,) if digest is not None else (X, y_ind, sw)
+        fingerprint = data_fingerprint(*content, self.class_weight, self.fit_intercept,
+                                       self.intercept_scaling)
+        return FitInputs((X, classes, y_ind, weights), fingerprint)
+
+    def _make_paths(self, inputs: FitInputs) -> PathState:
+        """The samples of positive weight with the intercept column, once per data set
+        (the memory needed checked first); one path per one-vs-rest task."""
+        X, classes, y_ind, weights = inputs.data
+        n, d = X.shape
+        need = 4 * 12.0 * (X.nnz + n) if sp.issparse(X) else 3 * 8.0 * n * (d + 1)
+        check_memory(need, f"{type(self).__name__} on X of shape {X.shape}",
+                     "use a sparse matrix or fewer samples or features", MEMORY_FRACTION)
+        keep = weights > 0
+        Xk = X[keep] if not keep.all() else X
+        if self.fit_intercept:
+            Xk = add_intercept_column(Xk, self.intercept_scaling)
+        c = weights[keep] / weights[keep].mean()
+        paths = [LPSVMPath(LPSVMData(Xk, labels, c), name)
+                 for name, labels in one_vs_rest(classes, y_ind[keep])]
+        return PathState(inputs.fingerprint, paths, extra=keep)
+
+    def _step_value(self, state: PathState) -> float:
+        return float(self.alpha)
+
+    def _step_settings(self, state: PathState, value: float) -> StepSettings:
+        return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
+                            verbose=self.verbose, describe=self._describe())
+
+    def _critical_from(self, state: PathState) -> float:
+        """``alpha_max``: the smallest ``alpha`` at which ``coef_`` is 0 (the largest
+        over the one-vs-rest tasks)."""
+        return max(p.data.lambda_max() for p in state.paths)
+
+    def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
+        d = self.n_features_in_
+        self.classes_ = inputs.data[1]
+        W = np.vstack([o.reference.w for o in outcomes])
+        keep = state.extra
+        dual = np.zeros((len(outcomes), keep.size))
+        dual[:, keep] = np.vstack([o.reference.alpha for o in outcomes])
+        self.dual_coef_ = dual
+        self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
+        self.dual_gap_ = np.array([o.rel_gap for o in outcomes])
+        self.alpha_max_ = self._critical_from(state)
+        self.coef_ = W[:, :d]
+        self.intercept_ = (W[:, d] * self.intercept_scaling if self.fit_intercept
+                           else np.zeros(len(outcomes)))
+
+    def _summary(self, state: PathState, outcomes, report, elapsed: float) -> str:
+        f, s = report.counts["features"], report.counts["samples"]
+        return (f"alpha={self.alpha:.4g}: features screened {f.n_screened}/"
+                f"{f.n_variables}, samples fixed {s.n_screened}/{s.n_variables}, "
+                f"relative gap {self.dual_gap_.max():.2e}, LPs "
+                f"{int(self.n_iter_.sum())}, {elapsed:.3f}s")
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        for name in self._DUAL:
+            state.pop(name, None)
+        return state
+
+
+__all__ = ["SafeLPSVC"]
