@@ -351,7 +351,8 @@ _DOC_PARAMS = """
         Maximum coordinate-descent epochs per solve.
     warm_start : bool, default=False
         Reuse the previous solution on the same data as start point and screening
-        reference (how to walk a path by hand; see :func:`doubly_sparse_path`).
+        reference (how to walk a path by hand; see
+        :func:`~sklearn_safescreen.path.doubly_sparse_path`).
     verbose : int, default=0
         Print one line per fit (screened counts, gap, epochs, time).
     random_state : int, RandomState or None, default=None

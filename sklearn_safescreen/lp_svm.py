@@ -78,8 +78,7 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         Add a constant column of value ``intercept_scaling``, penalised like any feature
         (as in LIBLINEAR), so that every rule holds unchanged.
     intercept_scaling : float, default=1.0
-    screening : {"simultaneous", "features", "samples"} or None, \
-            default="simultaneous"
+    screening : {"simultaneous", "features", "samples"} or None, default="simultaneous"
         Rules applied from the previous solution of a path: features and samples
         alternated to their fixpoint, one kind alone, or none.
     tol : float, default=1e-9
