@@ -4,6 +4,7 @@ solver of tests/screening/ (``_svm_truth``) are importable from every test folde
 hypothesis profiles (``_profiles``: ``ci`` when ``CI=true``, else ``dev``) are
 registered and loaded before any test module is imported."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +15,15 @@ for folder in (_HERE, _HERE / "screening"):
 
 from _profiles import register  # noqa: E402
 
+from sklearn_safescreen.engine import cost  # noqa: E402
+
 HYPOTHESIS_PROFILE = register()
+
+# Every step screens: the tests of the rules, reports and repairs look at the screening
+# itself, and which steps the cost model's measurements let screen depends on the
+# machine's speed. Set in the environment, so that worker processes (loky, dask) see it
+# too; the cost model's own tests (tests/engine/test_cost_model.py) choose their mode.
+os.environ[cost.ENVIRONMENT] = "always"
 
 
 def pytest_report_header(config):

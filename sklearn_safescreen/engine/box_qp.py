@@ -41,6 +41,7 @@ from ..solvers.working_set import (
     solve_working_set,
 )
 from .certify import Certificate, certified_solve
+from .cost import CostModel, skipped_event
 from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
@@ -219,6 +220,7 @@ class BoxQPPath:
         self.data, self.name = data, name
         self.newton = NewtonCache() if data.kernel is not None else None
         self.reference: BoxQPReference | None = None
+        self.cost = CostModel()
 
     # -- family hooks
     def screen(self, rule: str, ref: BoxQPReference, C: float) -> ScreeningResult:
@@ -241,6 +243,14 @@ class BoxQPPath:
         solution the reference (the engine protocol, :mod:`.protocol`)."""
         rule, tol, max_iter = settings.rule, settings.tol, settings.max_iter
         rng, verbose = settings.rng(), settings.verbose
+        decision = self.cost.decide() if rule is not None else None
+        if decision is not None and not decision.screen:
+            report.add(skipped_event(rule, C, self.data.n_samples, decision.reason,
+                                     self.name))
+            if verbose:
+                print(f"[{self.label}]{' ' + self.name if self.name else ''} "
+                      f"C={C:<10.4g} screening skipped: {decision.reason}")
+            rule = None
         n_iter = 0
         if self.reference is None:
             grid = self.cold_start(C, report, tol=tol, max_iter=max_iter, rng=rng,
@@ -252,6 +262,8 @@ class BoxQPPath:
             outcome = self.step(value, rule=rule, tol=tol, max_iter=max_iter, rng=rng,
                                 report=report, verbose=verbose, target=C)
             n_iter += outcome.n_iter
+        if decision is not None:
+            self.cost.record(n_iter)
         if outcome is None:  # closed form: the reference is the answer
             return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         outcome.n_iter = n_iter

@@ -44,6 +44,7 @@ from ..screening.doubly_sparse import (
 )
 from ..solvers.doubly_sparse_cd import coordinate_descent
 from .certify import Certificate, certified_solve
+from .cost import CostModel, skipped_event
 from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
@@ -351,6 +352,7 @@ class DoublySparsePath:
         self.lam_max = data.lambda_max()
         self.w: np.ndarray | None = None  # the last solution (the next reference)
         self.lam: float | None = None
+        self.cost = CostModel()
 
     def new_report(self) -> ScreeningReport:
         return ScreeningReport(variables={"features": self.data.n_features,
@@ -384,10 +386,19 @@ class DoublySparsePath:
             return StepOutcome(DoublySparseSolution(w, alpha), 0.0, 0.0, 0, True)
         w0 = np.zeros(d) if self.w is None else self.w
         priority = settings.rng().permutation(d)
+        decision = self.cost.decide() if rule is not None else None
+        if decision is not None and not decision.screen:
+            report.add(skipped_event(rule, value, d, decision.reason, self.name,
+                                     "features"))
+            if settings.verbose:
+                print(f"[{settings.describe}] screening skipped: {decision.reason}")
+            rule = None
         task = _ReducedDoublySparse(data, lam, beta, rule, w0, report, priority,
                                     self.name, value)
         result = certified_solve(task, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=settings.describe)
+        if decision is not None:
+            self.cost.record(result.n_iter)
         self.w, self.lam = task.w, lam
         report.set_final(int(task.features.sum()), 0, "features")
         report.set_final(int(task.at_zero.sum()), int(task.at_box.sum()), "samples")

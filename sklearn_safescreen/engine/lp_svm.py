@@ -34,6 +34,7 @@ from ..problems.lp_svm import LPSVMData
 from ..screening.lp_svm import LPScreen, screen_lp_svm
 from ..solvers.lp_highs import ColumnRowGeneration
 from .certify import Certificate, certified_solve
+from .cost import CostModel, skipped_event
 from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
@@ -135,6 +136,7 @@ class LPSVMPath:
         self.data, self.name = data, name
         self.lam_max = data.lambda_max()
         self.solution: LPSolution | None = None  # the last one: the next reference
+        self.cost = CostModel()
 
     def new_report(self) -> ScreeningReport:
         return ScreeningReport(variables={"features": self.data.n_features,
@@ -164,11 +166,18 @@ class LPSVMPath:
             report.set_final(0, int((data.s > 0).sum()), "samples", closed_form=True)
             return StepOutcome(self.solution, 0.0, 0.0, 0, True)
         ref = self.solution if self.solution is not None else self._closed_form()
-        screen = None
-        if settings.rule is not None:
+        screen, rule = None, settings.rule
+        decision = self.cost.decide() if rule is not None else None
+        if decision is not None and not decision.screen:
+            report.add(skipped_event(rule, value, d, decision.reason, self.name,
+                                     "features"))
+            if settings.verbose:
+                print(f"[{settings.describe}] screening skipped: {decision.reason}")
+            rule = None
+        if rule is not None:
             start = time.perf_counter()
             screen = _plant_decisions(
-                screen_lp_svm(data, lam, ref.w, ref.alpha, mode=settings.rule), data)
+                screen_lp_svm(data, lam, ref.w, ref.alpha, mode=rule), data)
             elapsed = time.perf_counter() - start
             report.add(ScreeningEvent(settings.rule, "reference", value,
                                       screen.n_features, 0, d, elapsed, task=self.name,
@@ -176,11 +185,13 @@ class LPSVMPath:
             report.add(ScreeningEvent(settings.rule, "reference", value,
                                       int(screen.at_zero.sum()), int(screen.at_box.sum()),
                                       n, task=self.name, kind="samples"))
-        task = _ReducedLPSVM(data, lam, screen, ref.w, ref.alpha, settings.rule, report,
-                             self.name, value)
+        task = _ReducedLPSVM(data, lam, screen, ref.w, ref.alpha, rule, report, self.name,
+                             value)
         start = time.perf_counter()
         result = certified_solve(task, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=settings.describe)
+        if decision is not None:
+            self.cost.record(result.n_iter)
         crg, cert = task.crg, task.certificate
         report.add(ScreeningEvent(settings.rule or "none", "solve", value, 0, 0, n, 0.0,
                                   time.perf_counter() - start, task=self.name))

@@ -18,6 +18,7 @@ class ScreeningEvent:
     """One screening event.
 
     ``moment`` is ``"reference"`` (before the solve, from a previous solution),
+    ``"skipped"`` (the cost model ran the step without screening; ``note`` says why),
     ``"range"`` (from the stored ranges of earlier solutions), ``"dynamic"`` (during the
     solve, from a duality-gap ball), ``"closed_form"`` (the target is at or beyond the
     critical value, where the solution is known), ``"repair"`` (the certificate put
@@ -37,6 +38,7 @@ class ScreeningEvent:
     solver_time: float = 0.0
     task: str = ""  # e.g. the class of a one-vs-rest problem
     kind: str = "samples"
+    note: str = ""  # why (a "skipped" event: the cost model's reason)
 
     @property
     def n_screened(self) -> int:
@@ -115,6 +117,12 @@ class ScreeningReport:
     @property
     def screening_rate(self) -> float:
         return self.counts[self.kind].screening_rate
+
+    @property
+    def skipped(self) -> list[str]:
+        """Why the cost model ran the steps of this fit without screening (empty when
+        every step screened)."""
+        return [e.note for e in self.events if e.moment == "skipped"]
 
     @property
     def screening_rates(self) -> dict[str, float]:
@@ -196,7 +204,8 @@ class ScreeningReport:
                 f"  {e.task + ' ' if e.task else ''}{e.moment:<11} {e.rule:<5} "
                 + (f"{e.kind:<9} " if several else "")
                 + f"value={e.value:<10.4g} lower={e.n_lower:<6d} upper={e.n_upper:<6d} "
-                f"rule={e.rule_time:.2e}s solver={e.solver_time:.2e}s")
+                f"rule={e.rule_time:.2e}s solver={e.solver_time:.2e}s"
+                + (f" ({e.note})" if e.note else ""))
         return "\n".join(lines)
 
 

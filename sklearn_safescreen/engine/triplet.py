@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from ..screening._triplet_fast import iterate_ball_codes
 from ..screening.triplet import SdpSchedule, screen_triplets
 from ..solvers import psd_gradient as pg
 from .certify import Certificate, certified_solve
+from .cost import CostModel, skipped_event
 from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
@@ -123,6 +124,7 @@ class TripletPath:
 
     def __init__(self, ts: TripletSet, gamma: float, diagonal: bool):
         self.ts, self.gamma, self.diagonal = ts, gamma, diagonal
+        self.cost = CostModel()
         self.critical_alpha, self.G_pos = closed_form(ts, gamma, diagonal)
         # G_+ = 0: no direction separates any triplet, M* = 0 for every alpha > 0
         self._separable = bool(np.any(self.G_pos))
@@ -175,7 +177,15 @@ class TripletPath:
             M0 = self.G_pos / self.critical_alpha
             ref0 = TripletReference(self.critical_alpha, M0, 0.0,
                                     triplet_values(ts, M0, diag), exact=True)
+        decision = self.cost.decide() if settings.bound is not None else None
+        if decision is not None and not decision.screen:
+            report.add(skipped_event(settings.bound, alpha, n_t, decision.reason,
+                                     kind="triplets"))
+            settings.log(f"alpha={alpha:<10.4g} screening skipped: {decision.reason}")
+            settings = replace(settings, bound=None)
         outcome = self._step(ref0, alpha, settings, report)
+        if decision is not None:
+            self.cost.record(outcome.n_iter)
         self.reference = outcome.reference
         return outcome
 
