@@ -1,7 +1,7 @@
 r"""Compiled kernels of the triplet screening rules (Yoshida et al. 2019).
 
 * the sphere rule with the GB, PGB and DGB balls at an iterate (:func:`ball_codes_c`),
-  which the solver loop runs in place every few steps;
+  which the solver loop runs every few steps into its own buffers;
 * the sphere rule with a ball centred on a multiple of the reference
   (:func:`scaled_sphere_screen`, RRPB/RPB: O(1) per triplet);
 * RRPB range screening along a path (:func:`rrpb_ranges_pass`, :func:`range_screen`);

@@ -144,7 +144,9 @@ def run_pure(c: Call):
         out = c.func(*c.args, **c.kwargs)
     except ValueError as exc:
         if "read-only" in str(exc) or "not writeable" in str(exc):
-            raise AssertionError(f"{name} writes into an input: {exc}") from exc
+            raise AssertionError(f"{name} cannot take a read-only input (it writes into "
+                                 f"it, or a compiled kernel declares it writable): {exc}"
+                                 ) from exc
         raise
     assert_unchanged(name, before, bindings)
     return out
@@ -248,13 +250,13 @@ def doubly_sparse_calls(seed, loss, sparse):
 
 
 def lp_svm_calls(seed, sparse, weights):
-    X, y, s = make_lp_problem(seed, n=30, d=12, sparse=sparse, weights=weights)
+    X, y, s = make_lp_problem(seed, n=40, d=25, sparse=sparse, weights=weights)
     data = LPSVMData(X, y, s)
-    lam = 0.3 * data.lambda_max()
+    lam = 0.8 * data.lambda_max()  # near lambda_max: features and samples are screened
     opt = solve_full(X, y, s, lam)
     rng = np.random.RandomState(seed)
-    w = opt.w + 0.01 * rng.randn(opt.w.size)
-    alpha = y * opt.a * 0.95
+    w = opt.w + 1e-6 * rng.randn(opt.w.size)
+    alpha = y * opt.a
     ref = lps.LPReference.build(data, lam, w, alpha)
     cut = lps.PrimalCut.build(data, lam, ref)
     at_zero = rng.rand(y.size) < 0.2
@@ -270,14 +272,15 @@ def lp_svm_calls(seed, sparse, weights):
            call(lps.screen_samples, data, cut, features),
            call(lps.screen_lp_svm, data, lam, w, alpha, reference=ref),
            call(lps.screen_lp_svm, data, lam, w, alpha, "samples", synergy=False)]
-    out += [call(lps.screen_lp_svm, data, lam * 0.9, w, alpha, mode)
+    out += [call(lps.screen_lp_svm, data, lam * 0.98, w, alpha, mode)
             for mode in lps.LP_SVM_RULES]
     return out
 
 
 def triplet_calls(seed, diagonal, gamma):
     """Every ball of triplet_bounds and every rule of triplet / _triplet_fast, from an
-    inexact reference at lam0 for the target lam."""
+    inexact reference at lam0 for the target lam (each call its own status and ranges,
+    which the calls decide or change, so that a write shows in the bitwise check too)."""
     X, y, ts = small_problem(seed, n=21, d=3, k=2, diagonal=diagonal)
     lam_L, G_pos = tp.closed_form(ts, gamma, diagonal)
     lam0, lam = 0.3 * lam_L, 0.25 * lam_L
@@ -304,17 +307,17 @@ def triplet_calls(seed, diagonal, gamma):
            call(tb.cdgb, ev.S_pos, p_img, ev.dual, lam), call(tb.rrpb, M0, lam0, lam, eps),
            call(tb.rpb, M0, lam0, lam), call(tb.rrpb_eps, ev0.gap, lam0),
            call(tb.rrpb_ranges, z0, ts.hnorm, m, eps, lam0, gamma),
-           call(tb.merge_rrpb_ranges, z0 * 1.01, ts.hnorm, m, eps, lam, gamma, label, lo,
-                hi),
-           call(tb.merge_rrpb_ranges, z0 * 1.01, ts.hnorm, m, eps, lam, gamma, label, lo,
-                hi, zrad > 0),
+           call(tb.merge_rrpb_ranges, z0 * 1.01, ts.hnorm, m, eps, lam, gamma, label.copy(),
+                lo.copy(), hi.copy()),
+           call(tb.merge_rrpb_ranges, z0 * 1.01, ts.hnorm, m, eps, lam, gamma, label.copy(),
+                lo.copy(), hi.copy(), zrad > 0),
            call(tb.scaled_sphere_screen_rad, z0, zrad, ts.hnorm, 1.1, 0.05, gamma,
-                status),
+                status.copy()),
            call(_triplet_fast.scaled_sphere_screen, z0, ts.hnorm, 1.1, 0.05, gamma,
-                status),
-           call(_triplet_fast.range_screen, label, lo, hi, lam, status),
-           call(_triplet_fast.rrpb_ranges_pass, z0, ts.hnorm, m, eps, lam, gamma, label,
-                lo, hi, (zrad > 0).view(np.int8)),
+                status.copy()),
+           call(_triplet_fast.range_screen, label, lo, hi, lam, status.copy()),
+           call(_triplet_fast.rrpb_ranges_pass, z0, ts.hnorm, m, eps, lam, gamma,
+                label.copy(), lo.copy(), hi.copy(), (zrad > 0).view(np.int8)),
            call(tr.decide, z0 - 0.1, z0 + 0.1, gamma),
            call(tr.sphere_bounds, z0, ts.hnorm, 0.1)]
     P = balls_[1].plane
@@ -402,7 +405,7 @@ def test_the_check_catches_a_write():
     def writes(a):
         a[0] = 1.0
 
-    with pytest.raises(AssertionError, match="writes into an input"):
+    with pytest.raises(AssertionError, match="cannot take a read-only input"):
         run_pure(call(writes, np.zeros(3)))
 
     ref = BoxQPReference(1.0, np.zeros(3), np.zeros(3), 0.0)
