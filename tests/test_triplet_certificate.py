@@ -273,9 +273,9 @@ def test_reference_screening_from_bounded_values_equals_the_exact_rule(seed, dia
     ball = tb.rrpb(M0, 1.0, shrink, ref.eps)
     path = et.TripletPath(ts, GAMMA, diagonal)
     status = np.zeros(ts.n_triplets, dtype=np.int8)
-    got = path._screen_bounded(ref, ball, status)
-    exact = np.zeros(ts.n_triplets, dtype=np.int8)
-    want = tb.scaled_sphere_screen(z, ts.hnorm, ball.scale, ball.radius, GAMMA, exact)
+    status, *got = path._screen_bounded(ref, ball, status)
+    exact, *want = tb.scaled_sphere_screen(z, ts.hnorm, ball.scale, ball.radius, GAMMA,
+                                           np.zeros(ts.n_triplets, dtype=np.int8))
     assert np.array_equal(status, exact) and got == want
     known = np.flatnonzero(ref.zrad == 0) if ref.zrad is not None else np.arange(z.size)
     assert np.allclose(ref.z[known], z[known], rtol=1e-12, atol=1e-12)

@@ -197,8 +197,8 @@ class TripletPath:
         bound = settings.bound
         if bound is not None and settings.range_screening and ref0.range_label is not None:
             t0 = time.perf_counter()
-            n_R, n_L = tb.range_screen(ref0.range_label, ref0.range_lo, ref0.range_hi,
-                                       alpha, status)
+            status, n_R, n_L = tb.range_screen(ref0.range_label, ref0.range_lo,
+                                               ref0.range_hi, alpha, status)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent("RRPB-range", "range", alpha, n_R, n_L, n_t, dt))
             if settings.verbose:
@@ -221,10 +221,10 @@ class TripletPath:
                 n_R, n_L = int(res.to_R.sum()), int(res.to_L.sum())
             elif ref0.zrad is None:  # a path bound has no half-space: "linear" is the
                 # sphere rule here
-                n_R, n_L = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale,
-                                                   ball.radius, gamma, status)
+                status, n_R, n_L = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale,
+                                                           ball.radius, gamma, status)
             else:
-                n_R, n_L = self._screen_bounded(ref0, ball, status)
+                status, n_R, n_L = self._screen_bounded(ref0, ball, status)
             dt = time.perf_counter() - t0
             report.add(ScreeningEvent(ball.name, "reference", alpha, n_R, n_L, n_t, dt))
             if settings.verbose:
@@ -268,13 +268,14 @@ class TripletPath:
         """The reference's sphere rule when some of its values are bounds (``zrad >
         0``): with the bound first (the ball grows by ``scale * zrad``), then, for the
         triplets it leaves undecided, with their exact values at the reference, which
-        are stored in it. The decisions are those of the exact values everywhere."""
+        are stored in it. The decisions are those of the exact values everywhere. Returns
+        ``(new_status, n_R, n_L)``."""
         ts, gamma, diag = self.ts, self.gamma, self.diagonal
-        n_R, n_L = tb.scaled_sphere_screen_rad(ref0.z, ref0.zrad, ts.hnorm, ball.scale,
-                                               ball.radius, gamma, status)
+        status, n_R, n_L = tb.scaled_sphere_screen_rad(ref0.z, ref0.zrad, ts.hnorm,
+                                                       ball.scale, ball.radius, gamma, status)
         redo = np.flatnonzero((status == STATUS_ACTIVE) & (ref0.zrad > 0))
         if not redo.size:
-            return n_R, n_L
+            return status, n_R, n_L
         if pair_share(ts, redo) > FULL_PASS_SHARE:  # most pairs: one pass over all
             ref0.z, ref0.zrad = triplet_values(ts, ref0.M, diag), None
             redo = np.flatnonzero(status == STATUS_ACTIVE)
@@ -283,9 +284,9 @@ class TripletPath:
             ref0.zrad[redo] = 0.0
         # every triplet still undecided now has its exact value: the exact rule (which
         # leaves the decided ones as they are)
-        r2, l2 = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale, ball.radius, gamma,
-                                         status)
-        return n_R + r2, n_L + l2
+        status, r2, l2 = tb.scaled_sphere_screen(ref0.z, ts.hnorm, ball.scale, ball.radius,
+                                                 gamma, status)
+        return status, n_R + r2, n_L + l2
 
     def _problem(self, status: np.ndarray) -> TripletProblem:
         """The reduced problem of ``status``, its H_L updated from the last fit's (only
@@ -317,10 +318,10 @@ class TripletPath:
                 n = ref.z.size
                 label = np.zeros(n, dtype=np.int8)
                 lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
-            else:  # ref0's arrays are not needed any more: update them in place
+            else:
                 label, lo, hi = ref0.range_label, ref0.range_lo, ref0.range_hi
-            tb.merge_rrpb_ranges(ref.z, self.ts.hnorm, m, eps, alpha, self.gamma, label,
-                                 lo, hi, stale)
+            label, lo, hi = tb.merge_rrpb_ranges(ref.z, self.ts.hnorm, m, eps, alpha,
+                                                 self.gamma, label, lo, hi, stale)
         ref.range_label, ref.range_lo, ref.range_hi = label, lo, hi
 
     def loss(self) -> float:

@@ -1,5 +1,5 @@
 # The triplet sphere rule at an iterate, which the solver loop (solvers/_spg_fast.pyx)
-# runs in place without the GIL.
+# runs without the GIL, into its own output and workspace buffers.
 
 cdef int ball_codes_workspace(int d) noexcept nogil
 cdef void ball_codes_c(const double* diff, Py_ssize_t npairs, int d, const double* Phi,

@@ -1,7 +1,7 @@
 r"""Compiled kernels of the triplet screening rules (Yoshida et al. 2019).
 
 * the sphere rule with the GB, PGB and DGB balls at an iterate (:func:`ball_codes_c`),
-  which the solver loop runs in place every few steps;
+  which the solver loop runs every few steps into its own buffers;
 * the sphere rule with a ball centred on a multiple of the reference
   (:func:`scaled_sphere_screen`, RRPB/RPB: O(1) per triplet);
 * RRPB range screening along a path (:func:`rrpb_ranges_pass`, :func:`range_screen`);
@@ -11,6 +11,11 @@ r"""Compiled kernels of the triplet screening rules (Yoshida et al. 2019).
 
 Every decision is strict with the relative slack ``SCREEN_RTOL`` and every radius is
 inflated by ``RADIUS_RTOL``/``RADIUS_ATOL`` (``doc/theory/safety.rst``).
+
+The Python-level functions never write into their arguments (every array argument is a
+``const`` view, so read-only arrays are accepted): they return new arrays. The only
+buffers written are those of :func:`ball_codes_c`, the solver loop's own output and
+workspace, named as such.
 """
 
 from libc.math cimport fabs, sqrt, INFINITY
@@ -63,7 +68,12 @@ cdef void ball_codes_c(const double* diff, Py_ssize_t npairs, int d, const doubl
                        double* work) noexcept nogil:
     """Codes 2 (R), 1 (L), 0 of the sphere rule with the GB, PGB and/or DGB balls at the
     PSD iterate M (gradient G, stable gap) of the reduced problem, over the triplets of
-    compact pair indices ``pos``/``neg`` with values ``z``, into ``out``."""
+    compact pair indices ``pos``/``neg`` with values ``z``, into ``out``.
+
+    Writes only the caller's buffers given for that (the solver loop runs this every few
+    steps without allocating): ``out`` (n codes, the result), and the workspaces ``T``
+    (npairs x d), ``Dq`` (npairs) and ``work`` (:func:`ball_codes_workspace` doubles),
+    whose contents on entry are ignored. Every other argument is read only."""
     cdef Py_ssize_t t
     cdef int i, r_, c, which
     cdef double r, r2 = 0.0, sqn
@@ -111,8 +121,8 @@ def iterate_ball_codes(const double[:, ::1] diff, const int[::1] pos, const int[
     ``gb`` / ``pgb`` / ``dgb`` of :mod:`~sklearn_safescreen.screening.triplet_bounds`
     (same formulas, same inflation; the solver's built-in dynamic screening). ``z``
     are :math:`\langle H_t,M\rangle`. Returns codes 2 (R), 1 (L), 0 per triplet."""
-    cdef double[:, ::1] M = np.ascontiguousarray(M_in, dtype=np.float64)
-    cdef double[:, ::1] G = np.ascontiguousarray(G_in, dtype=np.float64)
+    cdef const double[:, ::1] M = np.ascontiguousarray(M_in, dtype=np.float64)
+    cdef const double[:, ::1] G = np.ascontiguousarray(G_in, dtype=np.float64)
     cdef Py_ssize_t npairs = diff.shape[0], n = pos.shape[0]
     cdef int d = M.shape[0]
     out = np.zeros(n, dtype=np.int8)
@@ -131,22 +141,41 @@ def iterate_ball_codes(const double[:, ::1] diff, const int[::1] pos, const int[
 
 # ------------------------------------------------------------- path screening ---
 def rrpb_ranges_pass(const double[::1] z, const double[::1] h, double m, double eps,
-                     double lam0, double gamma, signed char[::1] label, double[::1] lo,
-                     double[::1] hi, const signed char[::1] keep):
+                     double lam0, double gamma, const signed char[::1] label,
+                     const double[::1] lo, const double[::1] hi,
+                     const signed char[::1] keep):
     """The intervals of the regularisation on which the RRPB sphere rule screens each
     triplet (Yoshida et al. 2019, Theorem 10 for R, and the L-range derived the same
-    way), one pass, strict with slack, in place. Triplets with ``keep[t]`` (all those
-    whose stored range covers ``lam0`` when ``keep`` is empty) keep their range."""
-    cdef bint merge = keep.shape[0] == 0, kept
-    cdef Py_ssize_t t
+    way), one pass, strict with slack. Returns new arrays ``(label, lo, hi)``.
+
+    ``label``, ``lo``, ``hi`` are the stored ranges (empty: none stored); triplets with
+    ``keep[t]`` (all those whose stored range covers ``lam0`` when ``keep`` is empty)
+    keep their stored range, the others get the range of this reference."""
+    cdef Py_ssize_t t, n = z.shape[0]
+    cdef bint stored = label.shape[0] != 0, merge = keep.shape[0] == 0, kept
+    if stored and not (label.shape[0] == lo.shape[0] == hi.shape[0] == n):
+        raise ValueError("the stored ranges must have one entry per triplet")
+    if not merge and keep.shape[0] != n:
+        raise ValueError("keep must have one entry per triplet")
+    new_label = np.empty(n, dtype=np.int8)
+    new_lo = np.empty(n)
+    new_hi = np.empty(n)
+    cdef signed char[::1] label_out = new_label
+    cdef double[::1] lo_out = new_lo
+    cdef double[::1] hi_out = new_hi
     cdef double zt, z_lo, z_hi, ht, hm, den
     with nogil:
-        for t in range(z.shape[0]):
-            if merge:
+        for t in range(n):
+            if not stored:
+                kept = False
+            elif merge:
                 kept = label[t] > 0 and lo[t] < lam0 < hi[t]
             else:
                 kept = keep[t] != 0
             if kept:
+                label_out[t] = label[t]
+                lo_out[t] = lo[t]
+                hi_out[t] = hi[t]
                 continue
             zt = z[t]
             z_lo = zt - 1e-12 * fabs(zt)
@@ -154,54 +183,66 @@ def rrpb_ranges_pass(const double[::1] z, const double[::1] h, double m, double 
             ht = h[t]
             hm = ht * m
             if z_lo - eps * ht > 1.0:
-                label[t] = 2
-                lo[t] = max(lam0 * (hm - z_lo + 2 * eps * ht) / (z_lo - 2.0 + hm), 0.0) * (
-                    1 + 1e-9)
-                hi[t] = lam0 * (hm + z_lo) / (hm - z_lo + 2.0 + 2 * eps * ht) * (1 - 1e-9)
+                label_out[t] = 2
+                lo_out[t] = max(lam0 * (hm - z_lo + 2 * eps * ht) / (z_lo - 2.0 + hm),
+                                0.0) * (1 + 1e-9)
+                hi_out[t] = lam0 * (hm + z_lo) / (hm - z_lo + 2.0 + 2 * eps * ht) * (
+                    1 - 1e-9)
             elif z_hi + eps * ht < 1.0 - gamma:
-                label[t] = 1
-                lo[t] = max(lam0 * (hm + z_hi + 2 * eps * ht)
-                            / (2 * (1 - gamma) + hm - z_hi), 0.0) * (1 + 1e-9)
+                label_out[t] = 1
+                lo_out[t] = max(lam0 * (hm + z_hi + 2 * eps * ht)
+                                / (2 * (1 - gamma) + hm - z_hi), 0.0) * (1 + 1e-9)
                 den = z_hi + hm + 2 * eps * ht - 2 * (1 - gamma)
-                hi[t] = lam0 * (hm - z_hi) / den * (1 - 1e-9) if den > 0 else INFINITY
+                hi_out[t] = lam0 * (hm - z_hi) / den * (1 - 1e-9) if den > 0 else INFINITY
             else:
-                label[t] = 0
-                lo[t] = INFINITY
-                hi[t] = -INFINITY
+                label_out[t] = 0
+                lo_out[t] = INFINITY
+                hi_out[t] = -INFINITY
+    return new_label, new_lo, new_hi
 
 
 def range_screen(const signed char[::1] label, const double[::1] lo, const double[::1] hi,
-                 double lam, signed char[::1] status):
+                 double lam, const signed char[::1] status):
     """No rule evaluation: every triplet whose stored RRPB range contains ``lam`` gets
-    the range's label in ``status`` (2 = R, 1 = L). Returns (n_R, n_L)."""
-    cdef Py_ssize_t t, n_R = 0, n_L = 0
+    the range's label (2 = R, 1 = L), where it is above its code in ``status``. Returns
+    ``(new_status, n_R, n_L)``: a new array, and the counts of the ranges that contain
+    ``lam``."""
+    cdef Py_ssize_t t, n = label.shape[0], n_R = 0, n_L = 0
+    if status.shape[0] != n or lo.shape[0] != n or hi.shape[0] != n:
+        raise ValueError("label, lo, hi and status must have one entry per triplet")
+    new_status = np.empty(n, dtype=np.int8)
+    cdef signed char[::1] out = new_status
     cdef signed char code
     with nogil:
-        for t in range(label.shape[0]):
+        for t in range(n):
             code = label[t] if (lo[t] < lam and lam < hi[t]) else 0
-            if code > status[t]:
-                status[t] = code
+            out[t] = code if code > status[t] else status[t]
             if code == 2:
                 n_R += 1
             elif code == 1:
                 n_L += 1
-    return n_R, n_L
+    return new_status, n_R, n_L
 
 
 def scaled_sphere_screen(const double[::1] z0, const double[::1] hn, double scale,
-                         double radius, double gamma, signed char[::1] status):
+                         double radius, double gamma, const signed char[::1] status):
     r"""The sphere rule (strict with slack) with a ball of centre ``scale`` times the
     reference (RRPB/RPB: :math:`\langle H_t,Q\rangle=` ``scale`` :math:`z_t(M_0)`, O(1)
     per triplet) and the already inflated ``radius``, over the triplets still active
-    (``status == 0``). Returns (n_R, n_L)."""
-    cdef Py_ssize_t t, n_R = 0, n_L = 0
+    (``status == 0``). Returns ``(new_status, n_R, n_L)``: a new array (the decided
+    triplets keep their code) and the counts of the newly decided."""
+    cdef Py_ssize_t t, n = z0.shape[0], n_R = 0, n_L = 0
+    if hn.shape[0] != n or status.shape[0] != n:
+        raise ValueError("z0, hn and status must have one entry per triplet")
+    new_status = np.empty(n, dtype=np.int8)
+    cdef signed char[::1] out = new_status
     cdef double hq, lower, upper, slack
     cdef signed char s, r, l
     with nogil:
         # without a branch on the outcome (R, L or neither alternate unpredictably along
         # the triplets: 36 -> 28 us a pass over iris's 15,000); a triplet already
         # screened (status != 0) keeps its status and counts nowhere
-        for t in range(z0.shape[0]):
+        for t in range(n):
             hq = scale * z0[t]
             lower = hq - radius * hn[t]
             upper = hq + radius * hn[t]
@@ -209,10 +250,10 @@ def scaled_sphere_screen(const double[::1] z0, const double[::1] hn, double scal
             s = status[t]
             r = (s == 0) & (lower > 1.0 + slack)
             l = (s == 0) & (r == 0) & (upper < 1.0 - gamma - slack)
-            status[t] = s + 2 * r + l
+            out[t] = s + 2 * r + l
             n_R += r
             n_L += l
-    return n_R, n_L
+    return new_status, n_R, n_L
 
 
 # ------------------------------------------------------------------- SDP rule ---
@@ -374,8 +415,8 @@ def sdp_pass(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg, 
 
     With ``max_eig >= 0`` at most that many eigendecompositions are spent: the
     candidates left when they run out stay undecided (safe)."""
-    cdef long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
-    cdef double[:, ::1] Q = np.ascontiguousarray(Q_in, dtype=np.float64)
+    cdef const long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
+    cdef const double[:, ::1] Q = np.ascontiguousarray(Q_in, dtype=np.float64)
     cdef int d = Q.shape[0], r, c
     cdef Py_ssize_t s, t, m = idx.shape[0]
     out = np.zeros(m, dtype=np.int8)
@@ -481,8 +522,8 @@ def diag_pass(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
     """Lower and upper bounds of :math:`h_t^\\top x` over the ball intersected with the
     non-negative orthant (the diagonal metric's closed form), for the triplets ``idx``
     (``diff`` holds the squared pair differences of a diagonal set)."""
-    cdef long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
-    cdef double[::1] q = np.ascontiguousarray(q_in, dtype=np.float64)
+    cdef const long long[::1] idx = np.ascontiguousarray(idx_in, dtype=np.int64)
+    cdef const double[::1] q = np.ascontiguousarray(q_in, dtype=np.float64)
     cdef Py_ssize_t m = idx.shape[0], s, t
     cdef int d = q.shape[0], k
     lower = np.empty(m)

@@ -144,34 +144,34 @@ def rrpb_ranges(z: np.ndarray, h: np.ndarray, m: float, eps: float, lam0: float,
     non-empty.
     """
     eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)
-    n = z.shape[0]
-    label = np.zeros(n, dtype=np.int8)
-    lo = np.full(n, np.inf)
-    hi = np.full(n, -np.inf)
-    rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
-               lo, hi, np.zeros(n, dtype=np.int8))
-    return label, lo, hi
+    none_stored = np.empty(0, dtype=np.int8)
+    return rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0,
+                            gamma, none_stored, np.empty(0), np.empty(0), none_stored)
 
 
-def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi, keep=None):
-    """In place: triplets whose stored range still covers ``lam0``, and those of the
-    boolean mask ``keep``, keep it; the others get the range computed from the new
-    reference (possibly empty)."""
+def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi, keep=None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stored ranges ``(label, lo, hi)`` updated from a new reference, as new arrays
+    (the stored ones are left as they are): triplets whose stored range still covers
+    ``lam0``, and those of the boolean mask ``keep``, keep it; the others get the range
+    computed from the new reference (possibly empty)."""
     eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)
     if keep is None:
         keep = np.empty(0, dtype=np.int8)
     else:
         keep = (keep | ((label > 0) & (lo < lam0) & (lam0 < hi))).view(np.int8)
-    rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0, gamma, label,
-               lo, hi, keep)
+    return rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0,
+                            gamma, label, lo, hi, keep)
 
 
-def scaled_sphere_screen_rad(z0, zrad, hn, scale, radius, gamma, status):
+def scaled_sphere_screen_rad(z0, zrad, hn, scale, radius, gamma, status
+                             ) -> tuple[np.ndarray, int, int]:
     r""":func:`scaled_sphere_screen` when the reference's values are known only within
     ``zrad[t] * hn[t]`` (:math:`|\langle M_0,H_t\rangle-z_t|\le\rho_t\|H_t\|`): the
     centre's value :math:`c\,z_t` is then within :math:`c\rho_t\|H_t\|`, so the radius
     of triplet t grows by ``scale * zrad[t]``. Same strict decisions with the slack
-    ``SCREEN_RTOL``; ``status`` updated in place. Returns (n_R, n_L)."""
+    ``SCREEN_RTOL``, over the triplets with ``status == 0``. Returns
+    ``(new_status, n_R, n_L)``: a new array and the counts of the newly decided."""
     hq = scale * z0
     e = (radius + scale * zrad) * hn
     lower, upper = hq - e, hq + e
@@ -179,8 +179,8 @@ def scaled_sphere_screen_rad(z0, zrad, hn, scale, radius, gamma, status):
     free = status == 0
     r = free & (lower > 1.0 + slack)
     l_ = free & ~r & (upper < 1.0 - gamma - slack)
-    status[r] = 2
-    status[l_] = 1
-    return int(r.sum()), int(l_.sum())
+    new_status = np.where(r, np.int8(2), np.where(l_, np.int8(1), status)).astype(
+        np.int8, copy=False)
+    return new_status, int(r.sum()), int(l_.sum())
 
 

@@ -191,8 +191,8 @@ def triplet_calls(monkeypatch):
     wrap("rrpb", "rrpb", lambda a, out: dict(M0=a[0].copy(), lam0=a[1], lam=a[2], eps=a[3]))
     wrap("rrpb_ranges", "ranges", lambda a, out: dict(m=a[2], eps=a[3], lam0=a[4]))
     wrap("merge_rrpb_ranges", "ranges", lambda a, out: dict(m=a[2], eps=a[3], lam0=a[4]))
-    wrap("scaled_sphere_screen", "sphere", lambda a, out: dict(status=a[5].copy()))
-    wrap("range_screen", "range_screen", lambda a, out: dict(status=a[4].copy(), lam=a[3]))
+    wrap("scaled_sphere_screen", "sphere", lambda a, out: dict(status=out[0]))
+    wrap("range_screen", "range_screen", lambda a, out: dict(status=out[0], lam=a[3]))
     return calls
 
 

@@ -279,7 +279,9 @@ def test_scaled_sphere_screen_matches_the_sphere_rule(gamma):
         status[:10] = 1  # already decided (either way): left alone, not counted
         status[10:20:2] = 2
         decided = status != 0
-        n_R, n_L = tb.scaled_sphere_screen(z0, hn, scale, radius, gamma, status)
+        before = status.copy()
+        status, n_R, n_L = tb.scaled_sphere_screen(z0, hn, scale, radius, gamma, before)
+        assert status is not before and np.array_equal(before != 0, decided)
         want = _sphere(z0, hn, scale, radius, gamma)
         fresh = want[~decided]
         want[:10] = 1
@@ -288,8 +290,8 @@ def test_scaled_sphere_screen_matches_the_sphere_rule(gamma):
         assert n_R == int((fresh == 2).sum()) and n_L == int((fresh == 1).sum())
         assert n_R > 0 and n_L > 0
     # threshold: a triplet whose lower bound equals 1 exactly is not screened
-    status = np.zeros(2, dtype=np.int8)
-    tb.scaled_sphere_screen(np.array([1.5, 1.5 + 1e-6]), np.ones(2), 1.0, 0.5, gamma, status)
+    status, _, _ = tb.scaled_sphere_screen(np.array([1.5, 1.5 + 1e-6]), np.ones(2), 1.0, 0.5,
+                                           gamma, np.zeros(2, dtype=np.int8))
     np.testing.assert_array_equal(status, [0, 2])
 
 
@@ -302,7 +304,7 @@ def test_range_screen_applies_stored_ranges():
     for lam in (0.5, 1.5, 2.5):
         status = np.zeros(n, dtype=np.int8)
         status[:5] = 2
-        n_R, n_L = tb.range_screen(label, lo, hi, lam, status)
+        status, n_R, n_L = tb.range_screen(label, lo, hi, lam, status)
         inside = (lo < lam) & (lam < hi)
         code = np.where(inside, label, 0)
         want = np.maximum(code, 0)
@@ -312,7 +314,7 @@ def test_range_screen_applies_stored_ranges():
     # open interval: the ends are not inside
     status = np.zeros(1, dtype=np.int8)
     assert tb.range_screen(np.array([2], np.int8), np.array([1.0]), np.array([2.0]), 1.0,
-                           status) == (0, 0)
+                           status)[1:] == (0, 0)
 
 
 @pytest.mark.parametrize("gamma", [0.0, 0.05])
@@ -344,7 +346,7 @@ def test_merge_rrpb_ranges_keeps_covering_ranges_and_recomputes_the_others():
     old = label.copy(), lo.copy(), hi.copy()
     z_new = z_old + 0.3 * np.random.RandomState(5).randn(z_old.size)
     lam1 = 0.8
-    tb.merge_rrpb_ranges(z_new, hn, m, 0.02, lam1, gamma, label, lo, hi)
+    label, lo, hi = tb.merge_rrpb_ranges(z_new, hn, m, 0.02, lam1, gamma, label, lo, hi)
     keep = (old[0] > 0) & (old[1] < lam1) & (lam1 < old[2])
     assert keep.any() and (~keep).any()
     np.testing.assert_array_equal(label[keep], old[0][keep])
