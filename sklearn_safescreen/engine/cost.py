@@ -5,8 +5,9 @@ dynamic events and its bookkeeping cost. On a small problem whose solves take a 
 iterations (iris, breast cancer) the bookkeeping alone can cost more than the solve it
 shortens; on a large one the rules are cheap beside the solver. Neither is known in
 advance, so each path measures: the CPU time of its steps with screening and without,
-per unit of solver work (one plus the solver's iterations, so that the fixed cost of a
-step counts too), and runs the next step in the cheaper mode. The other mode is tried
+and runs the next step in the cheaper mode. CPU time on a shared machine is inflated,
+never deflated, by other work, so a mode's cost is the least of its last
+:data:`HISTORY` measurements. The other mode is tried
 again after 1, 2, 4, ... steps (at most :data:`MAX_BACKOFF`) while it keeps losing, so
 that a change along the path (the problem shrinking or growing with the regularisation)
 is noticed, and a path that gains from screening spends few steps without it.
@@ -28,17 +29,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Steps run with screening before the first step without it is measured (the first
 #: fits of a path are the least representative: a cold start, the closed form).
-FIRST_PROBE = 2
+FIRST_PROBE = 1
 #: Most steps between two measurements of the mode that lost.
-MAX_BACKOFF = 16
-#: Weight of the newest measurement in a mode's running cost.
-NEW_WEIGHT = 0.5
+MAX_BACKOFF = 32
+#: Measurements of each mode kept; a mode's cost is the least of them.
+HISTORY = 3
 #: Screening is kept unless the plain step costs less than this share of it (measured
 #: times are noisy; screening also makes the next reference's work smaller).
 KEEP_SCREENING = 0.9
@@ -86,14 +88,27 @@ class Decision:
 class CostModel:
     """One path's measurements and choice (see the module docstring)."""
 
-    #: running CPU seconds per unit of solver work, with and without screening
-    on: float | None = None
-    off: float | None = None
+    #: CPU seconds of the last steps with and without screening
+    on_times: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    off_times: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
     #: steps left before the losing mode is measured again, and the current spacing
     countdown: int = FIRST_PROBE - 1
     backoff: int = 1
     _last: Decision | None = None
     _start: float = 0.0
+
+    @property
+    def on(self) -> float | None:
+        """The cost of a step with screening (``None``: not measured)."""
+        return min(self.on_times) if self.on_times else None
+
+    @property
+    def off(self) -> float | None:
+        """The cost of a step without screening (``None``: not measured)."""
+        return min(self.off_times) if self.off_times else None
+
+    def _prefer_screening(self) -> bool:
+        return self.off is None or self.off >= KEEP_SCREENING * self.on
 
     def decide(self) -> Decision:
         """The mode of the next step."""
@@ -103,7 +118,7 @@ class CostModel:
         elif self.on is None:
             decision = Decision(True, "not measured yet")
         else:
-            prefer = self.off is None or self.off >= KEEP_SCREENING * self.on
+            prefer = self._prefer_screening()
             if self.countdown > 0:
                 self.countdown -= 1
                 decision = Decision(prefer, self._why(prefer))
@@ -117,27 +132,26 @@ class CostModel:
         if self.off is None:
             return "screening measured, no step without it yet"
         verb = "cheaper" if screen else "dearer"
-        return (f"screening {verb}: {1e3 * self.on:.3g} ms against "
-                f"{1e3 * self.off:.3g} ms per unit of solver work without")
+        return (f"screening {verb}: {1e3 * self.on:.3g} ms a step against "
+                f"{1e3 * self.off:.3g} ms without")
 
     def record(self, n_iter: int) -> None:
         """Measure the step :meth:`decide` chose (its CPU time since then); a step
-        without solver work (a closed form) teaches nothing."""
+        without solver work (a closed form, a reference already optimal) teaches
+        nothing, and the measurement it was to make is made at the next step."""
         decision, self._last = self._last, None
-        if decision is None or n_iter <= 0 or decision.reason.startswith("forced"):
+        if decision is None or decision.reason.startswith("forced"):
             return
-        unit = (time.process_time() - self._start) / (1.0 + n_iter)
-        if decision.screen:
-            self.on = unit if self.on is None else (
-                NEW_WEIGHT * unit + (1 - NEW_WEIGHT) * self.on)
-        else:
-            self.off = unit if self.off is None else (
-                NEW_WEIGHT * unit + (1 - NEW_WEIGHT) * self.off)
+        if n_iter <= 0:
+            if decision.probe:
+                self.countdown = 0
+            return
+        elapsed = time.process_time() - self._start
+        (self.on_times if decision.screen else self.off_times).append(elapsed)
         if decision.probe:
             # the other mode measured: space the next measurement out while the
             # preferred mode keeps winning
-            prefer = self.off is None or self.off >= KEEP_SCREENING * self.on
-            confirmed = prefer != decision.screen
+            confirmed = self._prefer_screening() != decision.screen
             self.backoff = min(2 * self.backoff, MAX_BACKOFF) if confirmed else 1
             self.countdown = self.backoff
 

@@ -1,0 +1,153 @@
+"""Screening on against off: every family's paths with the default (the cost model's
+choices), with screening at every step, and with none.
+
+For each path: CPU time (``time.process_time``, one BLAS and OpenMP thread) of the
+whole walk (``estimator_path``) with ``SKLEARN_SAFESCREEN_COST_MODEL`` in force as
+``auto`` (the default), ``always`` and ``never`` (the path with screening off), the
+modes alternated within each repetition, best of ``--repeats``; the steps the default
+ran without screening; the mean screening rate of the always-screened walk. The ratio
+"off / default" is the speed the default gives over screening off (>= 1: the default
+is not slower).
+
+Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--repeats 2]
+(``--large`` adds the mnist-shaped metric path and the 3000 x 4000 doubly sparse
+regression; ``--quick`` runs the small paths only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from sklearn.datasets import (  # noqa: E402
+    load_breast_cancer,
+    load_iris,
+    load_wine,
+    make_classification,
+    make_regression,
+)
+from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from sklearn_safescreen import (  # noqa: E402
+    SafeDoublySparseSVC,
+    SafeDoublySparseSVR,
+    SafeLAD,
+    SafeLPSVC,
+    SafeMetricLearner,
+    SafeSVC,
+)
+from sklearn_safescreen.engine import cost  # noqa: E402
+from sklearn_safescreen.path import estimator_path  # noqa: E402
+
+
+def _std(X):
+    return StandardScaler().fit_transform(X)
+
+
+def paths(quick: bool, large: bool) -> list[tuple]:
+    """``(name, estimator, X, y, values, grid keywords)`` of every path."""
+    out = []
+    X, y = load_breast_cancer(return_X_y=True)
+    X = _std(X)
+    out.append(("RBF SafeSVC, standardised breast cancer, C in logspace(-2, 3, 50)",
+                SafeSVC(gamma=1.0 / X.shape[1]), X, y, np.logspace(-2, 3, 50), {}))
+    for loader, name in ((load_iris, "iris"), (load_wine, "wine")):
+        X, y = loader(return_X_y=True)
+        out.append((f"SafeMetricLearner, standardised {name}, 103 values (ratio 0.9)",
+                    SafeMetricLearner(), _std(X), y, None,
+                    dict(n_values=103, eps=0.9 ** 102)))
+    X, y = make_classification(300, 60, n_informative=8, random_state=0)
+    out.append(("SafeLPSVC, make_classification(300 x 60), 20 values down to 1e-2 "
+                "alpha_max", SafeLPSVC(), _std(X), y, None, dict(n_values=20, eps=1e-2)))
+    Xr, yr = make_regression(2000, 30, noise=5.0, random_state=0)
+    out.append(("SafeLAD, make_regression(2000 x 30), 30 values from C_min",
+                SafeLAD(), Xr, yr / yr.std(), None, dict(n_values=30)))
+    if quick:
+        return out
+    X, y = make_classification(5000, 20, random_state=0)
+    out.append(("RBF SafeSVC, make_classification(5000 x 20), C in logspace(-2, 3, 20)",
+                SafeSVC(gamma=1.0 / 20), _std(X), y, np.logspace(-2, 3, 20), {}))
+    X, y = make_classification(20000, 50, n_informative=20, flip_y=0.05, random_state=0)
+    out.append(("linear SafeSVC, make_classification(20000 x 50), C in logspace(-3, 1, 9)",
+                SafeSVC(kernel="linear"), _std(X), y, np.logspace(-3, 1, 9), {}))
+    X, y = make_classification(2000, 2000, n_informative=30, flip_y=0.02, random_state=0)
+    out.append(("SafeDoublySparseSVC, the 2000 x 2000 set, 30 values down to 1e-2 "
+                "alpha_max, tol 1e-9", SafeDoublySparseSVC(fit_intercept=False, tol=1e-9),
+                X, y, None, dict(n_values=30, eps=1e-2)))
+    X, y = make_classification(2000, 500, n_informative=5, n_redundant=15,
+                               n_clusters_per_class=2, random_state=0)
+    out.append(("SafeMetricLearner, Madelon-shaped (2000 x 500, k=20, diagonal), 40 values "
+                "(ratio 0.9)", SafeMetricLearner(k=20, metric="diagonal"),
+                MinMaxScaler((-1, 1)).fit_transform(X), y, None,
+                dict(n_values=40, eps=0.9 ** 39)))
+    if large:
+        Xr, yr = make_regression(3000, 4000, n_informative=40, noise=1.0, random_state=0)
+        out.append(("SafeDoublySparseSVR, make_regression(3000 x 4000), 20 values, tol 1e-6",
+                    SafeDoublySparseSVR(), Xr, yr / yr.std(), None,
+                    dict(n_values=20, eps=1e-2)))
+        X, y = make_classification(60000, 32, n_informative=20, n_redundant=4,
+                                   n_classes=10, n_clusters_per_class=2, random_state=0)
+        out.append(("SafeMetricLearner, mnist-shaped (60000 x 32, k=5, full), 30 values "
+                    "(ratio 0.9)", SafeMetricLearner(k=5),
+                    MinMaxScaler((-1, 1)).fit_transform(X), y, None,
+                    dict(n_values=30, eps=0.9 ** 29)))
+    return out
+
+
+def walk(est, X, y, values, grid, mode):
+    with cost.forced(mode):
+        t0 = time.process_time()
+        res = estimator_path(est, X, y, values, attributes=[], **grid)
+        elapsed = time.process_time() - t0
+    skipped = sum(bool(r.skipped) for r in res.reports)
+    return elapsed, skipped, float(np.nanmean(res.screening_rates[1:]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--large", action="store_true")
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    load0 = os.getloadavg()[0]
+    rows = []
+    with threadpool_limits(1):
+        for name, est, X, y, values, grid in paths(args.quick, args.large):
+            best = {m: np.inf for m in cost.MODES}
+            info = {}
+            for _ in range(args.repeats):
+                for mode in cost.MODES:  # alternated within each repetition
+                    t, skipped, rate = walk(est, X, y, values, grid, mode)
+                    best[mode] = min(best[mode], t)
+                    info.setdefault(mode, (skipped, rate))
+            row = (name, best["auto"], best["always"], best["never"], info["auto"][0],
+                   info["always"][1])
+            rows.append(row)
+            print(f"{name}: default {row[1]:.3f}s, always {row[2]:.3f}s, never "
+                  f"{row[3]:.3f}s, off/default {row[3] / row[1]:.2f}x, off/always "
+                  f"{row[3] / row[2]:.2f}x, skipped {row[4]}", flush=True)
+    load1 = os.getloadavg()[0]
+    print()
+    print(f"Measured {datetime.date.today()} on {platform.machine()}, "
+          f"{os.cpu_count()} cores, 1-min load average {load0:.2f} at the start, "
+          f"{load1:.2f} at the end; CPU time, one thread, best of {args.repeats}, modes "
+          "alternated.")
+    print()
+    print("| path | default (s) | screening at every step (s) | screening off (s) | "
+          "off / default | off / every step | steps the default ran unscreened | "
+          "mean screening rate (every step) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, auto, always, never, skipped, rate in rows:
+        print(f"| {name} | {auto:.3f} | {always:.3f} | {never:.3f} | {never / auto:.2f}x | "
+              f"{never / always:.2f}x | {skipped} | {rate:.1%} |")
+
+
+if __name__ == "__main__":
+    main()
