@@ -14,10 +14,12 @@ in SafeSVC (``doc/theory/svm_lad.rst``). Its dual is the box QP of
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._box_qp_base import MAX_ENTRY, SOLVER_SQUARES, BaseBoxQPEstimator, FitData
@@ -124,6 +126,11 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
         uses a fixed seed, so that repeated fits on the same data give the same model
         (as LinearSVC's do), down to samples whose decision value is exactly 0; pass a
         RandomState for permutations that differ between fits.
+    n_jobs : int, default=None
+        The most OpenMP threads of the compiled loops (kernel rows, margins, screening
+        passes), which by default use every core allowed by ``OMP_NUM_THREADS`` and
+        threadpoolctl, as scikit-learn's OpenMP estimators do. Results do not depend on
+        it.
     cache_size : float, default=200
         Memory (MB) of the kernel row cache (kept across warm-started fits).
 
@@ -176,12 +183,13 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     _parameter_constraints: dict = {
         **BaseBoxQPEstimator._parameter_constraints,
         "screening": [StrOptions(set(LAD_RULES)), None],
+        "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],
     }
 
     def __init__(self, C=1.0, *, kernel="linear", degree=3, gamma="scale", coef0=0.0,
                  fit_intercept=True, intercept_scaling=1.0, screening="DVI", tol=1e-4,
                  max_iter=10000, warm_start=False, verbose=0, random_state=None,
-                 cache_size=200):
+                 n_jobs=None, cache_size=200):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -195,6 +203,7 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
         self.warm_start = warm_start
         self.verbose = verbose
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.cache_size = cache_size
 
     # ----------------------------------------------------------------- fitting ---

@@ -545,3 +545,28 @@ def test_huge_finite_values_are_refused_clearly(target):
         y = y * 1e300
     with pytest.raises(ValueError, match=rf"{target} has entries up to .* squares them"):
         SafeLAD().fit(X, y)
+
+
+def test_n_jobs_sets_the_threads_of_the_compiled_loops(monkeypatch):
+    """A kernel SafeLAD fit runs its compiled loops on at most n_jobs OpenMP threads,
+    and gives the same model on one thread and on all of them."""
+    from sklearn_safescreen._utils import openmp
+    from sklearn_safescreen.problems import kernels
+
+    seen = []
+    compute = kernels.KernelMatrix._compute
+
+    def spy(self, rows, cols):
+        seen.append(openmp.current_n_threads())
+        return compute(self, rows, cols)
+
+    monkeypatch.setattr(kernels.KernelMatrix, "_compute", spy)
+    rng = np.random.RandomState(0)
+    X = rng.randn(500, 5)
+    y = X @ rng.randn(5) + rng.laplace(size=500)
+    one = SafeLAD(kernel="rbf", gamma=0.2, C=1.0, n_jobs=1).fit(X, y)
+    assert seen and set(seen) == {1}
+    seen.clear()
+    every = SafeLAD(kernel="rbf", gamma=0.2, C=1.0).fit(X, y)
+    assert seen and set(seen) == {openmp.effective_n_threads()}
+    np.testing.assert_array_equal(one.dual_coef_, every.dual_coef_)
