@@ -75,8 +75,9 @@ def paths(quick: bool, large: bool) -> list[tuple]:
     out.append(("RBF SafeSVC, make_classification(5000 x 20), C in logspace(-2, 3, 20)",
                 SafeSVC(gamma=1.0 / 20), _std(X), y, np.logspace(-2, 3, 20), {}))
     X, y = make_classification(20000, 50, n_informative=20, flip_y=0.05, random_state=0)
-    out.append(("linear SafeSVC, make_classification(20000 x 50), C in logspace(-3, 1, 9)",
-                SafeSVC(kernel="linear"), _std(X), y, np.logspace(-3, 1, 9), {}))
+    out.append(("linear SafeSVC, make_classification(20000 x 50), C in logspace(-3, 1, 9), "
+                "tol 1e-6",
+                SafeSVC(kernel="linear", tol=1e-6), _std(X), y, np.logspace(-3, 1, 9), {}))
     X, y = make_classification(2000, 2000, n_informative=30, flip_y=0.02, random_state=0)
     out.append(("SafeDoublySparseSVC, the 2000 x 2000 set, 30 values down to 1e-2 "
                 "alpha_max, tol 1e-9", SafeDoublySparseSVC(fit_intercept=False, tol=1e-9),
