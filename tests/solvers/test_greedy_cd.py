@@ -581,3 +581,19 @@ def test_rows_written_in_place_equal_the_signed_blocks(columns, kernel_mb):
         got = cache.rows[cache.slot[positions]]
         assert got.tobytes() == want.tobytes()
         np.testing.assert_allclose(got, Q[np.ix_(W[positions], W)], atol=1e-12)
+
+
+def test_newton_block_from_cached_and_missing_rows_equals_the_signed_gram():
+    """The interior block a Newton step factorises: cached rows' columns copied, the
+    missing rows computed; bit for bit the rows the cache serves."""
+    X, y = noisy_data(seed=6, n=90, d=3)
+    problem = _problem(X, y, 1.0, _rows_mb(20, 90))
+    W = np.random.default_rng(1).permutation(90)
+    cache = RowCache(problem, W)
+    cache.fetch(problem, np.arange(10, 25))
+    interior = np.array([3, 12, 40, 11, 24, 60, 17])  # cached and missing rows
+    block = greedy_cd._CachedBlock(problem, cache)[np.ix_(interior, interior)]
+    Q = _signed_gram(X, y)
+    np.testing.assert_allclose(block, Q[np.ix_(W[interior], W[interior])], atol=1e-12)
+    want = cache.signed(problem, interior)[:, interior]
+    assert block.tobytes() == want.tobytes()
