@@ -59,6 +59,8 @@ PARTS = [
     (greedy_cd, "add_rows", "row sums"),
     (newton, "add_rows", "row sums"),
     (dual_cd, "add_rows", "row sums"),
+    (kernels, "gather_signed_rows", "row copies"),
+    (greedy_cd, "gather_signed_rows", "row copies"),
     (box_qp, "gap_terms", "gap terms"),
     (balls, "gap_ball_masks", "gap-ball masks"),
 ]

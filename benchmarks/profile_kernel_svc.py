@@ -80,6 +80,8 @@ class Probe:
         self._wrap(engine, "solve_kernel_greedy", "solve")
         self._wrap(greedy_cd, "greedy_updates", "loop", lambda a, k, out: out[1])
         self._wrap(greedy_cd.RowCache, "signed", "rows", lambda a, k, out: out.shape[0])
+        # rows written straight into the cache (not through ``signed``)
+        self._wrap(greedy_cd.RowCache, "_fill", "rows", lambda a, k, out: len(a[3]))
         self._wrap(greedy_cd.RowCache, "extended", "extend")
         self._wrap(greedy_cd.RowCache, "restricted", "narrow")
         self._wrap(greedy_cd, "_newton_step", "newton")
@@ -273,6 +275,7 @@ def replay(state: dict, *, partner_any=True, prefer_cached=None, start="seed",
     gap = float(problem.gap_terms(a, q).sum())
     return dict(time=t, updates=int(stats.get("pairs", 0) + stats.get("singles", 0)),
                 loop=stats.get("loop_s", 0.0), rows=int(stats.get("rows_count", 0)),
+                rows_s=stats.get("rows_s", 0.0), extend_s=stats.get("extend_s", 0.0),
                 newton=int(stats.get("newton_n", 0)),
                 newton_s=stats.get("newton_s", 0.0),
                 **{k: stats.get(k, 0) for k in ("t_select", "t_partner", "t_update",

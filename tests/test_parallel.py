@@ -23,6 +23,7 @@ from sklearn_safescreen.problems._box_qp_fast import (
     dot2_dense,
     dot2_rows,
     gap_terms,
+    gather_signed_rows,
     row_sq_norms,
     symmetric_kernel_block,
     symmetric_kernel_diag,
@@ -154,6 +155,31 @@ def test_plain_row_sums_do_not_depend_on_the_threads(n_cols):
         g = g0.copy()
         add_rows(g, A, rows, coef, n_threads=nt)
         _same(g, want)
+
+
+@pytest.mark.parametrize("every", [True, False])
+def test_signed_row_copies_do_not_depend_on_the_threads(every):
+    """``dst[dst_rows[k]] = src[src_rows[k], cols] * s_k * s_cols``, against NumPy's
+    gather and products (an independent oracle), on 1, 2 and 3 threads."""
+    rng = np.random.default_rng(11)
+    src = rng.standard_normal((40, 700))
+    cols = np.arange(700) if every else rng.permutation(700)[:500]
+    m = cols.size
+    src_rows = rng.permutation(40)[:25]
+    dst_rows = rng.permutation(30)[:25]
+    s_rows = rng.choice([-1.0, 1.0], 25)
+    s_cols = rng.choice([-1.0, 1.0], m)
+    base = rng.standard_normal((30, m))
+    want = base.copy()
+    want[dst_rows] = src[np.ix_(src_rows, cols)] * s_rows[:, None] * s_cols[None, :]
+    arg = np.empty(0, dtype=np.int64) if every else cols.astype(np.int64)
+    for nt in (1, *THREADS):
+        dst = base.copy()
+        gather_signed_rows(dst, dst_rows, src, src_rows, arg, s_rows, s_cols,
+                           n_threads=nt)
+        _same(dst, want)
+    with pytest.raises(IndexError):
+        gather_signed_rows(base.copy(), dst_rows + 30, src, src_rows, arg, s_rows, s_cols)
 
 
 def test_gap_terms_and_ball_masks_do_not_depend_on_the_threads():

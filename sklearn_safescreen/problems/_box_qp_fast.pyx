@@ -438,3 +438,42 @@ def symmetric_kernel_diag(const double[::1] sq, int kind, double gamma, double c
     if kind == 1:
         np.exp(out_arr, out=out_arr)
     return out_arr
+
+
+def gather_signed_rows(double[:, ::1] dst, const int64_t[::1] dst_rows,
+                       const double[:, ::1] src, const int64_t[::1] src_rows,
+                       const int64_t[::1] cols, const double[::1] sign_rows,
+                       const double[::1] sign_cols, int n_threads=0):
+    """``dst[dst_rows[k], j] = src[src_rows[k], cols[j]] * sign_rows[k] * sign_cols[j]``
+    for every ``k`` and ``j``, in one pass (``cols`` empty: every column of ``src`` in
+    order, which must then have ``dst``'s width).
+
+    What a row cache of signed kernel rows did with a gather (``np.ix_``), two sign
+    passes and a fancy assignment, each a copy of the rows: the products are those of
+    that code (multiplications by +1 or -1, exact). Rows split among the threads."""
+    cdef Py_ssize_t k, j, r, s, m = dst.shape[1], n_rows = dst_rows.shape[0]
+    cdef bint every = cols.shape[0] == 0
+    cdef double sr
+    if (src_rows.shape[0] != n_rows or sign_rows.shape[0] != n_rows
+            or sign_cols.shape[0] != m
+            or (every and src.shape[1] != m) or (not every and cols.shape[0] != m)):
+        raise ValueError("gather_signed_rows: shapes do not match")
+    for k in range(n_rows):
+        if not (0 <= dst_rows[k] < dst.shape[0] and 0 <= src_rows[k] < src.shape[0]):
+            raise IndexError("gather_signed_rows: row out of range")
+    if not every and m and (np.min(cols) < 0 or np.max(cols) >= src.shape[1]):
+        raise IndexError("gather_signed_rows: column out of range")
+    if n_rows == 0 or m == 0:
+        return
+    cdef int nt = _n_threads(1.0 * n_rows * m, n_threads)
+    with nogil:
+        for k in prange(n_rows, num_threads=nt, schedule="static"):
+            r = dst_rows[k]
+            s = src_rows[k]
+            sr = sign_rows[k]
+            if every:
+                for j in range(m):
+                    dst[r, j] = src[s, j] * sr * sign_cols[j]
+            else:
+                for j in range(m):
+                    dst[r, j] = src[s, cols[j]] * sr * sign_cols[j]

@@ -19,6 +19,7 @@ from ._box_qp_fast import (
     add_rows,
     dot2_accumulate,
     dot2_add_rows,
+    gather_signed_rows,
     row_sq_norms,
     symmetric_kernel_block,
     symmetric_kernel_diag,
@@ -187,6 +188,21 @@ class KernelMatrix:
             if slots is not None:  # one gather (a fresh array the caller may modify)
                 return self._rows[np.ix_(slots, np.asarray(cols, dtype=np.int64))]
         return self._compute(rows, cols)
+
+    def signed_rows_into(self, out: np.ndarray, out_rows: np.ndarray, rows: np.ndarray,
+                         cols: np.ndarray, sign_rows: np.ndarray,
+                         sign_cols: np.ndarray) -> bool:
+        """Write ``sign_rows[k] * (K[rows[k], cols] + bias**2) * sign_cols`` into
+        ``out[out_rows[k]]`` from the row cache (``cols`` empty: every sample, in order),
+        in one pass without temporaries; False (nothing written) when the rows do not
+        fit in the cache. The values are those of :meth:`block` times the signs."""
+        with self._lock:
+            slots = self._ensure_cached(rows)
+            if slots is None:
+                return False
+            gather_signed_rows(out, out_rows, self._rows, slots, cols, sign_rows,
+                               sign_cols)
+            return True
 
     def dot2_matvec(self, cols, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         r"""Compensated :math:`(K_{:,\mathrm{cols}} + s^2)\,v` over every row, as the

@@ -555,3 +555,45 @@ def test_an_early_newton_step_that_fails_defers_the_next_ones(monkeypatch):
                               max_iter=100000, random_state=None)
     check_against_truth(problem, res, truth, 1e-9)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("columns", ["every", "shuffled", "subset"])
+@pytest.mark.parametrize("kernel_mb", [50.0, 0.0])
+def test_rows_written_in_place_equal_the_signed_blocks(columns, kernel_mb):
+    """A fetch writes each row once (through the kernel's row cache when W spans the
+    samples, else from a computed block): bit for bit the signed block of the same
+    rows, whether W is every sample in order, every sample shuffled or a subset, and
+    whether the kernel's own cache holds the rows or not."""
+    X, y = noisy_data(seed=4, n=120, d=3)
+    n = y.size
+    km = KernelMatrix(X, "rbf", {"gamma": GAMMA}, 1.0, cache_size=kernel_mb)
+    km.cache_bytes = _rows_mb(30, n) * 2**20  # the solver's rows: 30 of them
+    problem = BoxQP(sign=y, p=np.ones(n), lo=np.zeros(n), hi=np.ones(n),
+                    sqnorm=km.diag(), kernel=km)
+    W = {"every": np.arange(n), "shuffled": np.random.default_rng(0).permutation(n),
+         "subset": np.arange(0, n, 3)}[columns]
+    cache = RowCache(problem, W)
+    Q = _signed_gram(X, y)
+    for positions in (np.arange(0, 20), np.array([25, 3, 31, 7]), np.arange(30, 38)):
+        positions = positions[positions < W.size]
+        cache.fetch(problem, positions)
+        want = cache.signed(problem, positions)
+        got = cache.rows[cache.slot[positions]]
+        assert got.tobytes() == want.tobytes()
+        np.testing.assert_allclose(got, Q[np.ix_(W[positions], W)], atol=1e-12)
+
+
+def test_newton_block_from_cached_and_missing_rows_equals_the_signed_gram():
+    """The interior block a Newton step factorises: cached rows' columns copied, the
+    missing rows computed; bit for bit the rows the cache serves."""
+    X, y = noisy_data(seed=6, n=90, d=3)
+    problem = _problem(X, y, 1.0, _rows_mb(20, 90))
+    W = np.random.default_rng(1).permutation(90)
+    cache = RowCache(problem, W)
+    cache.fetch(problem, np.arange(10, 25))
+    interior = np.array([3, 12, 40, 11, 24, 60, 17])  # cached and missing rows
+    block = greedy_cd._CachedBlock(problem, cache)[np.ix_(interior, interior)]
+    Q = _signed_gram(X, y)
+    np.testing.assert_allclose(block, Q[np.ix_(W[interior], W[interior])], atol=1e-12)
+    want = cache.signed(problem, interior)[:, interior]
+    assert block.tobytes() == want.tobytes()
