@@ -41,9 +41,10 @@ FIRST_PROBE = 1
 MAX_BACKOFF = 32
 #: Measurements of each mode kept; a mode's cost is the least of them.
 HISTORY = 3
-#: Screening is kept unless the plain step costs less than this share of it (measured
-#: times are noisy; screening also makes the next reference's work smaller).
-KEEP_SCREENING = 0.9
+#: A mode is left for the other only when the other costs less than this share of it
+#: (measured times are noisy: without the margin, noise alone would switch modes, and
+#: every switch back costs a measurement of the dearer mode).
+SWITCH_MARGIN = 0.9
 
 MODES = ("auto", "always", "never")
 #: The environment variable that fixes the choice (see the module docstring).
@@ -94,6 +95,8 @@ class CostModel:
     #: steps left before the losing mode is measured again, and the current spacing
     countdown: int = FIRST_PROBE - 1
     backoff: int = 1
+    #: the mode the measurements favour (screening until shown dearer)
+    screening: bool = True
     _last: Decision | None = None
     _start: float = 0.0
 
@@ -108,7 +111,15 @@ class CostModel:
         return min(self.off_times) if self.off_times else None
 
     def _prefer_screening(self) -> bool:
-        return self.off is None or self.off >= KEEP_SCREENING * self.on
+        """The favoured mode after the latest measurement: kept unless the other one
+        is cheaper by the margin."""
+        if self.on is None or self.off is None:
+            return self.screening
+        if self.screening and self.off < SWITCH_MARGIN * self.on:
+            self.screening = False
+        elif not self.screening and self.on < SWITCH_MARGIN * self.off:
+            self.screening = True
+        return self.screening
 
     def decide(self) -> Decision:
         """The mode of the next step."""
