@@ -243,6 +243,7 @@ class BoxQPPath:
         solution the reference (the engine protocol, :mod:`.protocol`)."""
         rule, tol, max_iter = settings.rule, settings.tol, settings.max_iter
         rng, verbose = settings.rng(), settings.verbose
+        warm = self.reference is not None
         decision = self.cost.decide() if rule is not None else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(rule, C, self.data.n_samples, decision.reason,
@@ -263,7 +264,7 @@ class BoxQPPath:
                                 report=report, verbose=verbose, target=C)
             n_iter += outcome.n_iter
         if decision is not None:
-            self.cost.record(n_iter)
+            self.cost.record(n_iter, warm)
         if outcome is None:  # closed form: the reference is the answer
             return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         outcome.n_iter = n_iter

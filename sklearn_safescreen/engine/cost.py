@@ -146,19 +146,27 @@ class CostModel:
         return (f"screening {verb}: {1e3 * self.on:.3g} ms a step against "
                 f"{1e3 * self.off:.3g} ms without")
 
-    def record(self, n_iter: int) -> None:
-        """Measure the step :meth:`decide` chose (its CPU time since then); a step
-        without solver work (a closed form, a reference already optimal) teaches
-        nothing, and the measurement it was to make is made at the next step."""
+    def record(self, n_iter: int, warm: bool = True) -> None:
+        """Measure the step :meth:`decide` chose (its CPU time since then). A step
+        without solver work (a closed form, a reference already optimal) or a cold one
+        (no previous solution: a solve from scratch, or a cold fit's internal path)
+        is not comparable with a path step and teaches nothing; the measurement it was
+        to make is made at the next step."""
         decision, self._last = self._last, None
         if decision is None or decision.reason.startswith("forced"):
             return
-        if n_iter <= 0:
+        if n_iter <= 0 or not warm:
             if decision.probe:
                 self.countdown = 0
             return
         elapsed = time.process_time() - self._start
-        (self.on_times if decision.screen else self.off_times).append(elapsed)
+        times = self.on_times if decision.screen else self.off_times
+        if decision.probe:
+            # the mode measured now was last measured steps ago, on a problem of
+            # another difficulty: only the new measurement stands against the other
+            # mode's recent ones
+            times.clear()
+        times.append(elapsed)
         if decision.probe:
             # the other mode measured: space the next measurement out while the
             # preferred mode keeps winning

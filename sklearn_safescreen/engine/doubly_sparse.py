@@ -384,6 +384,7 @@ class DoublySparsePath:
             at_box = int((np.abs(alpha) == data.weights).sum())
             report.set_final(at_zero, at_box, "samples", closed_form=True)
             return StepOutcome(DoublySparseSolution(w, alpha), 0.0, 0.0, 0, True)
+        warm = self.w is not None
         w0 = np.zeros(d) if self.w is None else self.w
         priority = settings.rng().permutation(d)
         decision = self.cost.decide() if rule is not None else None
@@ -398,7 +399,7 @@ class DoublySparsePath:
         result = certified_solve(task, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=settings.describe)
         if decision is not None:
-            self.cost.record(result.n_iter)
+            self.cost.record(result.n_iter, warm)
         self.w, self.lam = task.w, lam
         report.set_final(int(task.features.sum()), 0, "features")
         report.set_final(int(task.at_zero.sum()), int(task.at_box.sum()), "samples")

@@ -165,6 +165,7 @@ class LPSVMPath:
             report.set_final(d, 0, "features", closed_form=True)
             report.set_final(0, int((data.s > 0).sum()), "samples", closed_form=True)
             return StepOutcome(self.solution, 0.0, 0.0, 0, True)
+        warm = self.solution is not None
         ref = self.solution if self.solution is not None else self._closed_form()
         screen, rule = None, settings.rule
         decision = self.cost.decide() if rule is not None else None
@@ -191,7 +192,7 @@ class LPSVMPath:
         result = certified_solve(task, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=settings.describe)
         if decision is not None:
-            self.cost.record(result.n_iter)
+            self.cost.record(result.n_iter, warm)
         crg, cert = task.crg, task.certificate
         report.add(ScreeningEvent(settings.rule or "none", "solve", value, 0, 0, n, 0.0,
                                   time.perf_counter() - start, task=self.name))

@@ -177,6 +177,7 @@ class TripletPath:
             M0 = self.G_pos / self.critical_alpha
             ref0 = TripletReference(self.critical_alpha, M0, 0.0,
                                     triplet_values(ts, M0, diag), exact=True)
+        warm = self.reference is not None
         decision = self.cost.decide() if settings.bound is not None else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(settings.bound, alpha, n_t, decision.reason,
@@ -185,7 +186,7 @@ class TripletPath:
             settings = replace(settings, bound=None)
         outcome = self._step(ref0, alpha, settings, report)
         if decision is not None:
-            self.cost.record(outcome.n_iter)
+            self.cost.record(outcome.n_iter, warm)
         self.reference = outcome.reference
         return outcome
 
