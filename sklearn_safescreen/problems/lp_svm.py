@@ -227,6 +227,41 @@ class LPSVMData:
         dp = self.feasible_dual(lam, alpha)
         return LPCertificate(self.primal(lam, w, m), dp.value, dp, m)
 
+    # -- bounds of restricted problems (the engine's proofs that a decision was wrong)
+    def primal_samples_fixed(self, lam: float, w: np.ndarray, at_zero: np.ndarray,
+                             at_box: np.ndarray) -> float:
+        """An upper bound of the optimum of the problem whose samples ``at_zero`` lose
+        their loss and whose samples ``at_box`` have the linear loss
+        :math:`s_i(1-z_i^\\top w)` (the primal of the dual with those :math:`a_i` fixed
+        at 0 and at :math:`s_i`): its objective at ``w`` (any point, every feature free),
+        plus a bound of its rounding error."""
+        m = self.margins(w)
+        hinge = np.where(at_box, 1.0 - m, np.maximum(1.0 - m, 0.0))
+        terms = self.s * np.where(at_zero, 0.0, hinge)
+        l1 = float(np.abs(w).sum())
+        loss = float(terms.sum())
+        value = lam * l1 + loss / self.n_samples
+        counted = ~at_zero
+        err = (float(self.s[counted] @ self.margin_error(w)[counted])
+               + gamma(self.n_samples + 4) * float(np.abs(terms).sum())) / self.n_samples \
+            + gamma(len(w) + 4) * lam * l1 + 4 * U * abs(value)
+        return value + err
+
+    def dual_features_fixed(self, lam: float, alpha: np.ndarray,
+                            free_features: np.ndarray) -> float:
+        """A lower bound of the optimum of the problem whose features outside
+        ``free_features`` are held at 0 (its dual keeps only the constraints
+        :math:`|Z_{:j}^\\top a|\\le\\lambda n` of the free features): the value of
+        :math:`\\theta\\,\\mathrm{clip}(y\\circ\\alpha,0,s)` scaled into those constraints as
+        in :meth:`feasible_dual`."""
+        n = self.n_samples
+        a = np.clip(self.y * np.asarray(alpha, dtype=np.float64), 0.0, self.s)
+        corr = np.abs(self.correlations(a)) + 2.0 * self.correlation_error()
+        worst = float(np.max(corr[free_features], initial=0.0))
+        limit = lam * n
+        scale = 1.0 if worst <= limit * (1.0 - 4 * U) else limit / worst * (1.0 - 4 * U)
+        return float((a * scale).sum()) * (1.0 - gamma(n + 2)) / n
+
     # -- the sorted columns of the feature rule
     @cached_property
     def sorted_columns(self) -> SortedColumns:

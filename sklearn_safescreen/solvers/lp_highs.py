@@ -162,6 +162,9 @@ class ColumnRowGeneration:
         self.rounds = 0
         self.n_lp = 0
         self.released = [0, 0]
+        #: whether the working-set LP must be solved (again): False once nothing is
+        #: priced in, True after a release or a tightening
+        self.stale = True
 
     @property
     def free_samples(self) -> np.ndarray:
@@ -171,7 +174,10 @@ class ColumnRowGeneration:
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
         """Generate columns and rows until nothing is priced in (or ``max_iter`` LPs);
         ``tol`` is unused here (the reduced optimum is exact to HiGHS's tolerances) and
-        kept for the engine's protocol. Returns ``(LPs solved, converged)``."""
+        kept for the engine's protocol. Returns ``(LPs solved, converged)``; nothing is
+        solved when nothing changed since the last converged call."""
+        if not self.stale:
+            return 0, True
         data, lam = self.data, self.lam
         n = data.n_samples
         limit = lam * n * (1.0 + PRICE_RTOL)
@@ -183,6 +189,7 @@ class ColumnRowGeneration:
                 self.linear, m > 1.0 + PRICE_RTOL, m < 1.0 - PRICE_RTOL)
             cand_f = ~self.fixed_features & ~self.features & (corr > limit)
             if not new_s.any() and not cand_f.any():
+                self.stale = False
                 return it + 1, True
             self.samples |= new_s
             self.linear &= ~new_s
@@ -220,12 +227,15 @@ class ColumnRowGeneration:
         self.samples |= samples
         self.a = np.where(self.at_box | self.linear, self.data.s,
                           np.where(self.samples, self.a, 0.0))
+        if features.any() or samples.any():
+            self.stale = True
 
     def tighten(self) -> bool:
         """Tighten HiGHS's tolerances tenfold; False when already at the tightest."""
         if self.tolerance <= HIGHS_TIGHTEST:
             return False
         self.tolerance = max(self.tolerance * 0.1, HIGHS_TIGHTEST)
+        self.stale = True
         return True
 
     # -- one restricted LP
