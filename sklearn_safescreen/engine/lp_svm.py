@@ -9,9 +9,10 @@ point. One step at :math:`\lambda`:
    :mod:`~sklearn_safescreen.screening.lp_svm` from the previous solution (any primal
    point and any dual point made feasible, so an inexact reference is safe) fix features
    at 0 and samples at :math:`a_i=0` or at the box. A kind of rule is run only while it
-   pays on this path: once an event fixes less than ``MIN_PAYING`` of its variables, it
-   is skipped at the smaller values that follow (skipping fixes nothing, so it is
-   always safe); a larger value than the last one runs both again;
+   can pay on this path: once an event fixes less than ``MIN_PAYING`` of its
+   variables, or costs more CPU time than the whole solve that follows it (the most it
+   could have saved), it is skipped at the smaller values that follow (skipping fixes
+   nothing, so it is always safe); a larger value than the last one runs it again;
 3. **solve** the reduced LP by column and row generation
    (:class:`~sklearn_safescreen.solvers.lp_highs.ColumnRowGeneration`), started from the
    previous solution's support and margin samples;
@@ -58,6 +59,9 @@ from .report import ScreeningEvent, ScreeningReport
 #: last event fixed at least this fraction of its variables (measured: an event costs
 #: about two passes over the sorted data, a wasted one about as much as a small LP).
 MIN_PAYING = 0.01
+#: The kinds of variables each screening mode fixes.
+_KINDS = {"simultaneous": {"features", "samples"}, "features": {"features"},
+          "samples": {"samples"}}
 
 
 @dataclass
@@ -109,7 +113,7 @@ class _ReducedLPSVM:
 
     # -- the certify loop's interface
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
-        start = time.process_time()
+        start = time.perf_counter()
         task = self.task
         if not task.stale:
             # the current LP is solved: only a tighter HiGHS can move the answer
@@ -119,7 +123,7 @@ class _ReducedLPSVM:
         _, converged = task.solve(tol, max_iter)
         self.events.append(ScreeningEvent(self.rule or "none", "solve", self.value, 0, 0,
                                           self.data.n_features, 0.0,
-                                          time.process_time() - start, self.name,
+                                          time.perf_counter() - start, self.name,
                                           "features"))
         return task.n_lp - before, converged
 
@@ -282,14 +286,13 @@ class LPSVMPath:
         n, d = data.n_samples, data.n_features
         if self.lam is not None and lam > self.lam:
             self._skipped.clear()  # a larger value: the rules may pay again
-        kinds = {"simultaneous": {"features", "samples"}, "features": {"features"},
-                 "samples": {"samples"}}.get(rule, set()) - self._skipped
+        kinds = _KINDS.get(rule, set()) - self._skipped
         screen = LPScreen(np.zeros(d, bool), np.zeros(n, bool), np.zeros(n, bool), 0)
         if kinds:
             mode = "simultaneous" if len(kinds) == 2 else next(iter(kinds))
-            start = time.process_time()
+            start = time.perf_counter()
             screen = screen_lp_svm(data, lam, w0, alpha0, mode=mode)
-            elapsed = time.process_time() - start
+            elapsed = time.perf_counter() - start
             if "features" in kinds and screen.n_features < MIN_PAYING * d:
                 self._skipped.add("features")
             if "samples" in kinds and screen.n_samples < MIN_PAYING * n:
@@ -316,6 +319,12 @@ class LPSVMPath:
                              value)
         result = certified_solve(step, tol=tol, max_iter=max_iter, describe=describe)
         task = step.task
+        rule_time = sum(e.rule_time for e in events if e.moment == "reference")
+        solve_time = sum(e.solver_time for e in events if e.moment == "solve")
+        if rule_time > solve_time:
+            # the event cost more than the whole solve it was to shorten: it cannot pay
+            # at the smaller values either (their solves grow, the rules prove less)
+            self._skipped |= _KINDS.get(rule, set())
         self.w, self.alpha, self.lam = task.w.copy(), step.alpha_full, lam
         cert = result.certificate
         return LPStepOutcome(self.w, self.alpha, cert.gap, cert.rel_gap, result.n_iter,

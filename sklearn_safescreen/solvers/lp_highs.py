@@ -13,9 +13,11 @@ of the hinge, and exact where the margin is on their side of 1, so only the samp
 the margin need rows: the restricted LPs stay small. Then the reduced problem is
 priced:
 
-* a feature outside the working set whose reduced cost is negative, i.e.
-  :math:`|Z_{:j}^\top a|>\lambda n` for the LP's dual :math:`a` (the row marginals,
-  with :math:`a_i=s_i` on the box samples), would lower the objective: it joins;
+* a column whose reduced cost is negative, i.e. :math:`Z_{:j}^\top a>\lambda n` for
+  :math:`w_j>0` or :math:`<-\lambda n` for :math:`w_j<0`, for the LP's dual :math:`a`
+  (the row marginals, with :math:`a_i=s_i` on the box samples), would lower the
+  objective: it joins (a working feature has a column for each sign it may take; along
+  a path, only its known sign);
 * a sample left out whose margin :math:`z_i^\top w<1`, or a linear one whose margin
   :math:`z_i^\top w>1`, is where its replacement is not the hinge: it becomes a row.
 
@@ -23,7 +25,8 @@ When nothing is priced in, the restricted objective equals the reduced one at
 :math:`w` and :math:`a` is feasible for the reduced dual, so the working-set optimum is
 the reduced problem's optimum (to HiGHS's tolerances). The loop starts from the working
 sets it is given (along a path: the previous value's support and margin samples), and
-rows and features only join.
+rows and columns only join; a round that adds violators also adds the samples and zero
+columns close to violating (``NEAR_BAND``), since each round is a cold HiGHS solve.
 
 Tolerances:
 
