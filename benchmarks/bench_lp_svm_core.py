@@ -1,16 +1,22 @@
-"""The LP-SVM core (problem, rules, column-and-row generation with HiGHS) along a path,
-against what a user writes today: ``scipy.optimize.linprog(method="highs")`` on the full
-linear program at each value, cold.
+"""The LP-SVM core (problem, rules, column-and-row generation with HiGHS, driven by the
+path engine :class:`~sklearn_safescreen.engine.lp_svm.LPSVMPath`) along a path, against
+what a user writes today: ``scipy.optimize.linprog(method="highs")`` on the full linear
+program at each value, cold.
 
-Data: ``make_classification(2000 x 2000, n_informative=30, random_state=0)``, labels
-``+-1``, no intercept. Path: 30 values log-spaced from ``lambda_max`` down to
-``1e-3 lambda_max``. CPU time (``time.process_time``), one thread (``OMP_NUM_THREADS=1``
-and threadpoolctl). The full-LP side is slow (minutes per value at the small end), so
-it can be run once and stored::
+Data (``--data``): ``dense`` is ``make_classification(2000 x 2000, n_informative=30,
+random_state=0)``; ``sparse`` is ``make_sparse_text_classification(4000 x 10000,
+random_state=0)`` (the real-sim-shaped generator, reduced). Labels ``+-1``, no
+intercept. Path: 30 values log-spaced from ``lambda_max`` down to ``1e-3 lambda_max``
+(``--values K``: the first K only). CPU time (``time.process_time``), one thread
+(``OMP_NUM_THREADS=1`` and threadpoolctl). The full-LP side is slow (minutes per value
+at the small end), so it is run once and stored, then compared::
 
     python benchmarks/bench_lp_svm_core.py --side full --out full.json
-    python benchmarks/bench_lp_svm_core.py --side core --out core.json
+    python benchmarks/bench_lp_svm_core.py --side core --rule simultaneous --out core.json
     python benchmarks/bench_lp_svm_core.py --compare full.json core.json
+
+``--rule`` is the engine's screening mode (``simultaneous``, ``features``,
+``samples``, ``none``).
 
 ``--side synergy`` prints the fractions the rules screen at the first values of the
 grid, from the exact previous solution, with and without the synergy (the theory
@@ -36,25 +42,33 @@ N_VALUES = 30
 LOWEST = 1e-3
 
 
-def dataset():
-    X, y = make_classification(2000, 2000, n_informative=30, random_state=0)
-    return X, 2.0 * y - 1.0
+def dataset(kind="dense"):
+    if kind == "sparse":
+        from sklearn_safescreen.datasets import make_sparse_text_classification
+
+        X, y = make_sparse_text_classification(4000, 10000, random_state=0)
+        X = sp.csr_matrix(X)
+    else:
+        X, y = make_classification(2000, 2000, n_informative=30, random_state=0)
+    y = np.asarray(y, dtype=np.float64)
+    return X, np.where(y > 0, 1.0, -1.0)
 
 
 def grid(X, y):
     n = X.shape[0]
-    lam_max = float(np.abs((y[:, None] * X).sum(axis=0)).max()) / n
+    lam_max = float(np.abs(np.asarray(X.T @ y)).max()) / n
     return lam_max * np.logspace(0, np.log10(LOWEST), N_VALUES)
 
 
 def primal(X, y, w, lam):
-    return lam * np.abs(w).sum() + np.maximum(1.0 - y * (X @ w), 0.0).mean()
+    return lam * np.abs(w).sum() + np.maximum(1.0 - y * np.asarray(X @ w).ravel(),
+                                              0.0).mean()
 
 
 def full_lp(X, y, lam):
     """The LP as a user writes it: w = w+ - w-, slacks xi, one inequality per sample."""
     n, d = X.shape
-    Z = sp.csr_matrix(y[:, None] * X)
+    Z = sp.csr_matrix(X).multiply(y[:, None]).tocsr()
     c = np.r_[np.full(2 * d, lam), np.full(n, 1.0 / n)]
     A = sp.hstack([-Z, Z, -sp.eye(n)], format="csc")
     res = linprog(c, A_ub=A, b_ub=-np.ones(n), bounds=(0, None), method="highs")
@@ -74,38 +88,27 @@ def run_full(X, y, lams, out=None):
     return rows
 
 
-def run_core(X, y, lams, out=None, screening=True):
+def run_core(X, y, lams, out=None, rule="simultaneous"):
+    """The path through the engine, one step per value; per value the time, the LPs,
+    the screening counts and the rules' time."""
+    from sklearn_safescreen.engine.lp_svm import LPSVMPath
     from sklearn_safescreen.problems.lp_svm import LPSVMData
-    from sklearn_safescreen.screening.lp_svm import screen_lp_svm
-    from sklearn_safescreen.solvers.lp_highs import solve_lp_svm
 
     data = LPSVMData(X, y)
+    path = LPSVMPath(data)
     rows = []
-    w = np.zeros(data.n_features)
-    alpha = data.alpha_at_zero()
-    # screening is run only while it pays: a kind of rule is dropped for the rest of
-    # the (decreasing) path once an event decides less than 1% of its variables
-    modes = {"features", "samples"} if screening else set()
     for lam in lams:
         t0 = time.process_time()
-        screen = None
-        if modes:
-            mode = "simultaneous" if len(modes) == 2 else next(iter(modes))
-            screen = screen_lp_svm(data, lam, w, alpha, mode=mode)
-            if screen.n_features < 0.01 * data.n_features:
-                modes.discard("features")
-            if screen.n_samples < 0.01 * data.n_samples:
-                modes.discard("samples")
-        res = solve_lp_svm(data, lam, screen=screen, w_start=w, alpha_start=alpha,
-                           tol=1e-10)
+        res = path.fit(lam, rule=rule, tol=1e-9, max_iter=500)
         elapsed = time.process_time() - t0
-        w, alpha = res.w, res.alpha
-        row = dict(lam=float(lam), time=elapsed, objective=float(primal(X, y, w, lam)),
-                   gap=float(res.gap), support=int(np.count_nonzero(w)),
-                   rounds=int(res.rounds))
-        if screen is not None:
-            row.update(features=int(screen.features.sum()),
-                       at_zero=int(screen.at_zero.sum()), at_box=int(screen.at_box.sum()))
+        screened = [e for e in res.events if e.moment == "reference"]
+        row = dict(lam=float(lam), time=elapsed,
+                   objective=float(primal(X, y, res.w, lam)), gap=float(res.gap),
+                   rel_gap=float(res.rel_gap), support=int(np.count_nonzero(res.w)),
+                   lps=int(res.n_iter), features=res.screened_features,
+                   at_zero=res.at_zero, at_box=res.at_box,
+                   rule_time=float(sum(e.rule_time for e in screened)),
+                   screened=bool(screened), repairs=res.n_repairs)
         rows.append(row)
         print(row, flush=True)
         save(rows, out)
@@ -150,14 +153,19 @@ def compare(full, core):
           f"ratio {t_full / t_core:.1f}x; max relative objective difference {max(rel):.2e}")
     for a, b, r in zip(full, core, rel, strict=True):
         print(f"lambda/lambda_max={a['lam'] / full[0]['lam']:.2e}  full {a['time']:7.2f} s"
-              f"  core {b['time']:6.2f} s  support {a['support']:4d}/{b['support']:4d}"
+              f"  core {b['time']:6.2f} s ({b.get('lps', 0)} LPs, rules "
+              f"{b.get('rule_time', 0.0):.2f} s)  support {a['support']:4d}/{b['support']:4d}"
               f"  screened f={b.get('features', 0)} zero={b.get('at_zero', 0)} "
               f"box={b.get('at_box', 0)}  rel {r:.1e}")
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--side", choices=["full", "core", "core-noscreen", "synergy"])
+    parser.add_argument("--side", choices=["full", "core", "synergy"])
+    parser.add_argument("--data", choices=["dense", "sparse"], default="dense")
+    parser.add_argument("--rule", default="simultaneous",
+                        choices=["simultaneous", "features", "samples", "none"])
+    parser.add_argument("--values", type=int, default=N_VALUES)
     parser.add_argument("--out")
     parser.add_argument("--compare", nargs=2)
     args = parser.parse_args()
@@ -168,15 +176,16 @@ def main():
             core = json.load(f)
         compare(full, core)
         return
-    X, y = dataset()
-    lams = grid(X, y)
+    X, y = dataset(args.data)
+    lams = grid(X, y)[:args.values]
     with threadpool_limits(1):
         if args.side == "full":
             rows = run_full(X, y, lams, args.out)
         elif args.side == "synergy":
             rows = run_synergy(X, y, lams)
         else:
-            rows = run_core(X, y, lams, args.out, screening=args.side == "core")
+            rows = run_core(X, y, lams, args.out,
+                            rule=None if args.rule == "none" else args.rule)
     save(rows, args.out)
 
 

@@ -81,11 +81,12 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
     screening : {"simultaneous", "features", "samples"} or None, default="simultaneous"
         Rules applied from the previous solution of a path: features and samples
         alternated to their fixpoint, one kind alone, or none.
-    tol : float, default=1e-9
+    tol : float, default=1e-8
         Target **relative** duality gap of the full problem,
         :math:`(P_\alpha(w) - D(a)) / P_\alpha(w)`, with both objectives bounded for
         rounding. HiGHS's own feasibility tolerances start at 1e-9 and are tightened
-        while the gap misses ``tol``.
+        (to 1e-10) while the gap misses ``tol``; far below ``alpha_max_`` on dense data
+        HiGHS certifies about 2e-9 at best, so a smaller ``tol`` may not be reached.
     max_iter : int, default=200
         Maximum rounds of column and row generation (each solves one linear program)
         per fit.
@@ -165,7 +166,7 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
     _DUAL = ("dual_coef_",)
 
     def __init__(self, alpha=0.01, *, fit_intercept=True, intercept_scaling=1.0,
-                 screening="simultaneous", tol=1e-9, max_iter=200, warm_start=False,
+                 screening="simultaneous", tol=1e-8, max_iter=200, warm_start=False,
                  class_weight=None, verbose=0, n_jobs=None):
         self.alpha = alpha
         self.fit_intercept = fit_intercept

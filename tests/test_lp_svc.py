@@ -53,7 +53,8 @@ def test_the_optimum_of_the_full_lp(sparse, intercept, weighted, seed):
     lam_max = SafeLPSVC(fit_intercept=intercept).fit(X, y, sample_weight=s).alpha_max_
     for frac in (0.5, 0.1, 0.02):
         lam = frac * lam_max
-        model = SafeLPSVC(alpha=lam, fit_intercept=intercept).fit(X, y, sample_weight=s)
+        model = SafeLPSVC(alpha=lam, fit_intercept=intercept, tol=1e-9).fit(
+            X, y, sample_weight=s)
         value, Xd, w = _objective(model, X, y, s, lam)
         opt = solve_full(Xd, y, s, lam)
         assert value == pytest.approx(opt.value, rel=1e-9, abs=1e-12)
@@ -152,12 +153,11 @@ def _walk_under_fault(share, seed):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_wrong_decisions_are_repaired_to_the_optimum(seed):
-    """Planted wrong decisions (features at 0, samples at a random end): every fit
-    still returns the full problem's optimum (the certificate releases what keeps the
-    full gap open; a repair is proven, with a warning, only where the rules prove the
-    opposite decision from the certified pair)."""
+    """Planted wrong decisions (features at 0, samples at 0): every fit still returns
+    the full problem's optimum, and the decisions are proven wrong (a warning) by the
+    optimal values they imply."""
     repairs, _ = _walk_under_fault(share=0.5, seed=seed)
-    assert all("LP-SVM rules" in str(w.message) for w in repairs)
+    assert repairs and all("LP-SVM" in str(w.message) for w in repairs)
 
 
 def test_pickle_is_small_and_predicts_the_same():

@@ -1,141 +1,220 @@
-r"""The path step of the LP-SVM (SafeLPSVC).
+r"""The path step of the LP-SVM (the L1-penalised hinge SVM, a linear program).
 
 An :class:`LPSVMPath` is one binary problem walked along a path of :math:`\lambda`: its
-data and its last solution, the next step's screening reference and start point. One
-step at :math:`\lambda` (Shibagaki et al. 2016, section 5):
+data and its last solution, which is the next step's screening reference and start
+point. One step at :math:`\lambda`:
 
-1. **closed form** at or above :math:`\lambda_{\max}`: :math:`w = 0`, :math:`a = s`;
-2. **reference**: the previous solution (a cold fit: the closed form at
-   :math:`\lambda_{\max}`); any primal point and any dual point made feasible give the
-   polytopes of the rules, which fix features at zero and samples at :math:`a_i = 0` or
-   at the box, alternated to their fixpoint
-   (:func:`~sklearn_safescreen.screening.lp_svm.screen_lp_svm`);
-3. **solve** the reduced linear program by column and row generation with HiGHS
-   (:class:`~sklearn_safescreen.solvers.lp_highs.ColumnRowGeneration`), starting from
-   the previous support and margin samples;
-4. **certify and repair** on the full problem
-   (:func:`~.certify.certified_solve`): the full relative gap with a dual point made
-   feasible; a fixed sample whose opposite end the rules prove from the certified pair
-   (a region that contains every optimum of the full problem) is a proven repair;
-   fixed variables that violate their optimality condition at the solver's point and
-   keep the gap open are released without such a proof (an LP may have several
-   optima, so one point cannot prove a feature decision wrong).
+1. **closed form** at or above :math:`\lambda_{\max}`: :math:`w=0`, :math:`a=s`;
+2. **screening** (one event, before the solve): the polytope rules of
+   :mod:`~sklearn_safescreen.screening.lp_svm` from the previous solution (any primal
+   point and any dual point made feasible, so an inexact reference is safe) fix features
+   at 0 and samples at :math:`a_i=0` or at the box. A kind of rule is run only while it
+   can pay on this path: once an event fixes less than ``MIN_PAYING`` of its
+   variables, or costs more CPU time than the whole solve that follows it (the most it
+   could have saved), it is skipped at the smaller values that follow (skipping fixes
+   nothing, so it is always safe); a larger value than the last one runs it again;
+3. **solve** the reduced LP by column and row generation
+   (:class:`~sklearn_safescreen.solvers.lp_highs.ColumnRowGeneration`), started from the
+   previous solution's support and margin samples;
+4. **certify and repair** on the full problem (:func:`~.certify.certified_solve`).
+
+The certificate's proof that a decision was wrong. A reduced LP's optimum is not always
+a full optimum even when every decision is right (an LP can have many optima), so a
+fixed variable that violates its condition at the reduced answer proves nothing; it is
+released without a warning (the loop's "loose" variables). The proof compares optimal
+values instead. Holding features at 0 can only raise the optimum and fixing dual
+variables can only lower it, so with the decisions :math:`F` (features) and :math:`S`
+(samples) of the event,
+
+.. math::
+
+    V(S)\le V(F\cup S)\le V(F),\qquad V(S)\le P^*\le V(F),
+
+with equality :math:`V(F)=P^*` when the feature decisions are right and :math:`V(S)=P^*`
+when the sample decisions are. At the first reduced answer :math:`(w_r,a_r)` the engine
+records a lower bound of :math:`V(F)` (the dual point :math:`a_r` scaled into the free
+features' constraints) and an upper bound of :math:`V(S)` (the objective at :math:`w_r`
+of the problem with the samples' losses fixed); each later certificate gives
+:math:`D\le P^*\le P`. A lower bound of :math:`V(F)` above :math:`P` proves a feature
+decision wrong; an upper bound of :math:`V(S)` below :math:`D` proves a sample decision
+wrong. Either is a :class:`~sklearn_safescreen.ScreeningRepairWarning`, and every
+decision of that kind is released (both bounds carry their rounding errors).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._utils import faults
-from ..problems.lp_svm import LPSVMData
-from ..screening.lp_svm import LPScreen, screen_lp_svm
+from ..problems.lp_svm import LPSVMData, U
+from ..screening.lp_svm import LP_SVM_RULES, LPScreen, screen_lp_svm
 from ..solvers.lp_highs import ColumnRowGeneration
 from .certify import Certificate, certified_solve
 from .cost import CostModel, skipped_event
 from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
+#: A kind of rule (features, samples) keeps running along a decreasing path while its
+#: last event fixed at least this fraction of its variables (measured: an event costs
+#: about two passes over the sorted data, a wasted one about as much as a small LP).
+MIN_PAYING = 0.01
+#: The kinds of variables each screening mode fixes.
+_KINDS = {"simultaneous": {"features", "samples"}, "features": {"features"},
+          "samples": {"samples"}}
+
 
 @dataclass
-class LPSolution:
-    """A certified primal point and its feasible dual point on the full problem
-    (:math:`\\alpha = y\\circ a`)."""
+class LPStepOutcome:
+    """What one path step returns to the estimator.
+
+    ``w`` the primal solution (exact zeros off the support), ``alpha`` the dual
+    (:math:`\\alpha=y\\circ a`, feasible for the full problem), ``gap`` and ``rel_gap``
+    the full problem's certified duality gap (absolute, relative to the primal),
+    ``n_iter`` the restricted LPs solved, ``converged`` whether ``rel_gap <= tol``;
+    ``screened_features``, ``at_zero``, ``at_box`` the variables still fixed by
+    screening at the end; ``events`` the step's screening events (already added to the
+    report passed to :meth:`LPSVMPath.fit`, if any); ``n_repairs`` the proven repairs
+    (each a warning) and ``unscreened`` whether the answer comes from the unscreened
+    fall-back."""
 
     w: np.ndarray
     alpha: np.ndarray
+    gap: float
+    rel_gap: float
+    n_iter: int
+    converged: bool
+    screened_features: int = 0
+    at_zero: int = 0
+    at_box: int = 0
+    events: list[ScreeningEvent] = field(default_factory=list)
+    n_repairs: int = 0
+    unscreened: bool = False
 
 
 class _ReducedLPSVM:
-    """The certify loop's view of one step: the column-and-row generation on the
-    problem the rules left, and the report."""
+    """The certify loop's view of one step: the column-and-row generation on the problem
+    reduced by the step's screening event, the event's decisions, and the bounds that
+    can prove one of them wrong (see the module)."""
 
-    def __init__(self, data: LPSVMData, lam: float, screen: LPScreen | None,
-                 w0: np.ndarray, alpha0: np.ndarray, rule: str | None,
-                 report: ScreeningReport, name: str, value: float):
+    def __init__(self, data: LPSVMData, lam: float, rule: str | None, screen: LPScreen,
+                 w0: np.ndarray, alpha0: np.ndarray, events: list, name: str,
+                 value: float):
         self.data, self.lam, self.rule = data, lam, rule
-        self.report, self.name, self.value = report, name, value
-        self.crg = ColumnRowGeneration(
-            data, lam,
-            fixed_features=None if screen is None else screen.features,
-            at_zero=None if screen is None else screen.at_zero,
-            at_box=None if screen is None else screen.at_box,
-            w_start=w0, alpha_start=alpha0)
-        self._inner_tol: float | None = None
-        self.certificate = None
+        self.events, self.name, self.value = events, name, value
+        self.decided_features = screen.features.copy()
+        self.decided_samples = screen.at_zero | screen.at_box
+        self.task = ColumnRowGeneration(data, lam, fixed_features=screen.features,
+                                        at_zero=screen.at_zero, at_box=screen.at_box,
+                                        w_start=w0, alpha_start=alpha0)
+        self.bounds: tuple[float, float] | None = None
+        self.proven = [False, False]
+        self.alpha_full = None
 
+    # -- the certify loop's interface
     def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
-        # the reduced optimum is exact to HiGHS's tolerances: a tighter inner tolerance
-        # from the certify loop tightens those
-        if self._inner_tol is not None and tol < self._inner_tol:
-            self.crg.tighten()
-        self._inner_tol = tol
-        return self.crg.solve(tol, max_iter)
+        start = time.perf_counter()
+        task = self.task
+        if not task.stale:
+            # the current LP is solved: only a tighter HiGHS can move the answer
+            if not task.tighten():
+                return 0, True
+        before = task.n_lp
+        _, converged = task.solve(tol, max_iter)
+        self.events.append(ScreeningEvent(self.rule or "none", "solve", self.value, 0, 0,
+                                          self.data.n_features, 0.0,
+                                          time.perf_counter() - start, self.name,
+                                          "features"))
+        return task.n_lp - before, converged
 
     def certify(self) -> Certificate:
-        data, crg = self.data, self.crg
-        check = crg.certify()
+        data, task = self.data, self.task
+        check = task.certify()
         cert = check.certificate
-        self.certificate = cert
-        wrong_samples = np.zeros(data.n_samples, dtype=bool)
-        if check.samples.any():
-            # the rules from the certified pair: their regions contain every optimum of
-            # the full problem, so a fixed sample proven at the other end was wrong
-            proof = screen_lp_svm(data, self.lam, crg.w, cert.dual_point.alpha,
-                                  mode="samples")
-            wrong_samples = (crg.at_zero & proof.at_box) | (crg.at_box & proof.at_zero)
-        wrong = (np.zeros(data.n_features, dtype=bool), wrong_samples)
-        loose = (check.features, check.samples & ~wrong_samples)
-        return Certificate(cert.gap, cert.rel_gap, wrong, int(wrong_samples.sum()), loose,
-                           int(loose[0].sum() + loose[1].sum()))
+        self.alpha_full = cert.dual_point.alpha
+        if self.bounds is None:  # the first reduced answer, every decision in place
+            free = ~self.decided_features
+            self.bounds = (
+                data.dual_features_fixed(self.lam, data.y * task.a, free),
+                data.primal_samples_fixed(self.lam, task.w, task.at_zero, task.at_box))
+        lower_f, upper_s = self.bounds
+        wrong_f = np.zeros(data.n_features, dtype=bool)
+        wrong_s = np.zeros(data.n_samples, dtype=bool)
+        if (not self.proven[0] and self.decided_features.any()
+                and lower_f > cert.primal * (1.0 + 8 * U)):
+            wrong_f = self.decided_features.copy()
+            self.proven[0] = True
+        if (not self.proven[1] and self.decided_samples.any()
+                and upper_s < cert.dual * (1.0 - 8 * U)):
+            wrong_s = self.decided_samples.copy()
+            self.proven[1] = True
+        return Certificate(cert.gap, cert.rel_gap, (wrong_f, wrong_s),
+                           int(wrong_f.sum() + wrong_s.sum()),
+                           (check.features, check.samples), check.n_violations)
 
     def release(self, which, proven: bool) -> None:
         features, samples = which
-        self.crg.release(features, samples)
+        self.task.release(features, samples)
         if proven:
-            d, n = self.data.n_features, self.data.n_samples
-            self.report.add(ScreeningEvent(self.rule or "none", "repair", self.value,
-                                           -int(features.sum()), 0, d, task=self.name,
-                                           kind="features"))
-            self.report.add(ScreeningEvent(self.rule or "none", "repair", self.value,
-                                           -int(samples.sum()), 0, n, task=self.name,
-                                           kind="samples"))
-
-    def stop_dynamic_screening(self) -> None:
-        """Nothing to stop: the LP-SVM's rules run once per step, from the reference."""
+            for kind, count, total in (("features", features.sum(), self.data.n_features),
+                                       ("samples", samples.sum(), self.data.n_samples)):
+                self.events.append(ScreeningEvent(self.rule or "none", "repair",
+                                                  self.value, -int(count), 0, total,
+                                                  task=self.name, kind=kind))
 
     def release_all(self) -> None:
-        crg = self.crg
-        self.crg.release(crg.fixed_features.copy(), ~crg.free_samples)
+        task = self.task
+        self.release((task.fixed_features.copy(), ~task.free_samples), proven=False)
+
+    def stop_dynamic_screening(self) -> None:
+        """Nothing to stop: the LP-SVM screens once per step, before the solve."""
 
     @property
     def rules(self) -> str:
-        return f"the LP-SVM rules ({self.rule})"
+        return f"the LP-SVM polytope rules ({self.rule})"
 
 
-def _plant_decisions(screen: LPScreen, data: LPSVMData) -> LPScreen:
-    """Under a planted ``"force"`` fault (the certificate's tests,
-    :mod:`.._utils.faults`), wrong decisions added to a reference event: features fixed
-    at 0 and samples fixed at a random end, among those the rules left undecided."""
+def _plant_decisions(screen: LPScreen) -> None:
+    """Under a planted ``"force"`` fault (:mod:`.._utils.faults`), wrong decisions added
+    to the event: features fixed at 0 and samples fixed at :math:`a_i=0`, among those
+    the rules left undecided."""
     fault = faults.active("force")
     if fault is None:
-        return screen
-    features = screen.features | fault.pick(~screen.features)
-    lo, hi = fault.split(fault.pick(~screen.at_zero & ~screen.at_box & (data.s > 0)))
-    return LPScreen(features, screen.at_zero | lo, (screen.at_box | hi) & ~lo,
-                    screen.rounds)
+        return
+    screen.features |= fault.pick(~screen.features)
+    screen.at_zero |= fault.pick(~screen.at_zero & ~screen.at_box)
 
 
 class LPSVMPath:
-    """One LP-SVM problem walked along a path of :math:`\\lambda` (see the module);
-    ``name`` labels the one-vs-rest task in reports."""
+    """One LP-SVM problem walked along a path of :math:`\\lambda` (see the module).
+
+    Parameters
+    ----------
+    data : LPSVMData
+        The problem (an intercept is a penalised constant column of its ``X``).
+    name : str, default=""
+        Labels the one-vs-rest task in reports.
+
+    Attributes
+    ----------
+    w, alpha : ndarray or None
+        The last solution (primal, and dual :math:`\\alpha=y\\circ a`): the next step's
+        reference and start.
+    lam : float or None
+        The value it solves.
+    lam_max : float
+        :math:`\\lambda_{\\max}` (at and above it, :math:`w^*=0`).
+    """
 
     def __init__(self, data: LPSVMData, name: str = ""):
         self.data, self.name = data, name
         self.lam_max = data.lambda_max()
-        self.solution: LPSolution | None = None  # the last one: the next reference
+        self.w: np.ndarray | None = None
+        self.alpha: np.ndarray | None = None
+        self.lam: float | None = None
+        self._skipped: set[str] = set()
         self.cost = CostModel()
 
     def new_report(self) -> ScreeningReport:
@@ -145,64 +224,114 @@ class LPSVMPath:
     def end_fit(self, keep: bool) -> None:
         """Nothing beyond the last solution is kept between fits."""
 
-    def _closed_form(self) -> LPSolution:
-        """:math:`w = 0` with :math:`a = s`, the optimum at and above
-        :math:`\\lambda_{\\max}`."""
-        data = self.data
-        return LPSolution(np.zeros(data.n_features), data.y * data.s)
-
     def fit(self, lam: float, settings: StepSettings, report: ScreeningReport
             ) -> StepOutcome:
-        """Solve at ``lam`` from the last solution (or the closed form), certified on
-        the full problem (the engine protocol, :mod:`.protocol`)."""
+        """Solve at ``lam`` (the penalty of :math:`\\|w\\|_1`, the loss averaged over
+        the samples) from the last solution, certified on the full problem (the engine
+        protocol, :mod:`.protocol`). ``settings.rule`` is one of
+        ``"simultaneous"``, ``"features"``, ``"samples"`` or None (which variables the
+        screening event may fix); ``settings.max_iter`` counts restricted LPs per step,
+        repairs included; ``settings.tol`` is the target of the full problem's certified
+        relative duality gap. The step's :class:`LPStepOutcome` is the returned
+        outcome's ``reference``."""
+        rule = settings.rule
+        if rule is not None and rule not in LP_SVM_RULES:
+            raise ValueError(f"unknown screening rule {rule!r}; one of {LP_SVM_RULES}")
+        value = lam if settings.shown_value is None else settings.shown_value
+        describe = settings.describe or f"LP-SVM at lambda={lam:.6g}"
         data = self.data
         n, d = data.n_samples, data.n_features
-        value = lam if settings.shown_value is None else settings.shown_value
-        if lam >= self.lam_max:
-            self.solution = self._closed_form()
-            report.add(ScreeningEvent("closed_form", "closed_form", value, d, 0, d,
-                                      task=self.name, kind="features"))
-            report.set_final(d, 0, "features", closed_form=True)
-            report.set_final(0, int((data.s > 0).sum()), "samples", closed_form=True)
-            return StepOutcome(self.solution, 0.0, 0.0, 0, True)
-        warm = self.solution is not None
-        ref = self.solution if self.solution is not None else self._closed_form()
-        screen, rule = None, settings.rule
-        decision = self.cost.decide() if rule is not None else None
-        if decision is not None and not decision.screen:
-            report.add(skipped_event(rule, value, d, decision.reason, self.name,
-                                     "features"))
-            if settings.verbose:
-                print(f"[{settings.describe}] screening skipped: {decision.reason}")
-            rule = None
-        if rule is not None:
-            start = time.perf_counter()
-            screen = _plant_decisions(
-                screen_lp_svm(data, lam, ref.w, ref.alpha, mode=rule), data)
-            elapsed = time.perf_counter() - start
-            report.add(ScreeningEvent(settings.rule, "reference", value,
-                                      screen.n_features, 0, d, elapsed, task=self.name,
-                                      kind="features"))
-            report.add(ScreeningEvent(settings.rule, "reference", value,
-                                      int(screen.at_zero.sum()), int(screen.at_box.sum()),
-                                      n, task=self.name, kind="samples"))
-        task = _ReducedLPSVM(data, lam, screen, ref.w, ref.alpha, rule, report, self.name,
-                             value)
-        start = time.perf_counter()
-        result = certified_solve(task, tol=settings.tol, max_iter=settings.max_iter,
-                                 describe=settings.describe)
-        if decision is not None:
-            self.cost.record(result.n_iter, warm)
-        crg, cert = task.crg, task.certificate
-        report.add(ScreeningEvent(settings.rule or "none", "solve", value, 0, 0, n, 0.0,
-                                  time.perf_counter() - start, task=self.name))
-        self.solution = LPSolution(crg.w.copy(), cert.dual_point.alpha.copy())
-        report.set_final(int(crg.fixed_features.sum()), 0, "features")
-        report.set_final(int(crg.at_zero.sum()), int(crg.at_box.sum()), "samples")
+        closed = lam >= self.lam_max
+        if closed:
+            outcome = self._closed_form(lam, value)
+        else:
+            warm = self.w is not None
+            decision = self.cost.decide() if rule is not None else None
+            if decision is not None and not decision.screen:
+                report.add(skipped_event(rule, value, d, decision.reason, self.name,
+                                         "features"))
+                if settings.verbose:
+                    print(f"[{describe}] screening skipped: {decision.reason}")
+                rule = None
+            outcome = self._solve(lam, rule, settings.tol, settings.max_iter, describe,
+                                  value)
+            if decision is not None:
+                self.cost.record(outcome.n_iter, warm)
+        for event in outcome.events:
+            report.add(event)
+        report.set_final(outcome.screened_features, 0, "features", closed_form=closed)
+        report.set_final(outcome.at_zero, outcome.at_box, "samples", closed_form=closed)
         if settings.verbose > 1:
-            print(f"[SafeLPSVC]{' ' + self.name if self.name else ''} alpha={value:<10.4g} "
-                  f"features fixed={int(crg.fixed_features.sum())} samples fixed="
-                  f"{int((~crg.free_samples).sum())} rel_gap={cert.rel_gap:.2e} "
-                  f"LPs={crg.n_lp}")
-        return StepOutcome(self.solution, cert.gap, cert.rel_gap, result.n_iter,
-                           result.converged)
+            print(f"[LPSVMPath {self.name}] lambda={lam:.4g} rel_gap={outcome.rel_gap:.2e} "
+                  f"LPs={outcome.n_iter} support={np.count_nonzero(outcome.w)}/{d} "
+                  f"screened features={outcome.screened_features} samples="
+                  f"{outcome.at_zero}+{outcome.at_box}/{n}", flush=True)
+        return StepOutcome(outcome, outcome.gap, outcome.rel_gap, outcome.n_iter,
+                           outcome.converged)
+
+    # -- the two kinds of step
+    def _closed_form(self, lam: float, value: float) -> LPStepOutcome:
+        data = self.data
+        n, d = data.n_samples, data.n_features
+        w = np.zeros(d)
+        alpha = data.alpha_at_zero()
+        cert = data.certificate(lam, w, alpha)
+        self.w, self.alpha, self.lam = w, cert.dual_point.alpha, lam
+        events = [ScreeningEvent("closed_form", "closed_form", value, d, 0, d,
+                                 task=self.name, kind="features"),
+                  ScreeningEvent("closed_form", "closed_form", value, 0, n, n,
+                                 task=self.name, kind="samples")]
+        return LPStepOutcome(w, self.alpha, cert.gap, cert.rel_gap, 0, True, d, 0, n,
+                             events)
+
+    def _screen(self, lam: float, rule: str | None, w0, alpha0, value: float,
+                events: list) -> LPScreen:
+        data = self.data
+        n, d = data.n_samples, data.n_features
+        if self.lam is not None and lam > self.lam:
+            self._skipped.clear()  # a larger value: the rules may pay again
+        kinds = _KINDS.get(rule, set()) - self._skipped
+        screen = LPScreen(np.zeros(d, bool), np.zeros(n, bool), np.zeros(n, bool), 0)
+        if kinds:
+            mode = "simultaneous" if len(kinds) == 2 else next(iter(kinds))
+            start = time.perf_counter()
+            screen = screen_lp_svm(data, lam, w0, alpha0, mode=mode)
+            elapsed = time.perf_counter() - start
+            if "features" in kinds and screen.n_features < MIN_PAYING * d:
+                self._skipped.add("features")
+            if "samples" in kinds and screen.n_samples < MIN_PAYING * n:
+                self._skipped.add("samples")
+            events.append(ScreeningEvent(rule, "reference", value, screen.n_features, 0,
+                                         d, elapsed, 0.0, self.name, "features"))
+            events.append(ScreeningEvent(rule, "reference", value,
+                                         int(screen.at_zero.sum()),
+                                         int(screen.at_box.sum()), n, 0.0, 0.0, self.name,
+                                         "samples"))
+        if rule is not None:
+            _plant_decisions(screen)
+        return screen
+
+    def _solve(self, lam, rule, tol, max_iter, describe, value) -> LPStepOutcome:
+        data = self.data
+        if self.w is None:  # a cold start: the closed form at lambda_max is feasible
+            w0, alpha0 = np.zeros(data.n_features), data.alpha_at_zero()
+        else:
+            w0, alpha0 = self.w, self.alpha
+        events: list[ScreeningEvent] = []
+        screen = self._screen(lam, rule, w0, alpha0, value, events)
+        step = _ReducedLPSVM(data, lam, rule, screen, w0, alpha0, events, self.name,
+                             value)
+        result = certified_solve(step, tol=tol, max_iter=max_iter, describe=describe)
+        task = step.task
+        rule_time = sum(e.rule_time for e in events if e.moment == "reference")
+        solve_time = sum(e.solver_time for e in events if e.moment == "solve")
+        if rule_time > solve_time:
+            # the event cost more than the whole solve it was to shorten: it cannot pay
+            # at the smaller values either (their solves grow, the rules prove less)
+            self._skipped |= _KINDS.get(rule, set())
+        self.w, self.alpha, self.lam = task.w.copy(), step.alpha_full, lam
+        cert = result.certificate
+        return LPStepOutcome(self.w, self.alpha, cert.gap, cert.rel_gap, result.n_iter,
+                             result.converged, int(task.fixed_features.sum()),
+                             int(task.at_zero.sum()), int(task.at_box.sum()), events,
+                             result.n_repairs, result.unscreened)

@@ -119,11 +119,36 @@ def test_restricted_lp_over_everything_is_the_full_lp(sparse):
     n, d = X.shape
     lam = 0.05 * lambda_max(X, y, s)
     opt = solve_full(X, y, s, lam)
-    lp = data.restricted_lp(lam, np.arange(d), np.arange(n), np.zeros(n, bool), 1e6)
+    every = np.arange(d)
+    lp = data.restricted_lp(lam, every, every, np.arange(n), np.zeros(n, bool), 1e6)
     res = linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, bounds=lp.bounds, method="highs")
     assert (res.fun + lp.constant) / n == pytest.approx(opt.value, rel=1e-9)
-    w, _ = lp.split(res.x)
+    w = lp.weights(res.x, d)
     assert primal(X, y, s, w, lam) == pytest.approx(opt.value, rel=1e-9)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_restricted_lp_with_the_optimum_signs_has_the_same_optimum(sparse):
+    """One column per feature, of the sign it has at the optimum (either sign for the
+    zeros): the same optimum; with every sign flipped instead, a worse one."""
+    X, y, s = make_problem(8, sparse=sparse, weights=True)
+    data = LPSVMData(X, y, s)
+    n, d = X.shape
+    lam = 0.05 * lambda_max(X, y, s)
+    opt = solve_full(X, y, s, lam)
+    plus = np.flatnonzero(opt.w >= 0)
+    minus = np.flatnonzero(opt.w <= 0)
+    assert len(plus) < d and len(minus) < d
+    lp = data.restricted_lp(lam, plus, minus, np.arange(n), np.zeros(n, bool), 1e6)
+    res = linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, bounds=lp.bounds, method="highs")
+    assert lp.A_ub.shape[1] == len(plus) + len(minus) + n
+    w = lp.weights(res.x, d)
+    assert primal(X, y, s, w, lam) == pytest.approx(opt.value, rel=1e-9)
+    flipped = data.restricted_lp(lam, np.flatnonzero(opt.w < 0), np.flatnonzero(opt.w > 0),
+                                 np.arange(n), np.zeros(n, bool), 1e6)
+    res = linprog(flipped.c, A_ub=flipped.A_ub, b_ub=flipped.b_ub, bounds=flipped.bounds,
+                  method="highs")
+    assert (res.fun + flipped.constant) / n > opt.value * (1 + 1e-6)
 
 
 def test_restricted_lp_with_samples_at_the_box_has_the_same_optimum():
@@ -137,7 +162,7 @@ def test_restricted_lp_with_samples_at_the_box_has_the_same_optimum():
     at_box = opt.margins < 1 - 1e-6
     rows = np.flatnonzero(np.abs(opt.margins - 1) <= 1e-6)
     assert at_box.sum() > 3 and len(rows) < n - 3
-    lp = data.restricted_lp(lam, np.arange(d), rows, at_box, 1e6)
+    lp = data.restricted_lp(lam, np.arange(d), np.arange(d), rows, at_box, 1e6)
     res = linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, bounds=lp.bounds, method="highs")
     assert (res.fun + lp.constant) / n == pytest.approx(opt.value, rel=1e-9)
 
