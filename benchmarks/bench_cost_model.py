@@ -1,13 +1,13 @@
-"""Screening on against off: every family's paths with the default (the cost model's
-choices), with screening at every step, and with none.
+"""Screening on against off: every family's paths with screening at every step (the
+default), with the experimental cost model's choices, and with none.
 
 For each path: CPU time (``time.process_time``, one BLAS and OpenMP thread) of the
 whole walk (``estimator_path``) with ``SKLEARN_SAFESCREEN_COST_MODEL`` in force as
-``auto`` (the default), ``always`` and ``never`` (the path with screening off), the
-modes alternated within each repetition, best of ``--repeats``; the steps the default
-ran without screening; the mean screening rate of the always-screened walk. The ratio
-"off / default" is the speed the default gives over screening off (>= 1: the default
-is not slower).
+``auto`` (the cost model), ``always`` (the default) and ``never`` (the path with
+screening off), the modes alternated within each repetition, best of ``--repeats``; the
+steps the cost model ran without screening; the mean screening rate of the
+always-screened walk. The ratios "off / ..." are the speed over screening off (>= 1:
+not slower).
 
 Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--repeats 2]
 (``--large`` adds the mnist-shaped metric path and the 3000 x 4000 doubly sparse
@@ -131,8 +131,8 @@ def main() -> None:
             row = (name, best["auto"], best["always"], best["never"], info["auto"][0],
                    info["always"][1])
             rows.append(row)
-            print(f"{name}: default {row[1]:.3f}s, always {row[2]:.3f}s, never "
-                  f"{row[3]:.3f}s, off/default {row[3] / row[1]:.2f}x, off/always "
+            print(f"{name}: cost model {row[1]:.3f}s, always {row[2]:.3f}s, never "
+                  f"{row[3]:.3f}s, off/cost model {row[3] / row[1]:.2f}x, off/always "
                   f"{row[3] / row[2]:.2f}x, skipped {row[4]}", flush=True)
     load1 = os.getloadavg()[0]
     print()
@@ -141,8 +141,8 @@ def main() -> None:
           f"{load1:.2f} at the end; CPU time, one thread, best of {args.repeats}, modes "
           "alternated.")
     print()
-    print("| path | default (s) | screening at every step (s) | screening off (s) | "
-          "off / default | off / every step | steps the default ran unscreened | "
+    print("| path | cost model (s) | screening at every step (s) | screening off (s) | "
+          "off / cost model | off / every step | steps the cost model ran unscreened | "
           "mean screening rate (every step) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, auto, always, never, skipped, rate in rows:

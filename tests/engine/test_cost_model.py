@@ -58,7 +58,7 @@ def _walk(model: cost.CostModel, clock: FakeClock, steps: int) -> list[bool]:
 
 def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monkeypatch):
     clock = FakeClock(on=2.0, off=1.0)
-    monkeypatch.setattr(cost.time, "process_time", clock)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
     chosen = _walk(cost.CostModel(), clock, 150)
     assert chosen[:cost.FIRST_PROBE + 1] == [True] * cost.FIRST_PROBE + [False]
     later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
@@ -70,14 +70,14 @@ def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monke
 
 def test_cheap_screening_is_kept(monkeypatch):
     clock = FakeClock(on=1.0, off=3.0)
-    monkeypatch.setattr(cost.time, "process_time", clock)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
     chosen = _walk(cost.CostModel(), clock, 60)
     assert sum(not s for s in chosen) <= 6  # the measurements of the plain step only
 
 
 def test_a_change_along_the_path_is_followed(monkeypatch):
     clock = FakeClock(on=1.0, off=3.0)
-    monkeypatch.setattr(cost.time, "process_time", clock)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
     model = cost.CostModel()
     _walk(model, clock, 30)
     clock.on, clock.off = 3.0, 1.0  # the problem changed: screening now costs
