@@ -18,11 +18,13 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._utils.fingerprint import data_fingerprint
 from ._utils.memory import check_memory
+from ._utils.warnings import warn_user
 from ._validation import check_magnitude, class_weights, memoised_validation
 from .base import (
     FitInputs,
@@ -271,6 +273,22 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         self.coef_ = W[:, :d]
         self.intercept_ = (W[:, d] * self.intercept_scaling if self.fit_intercept
                            else np.zeros(len(outcomes)))
+
+    def _warn_if_not_converged(self, outcomes) -> None:
+        """A ConvergenceWarning when a task's certified gap missed ``tol``, with the
+        advice that applies: more rounds when they ran out, else (HiGHS at its tightest
+        tolerances) a larger ``tol`` or scaled features."""
+        worst = max(outcomes, key=lambda o: o.rel_gap)
+        if worst.converged:
+            return
+        if worst.n_iter >= self.max_iter:
+            super()._warn_if_not_converged(outcomes)
+            return
+        warn_user(f"{self._describe()}: HiGHS, at its tightest tolerances, certified a "
+                  f"relative duality gap of {worst.rel_gap:.3g} > tol={self.tol:g} (the "
+                  "objective is within that of the optimum). Raise tol, or scale the "
+                  "features (e.g. StandardScaler): badly scaled columns limit HiGHS's "
+                  "accuracy.", ConvergenceWarning)
 
     def _summary(self, state: PathState, outcomes, report, elapsed: float) -> str:
         f, s = report.counts["features"], report.counts["samples"]

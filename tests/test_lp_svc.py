@@ -190,3 +190,19 @@ def test_bad_input_is_refused_clearly():
         SafeLPSVC(alpha=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="magnitude"):
         SafeLPSVC().fit(X * 1e200, y)
+
+
+def test_an_uncertifiable_gap_says_what_to_do():
+    """Unscaled features (breast cancer: up to 4,000) limit HiGHS's accuracy: a tol it
+    cannot certify warns with the advice that applies (not "increase max_iter")."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match="scale the features"):
+        model = SafeLPSVC(alpha=0.01, tol=1e-12).fit(X, y)
+    assert model.n_iter_[0] < model.max_iter
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SafeLPSVC(alpha=0.01).fit(StandardScaler().fit_transform(X), y)
+
