@@ -47,6 +47,8 @@ GAP_RADIUS = "tests/screening/test_gap_radius.py"
 ERROR_BOUNDS = "tests/problems/test_reference_error_bounds.py"
 DOUBLY = ("tests/screening/test_doubly_sparse_rules.py",
           "tests/problems/test_doubly_sparse_problem.py")
+LP = ("tests/screening/test_lp_svm_rules.py", "tests/engine/test_lp_svm_path.py",
+      "tests/test_lp_svc.py")
 
 
 @dataclass(frozen=True)
@@ -144,13 +146,14 @@ MUTATIONS = (
              "m, eps = float(np.linalg.norm(ref.M)), 0.0", TRIPLET,
              "RRPB range screening computed as if the reference were exact"),
     Mutation("triplet_ranges_eps_half", "sklearn_safescreen/screening/triplet_bounds.py",
-             "    eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)\n    n = z.shape[0]",
+             "    eps = eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)\n"
+             "    if keep is None:",
              "    eps = 0.5 * eps * (1.0 + RADIUS_RTOL) + RADIUS_ATOL * max(1.0, m)\n"
-             "    n = z.shape[0]", TRIPLET,
+             "    if keep is None:", TRIPLET,
              "RRPB ranges with half the epsilon"),
     Mutation("triplet_range_lo_eps", "sklearn_safescreen/screening/_triplet_fast.pyx",
-             "lo[t] = max(lam0 * (hm - z_lo + 2 * eps * ht)",
-             "lo[t] = max(lam0 * (hm - z_lo + eps * ht)", TRIPLET,
+             "lo_out[t] = max(lam0 * (hm - z_lo + 2 * eps * ht)",
+             "lo_out[t] = max(lam0 * (hm - z_lo + eps * ht)", TRIPLET,
              "the lower end of an R range with half its epsilon term (compiled)"),
     Mutation("ds_dual_radius_half", "sklearn_safescreen/screening/doubly_sparse.py",
              "float(np.sqrt(2.0 * n * g / gamma))", "float(np.sqrt(n * g / gamma))", DOUBLY,
@@ -173,6 +176,22 @@ MUTATIONS = (
     Mutation("ds_svr_box_flipped", "sklearn_safescreen/screening/doubly_sparse.py",
              "box_value = np.where(above, -c, c)", "box_value = np.where(above, c, -c)",
              DOUBLY, "regressor samples fixed at the wrong end of their box"),
+    Mutation("lp_certificate_gutted", "sklearn_safescreen/engine/lp_svm.py",
+             "        return Certificate(cert.gap, cert.rel_gap, (wrong_f, wrong_s),\n"
+             "                           int(wrong_f.sum() + wrong_s.sum()),\n"
+             "                           (check.features, check.samples), check.n_violations)",
+             "        return Certificate(0.0, 0.0, None, 0, None, 0)", LP,
+             "the LP-SVM certificate trusts the restricted LP: no gap, nothing contradicted "
+             "or violated"),
+    Mutation("lp_cut_gap0", "sklearn_safescreen/screening/lp_svm.py",
+             "k = ref.primal - mass * (1.0 - gamma(n + 2)) / n",
+             "k = ref.dual - mass * (1.0 - gamma(n + 2)) / n", LP,
+             "Theorem 7's cut from the reference's dual bound, as if the reference were "
+             "exact"),
+    Mutation("lp_feature_limit", "sklearn_safescreen/screening/lp_svm.py",
+             "limit = lam * data.n_samples * (1.0 - SCREEN_RTOL)",
+             "limit = lam * data.n_samples * 1.05", LP,
+             "Theorem 6 screens features whose correlation bound reaches 1.05 lambda n"),
 )
 
 
