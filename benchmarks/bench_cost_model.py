@@ -1,10 +1,10 @@
-"""Screening on against off: every family's paths with screening at every step (the
-default), with the experimental cost model's choices, and with none.
+"""Screening on against off: every family's paths with the cost model's choices (the
+default), with screening at every step, and with none.
 
 For each path: CPU time (``time.process_time``, one BLAS and OpenMP thread) of the
 whole walk (``estimator_path``) with ``SKLEARN_SAFESCREEN_COST_MODEL`` in force as
-``auto`` (the cost model), ``always`` (the default) and ``never`` (the path with
-screening off), the modes alternated within each repetition, best of ``--repeats``; the
+``auto`` (the cost model, the default), ``always`` (screening at every step) and
+``never`` (the path with screening off), the modes alternated within each repetition, best of ``--repeats``; the
 steps the cost model ran without screening; the mean screening rate of the
 always-screened walk. The ratios "off / ..." are the speed over screening off (>= 1:
 not slower).
@@ -141,8 +141,8 @@ def main() -> None:
           f"{load1:.2f} at the end; CPU time, one thread, best of {args.repeats}, modes "
           "alternated.")
     print()
-    print("| path | cost model (s) | screening at every step (s) | screening off (s) | "
-          "off / cost model | off / every step | steps the cost model ran unscreened | "
+    print("| path | default: cost model (s) | screening at every step (s) | screening off "
+          "(s) | off / default | off / every step | steps the cost model ran unscreened | "
           "mean screening rate (every step) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, auto, always, never, skipped, rate in rows:

@@ -264,7 +264,8 @@ class BoxQPPath:
                                 report=report, verbose=verbose, target=C)
             n_iter += outcome.n_iter
         if decision is not None:
-            self.cost.record(n_iter, warm)
+            self.cost.record(n_iter, warm, report.screening_rate,
+                             report.rule_time)
         if outcome is None:  # closed form: the reference is the answer
             return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         outcome.n_iter = n_iter

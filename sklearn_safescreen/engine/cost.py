@@ -10,25 +10,34 @@ never deflated, by other work, so a mode's cost is the least of its last
 :data:`HISTORY` measurements. The other mode is tried
 again after 1, 2, 4, ... steps (at most :data:`MAX_BACKOFF`) while it keeps losing, so
 that a change along the path (the problem shrinking or growing with the regularisation)
-is noticed, and a path that gains from screening spends few steps without it.
+is noticed, and a path that gains from screening spends few steps without it (after
+:data:`MAX_BACKOFF` steps straight away when a step without screening cost
+:data:`DECISIVE` times a screened one).
+
+**Which steps are measured without screening.** A step without screening is itself a
+cost: where screening pays, it is a step at several times the price. And its
+measurement compares two different steps of the path, whose difficulty changes with
+the regularisation (a later value needs more iterations): on the linear SafeSVC path of
+a cross-validated run, unscreened steps at later values cost 115-145 ms where a
+screened one cost about 20 ms, and a model that measured there ran 1.5x slower than
+screening at every step (6.4 s against 4.2 s). So a step without screening is only
+tried where screening *may* not pay: where the screened steps are cheap (at most
+:data:`CHEAP_STEP` seconds of CPU: fixed costs dominate, the rules cannot save much,
+and a wrong trial costs little), where the rules fixed less than :data:`LOW_RATE` of
+the variables, or where they took at least :data:`RULE_SHARE` of the step's time. A
+path whose steps are dear, mostly screened and spent in the solver keeps screening at
+every step without trying the other mode.
 
 Skipping screening never drops a variable: the step is then the plain solve, warm
 started from the same reference, and the certificate is on the full problem either
 way. The choice is recorded in the report (a ``"skipped"`` event naming the reason).
 
-The measurements are only as good as the steps they compare: along a path the steps'
-difficulty changes (a later value needs more iterations), and a step measured in one
-mode is compared with earlier steps of the other. Where screening pays a lot and the
-steps grow fast (a linear SafeSVC path at tol=1e-6 under cross-validation), that
-misleads the model into unscreened steps that cost several times the screened ones:
-measured, 6.4 s against 4.2 s with screening at every step. So the model is **opt-in**:
-the default screens at every step, as before; the environment variable
-``SKLEARN_SAFESCREEN_COST_MODEL=auto`` turns the model on for every path of the process
-and of the worker processes it starts (``"never"`` runs every step unscreened,
-``"always"`` is the default). With it, which steps screen depends on the machine's
-speed, so two runs may differ in the last digits of the solutions (each certified to
-``tol``). :func:`forced` sets the mode within a block (for tests); the answers do not
-depend on it.
+The model is the default (``"auto"``). The environment variable
+``SKLEARN_SAFESCREEN_COST_MODEL`` fixes the choice for every path of the process and of
+the worker processes it starts: ``"always"`` screens at every step, ``"never"`` at
+none. Which steps screen depends on the machine's speed, so two runs may differ in the
+last digits of the solutions (each certified to ``tol``). :func:`forced` sets the mode
+within a block (for tests); the answers do not depend on it.
 """
 
 from __future__ import annotations
@@ -51,10 +60,22 @@ HISTORY = 3
 #: (measured times are noisy: without the margin, noise alone would switch modes, and
 #: every switch back costs a measurement of the dearer mode).
 SWITCH_MARGIN = 0.9
+#: A step without screening that costs this many times a screened one settles the
+#: question for :data:`MAX_BACKOFF` steps (its measurement is the dearest kind).
+DECISIVE = 2.0
+#: A screened step of at most this much CPU time (seconds) may be tried without
+#: screening (see the module docstring) ...
+CHEAP_STEP = 0.005
+#: ... and so may one whose rules fixed less than this share of the variables ...
+LOW_RATE = 0.5
+#: ... or took at least this share of its time (measured: 62% on a Madelon-shaped
+#: metric path where screening did not pay; 9% on a linear SafeSVC path and 22% on a
+#: doubly sparse one where it paid 3.5x and 1.5x).
+RULE_SHARE = 0.3
 
 MODES = ("auto", "always", "never")
-#: The mode when nothing sets one: screening at every step (the model is opt-in).
-DEFAULT = "always"
+#: The mode when nothing sets one: the cost model.
+DEFAULT = "auto"
 #: The environment variable that fixes the choice (see the module docstring).
 ENVIRONMENT = "SKLEARN_SAFESCREEN_COST_MODEL"
 _FORCED: list[str] = []
@@ -62,7 +83,7 @@ _FORCED: list[str] = []
 
 def mode() -> str:
     """The mode in force: the innermost :func:`forced` block's, else the environment's,
-    else ``"always"`` (see the module docstring)."""
+    else ``"auto"`` (see the module docstring)."""
     if _FORCED:
         return _FORCED[-1]
     value = os.environ.get(ENVIRONMENT, DEFAULT).strip().lower() or DEFAULT
@@ -105,6 +126,11 @@ class CostModel:
     backoff: int = 1
     #: the mode the measurements favour (screening until shown dearer)
     screening: bool = True
+    #: the last screened step's CPU time, screening rate and the share of its time
+    #: its rules took (``None``: not known)
+    last_on: float | None = None
+    last_rate: float | None = None
+    last_rule_share: float | None = None
     _last: Decision | None = None
     _start: float = 0.0
 
@@ -141,11 +167,28 @@ class CostModel:
             if self.countdown > 0:
                 self.countdown -= 1
                 decision = Decision(prefer, self._why(prefer))
+            elif prefer and not self._may_not_pay():
+                decision = Decision(True, self._why_kept())
             else:  # measure the other mode again
                 decision = Decision(not prefer, "measuring the other mode", probe=True)
         self._last = decision
         self._start = time.thread_time()
         return decision
+
+    def _may_not_pay(self) -> bool:
+        """Whether a step without screening is worth measuring: the last screened step
+        was cheap, its rules fixed few variables or took much of its time (see the
+        module docstring)."""
+        return (self.last_on is None or self.last_on <= CHEAP_STEP
+                or (self.last_rate is not None and self.last_rate < LOW_RATE)
+                or (self.last_rule_share is not None
+                    and self.last_rule_share >= RULE_SHARE))
+
+    def _why_kept(self) -> str:
+        rate = "" if self.last_rate is None else \
+            f", {100 * self.last_rate:.0f}% of the variables screened"
+        return (f"screening kept: {1e3 * self.last_on:.3g} ms a step{rate} (a step "
+                "without it is not tried)")
 
     def _why(self, screen: bool) -> str:
         if self.off is None:
@@ -154,12 +197,15 @@ class CostModel:
         return (f"screening {verb}: {1e3 * self.on:.3g} ms a step against "
                 f"{1e3 * self.off:.3g} ms without")
 
-    def record(self, n_iter: int, warm: bool = True) -> None:
-        """Measure the step :meth:`decide` chose (its CPU time since then). A step
-        without solver work (a closed form, a reference already optimal) or a cold one
-        (no previous solution: a solve from scratch, or a cold fit's internal path)
-        is not comparable with a path step and teaches nothing; the measurement it was
-        to make is made at the next step."""
+    def record(self, n_iter: int, warm: bool = True, rate: float | None = None,
+               rule_seconds: float | None = None) -> None:
+        """Measure the step :meth:`decide` chose (its CPU time since then; ``rate``: the
+        share of the variables its screening fixed; ``rule_seconds``: the time its
+        rules took). A step without solver work (a
+        closed form, a reference already optimal) or a cold one (no previous solution:
+        a solve from scratch, or a cold fit's internal path) is not comparable with a
+        path step and teaches nothing; the measurement it was to make is made at the
+        next step."""
         decision, self._last = self._last, None
         if decision is None or decision.reason.startswith("forced"):
             return
@@ -168,6 +214,10 @@ class CostModel:
                 self.countdown = 0
             return
         elapsed = time.thread_time() - self._start
+        if decision.screen:
+            self.last_on, self.last_rate = elapsed, rate
+            self.last_rule_share = None if rule_seconds is None \
+                else rule_seconds / max(elapsed, 1e-9)
         times = self.on_times if decision.screen else self.off_times
         if decision.probe:
             # the mode measured now was last measured steps ago, on a problem of
@@ -179,7 +229,11 @@ class CostModel:
             # the other mode measured: space the next measurement out while the
             # preferred mode keeps winning
             confirmed = self._prefer_screening() != decision.screen
-            self.backoff = min(2 * self.backoff, MAX_BACKOFF) if confirmed else 1
+            if confirmed and not decision.screen and self.off >= DECISIVE * self.on:
+                # screening pays several times over: measured again rarely
+                self.backoff = MAX_BACKOFF
+            else:
+                self.backoff = min(2 * self.backoff, MAX_BACKOFF) if confirmed else 1
             self.countdown = self.backoff
 
 

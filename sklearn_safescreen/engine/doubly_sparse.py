@@ -398,11 +398,12 @@ class DoublySparsePath:
                                     self.name, value)
         result = certified_solve(task, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=settings.describe)
-        if decision is not None:
-            self.cost.record(result.n_iter, warm)
         self.w, self.lam = task.w, lam
         report.set_final(int(task.features.sum()), 0, "features")
         report.set_final(int(task.at_zero.sum()), int(task.at_box.sum()), "samples")
+        if decision is not None:
+            self.cost.record(result.n_iter, warm, report.screening_rate,
+                             report.rule_time)
         cert = result.certificate
         return StepOutcome(DoublySparseSolution(task.w, task.alpha_full), cert.gap,
                            cert.rel_gap, result.n_iter, result.converged)

@@ -186,7 +186,8 @@ class TripletPath:
             settings = replace(settings, bound=None)
         outcome = self._step(ref0, alpha, settings, report)
         if decision is not None:
-            self.cost.record(outcome.n_iter, warm)
+            self.cost.record(outcome.n_iter, warm, report.screening_rate,
+                             report.rule_time)
         self.reference = outcome.reference
         return outcome
 
