@@ -4,10 +4,10 @@ default), with screening at every step, and with none.
 For each path: CPU time (``time.process_time``, one BLAS and OpenMP thread) of the
 whole walk (``estimator_path``) with ``SKLEARN_SAFESCREEN_COST_MODEL`` in force as
 ``auto`` (the cost model, the default), ``always`` (screening at every step) and
-``never`` (the path with screening off), the modes alternated within each repetition, best of ``--repeats``; the
-steps the cost model ran without screening; the mean screening rate of the
-always-screened walk. The ratios "off / ..." are the speed over screening off (>= 1:
-not slower).
+``never`` (the path with screening off), the modes alternated within each
+repetition, best of ``--repeats``; the steps the cost model ran without
+screening; the mean screening rate of the always-screened walk. The ratios
+"off / ..." are the speed over screening off (>= 1: not slower).
 
 Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--repeats 2]
 (``--large`` adds the mnist-shaped metric path and the 3000 x 4000 doubly sparse
