@@ -91,16 +91,21 @@ class _ReducedBoxQP:
         self._reduced_gap = np.inf
 
     def _solver(self):
-        """Kernel mode: the greedy two-variable solver with its row cache above a few
-        hundred undecided samples, else the plain solver over the kernel block. Linear
-        mode: working sets whose only permanent decisions are full-problem gap balls
-        when screening is on (from a far reference, after plain coordinate descent
-        slows down), else the plain solver."""
+        """Kernel mode: the greedy two-variable solver with its row cache when the
+        problem has more than a few hundred samples, else the plain solver over the
+        kernel block. The choice depends on the problem, not on what screening left:
+        the greedy solver keeps its row cache and Newton factors from one step of a
+        path to the next, and a step handed to the other solver leaves them behind
+        (standardised breast cancer, RBF, 50 values: 0.118 s with the choice by
+        undecided samples, 0.097 s by the problem). Linear mode: working sets whose only
+        permanent decisions are full-problem gap balls when screening is on (from a far
+        reference, after plain coordinate descent slows down), else the plain
+        solver."""
         problem = self.problem
-        undecided = int((~self.fixed & self.movable).sum())
         if not problem.linear:
-            return solve_kernel_greedy if prefer_greedy(problem, undecided) \
+            return solve_kernel_greedy if prefer_greedy(problem, int(self.movable.sum())) \
                 else solve_box_qp
+        undecided = int((~self.fixed & self.movable).sum())
         if self.dynamic and undecided > WS_MIN_PROBLEM:
             return solve_working_set if self.working_set else solve_plain_then_working_set
         return solve_box_qp
