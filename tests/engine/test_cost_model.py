@@ -72,7 +72,8 @@ def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monke
     later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
     gaps = np.diff(later)
     # measured again after 1, 2, 4, ... plain steps, then every MAX_BACKOFF
-    assert np.all(np.diff(gaps[:4]) > 0) and gaps[-1] == cost.MAX_BACKOFF + 1
+    # (each measurement is followed by the step of the favoured mode it is compared with)
+    assert np.all(np.diff(gaps[:4]) > 0) and gaps[-1] == cost.MAX_BACKOFF + 2
     assert sum(chosen) <= 10
 
 
@@ -90,7 +91,20 @@ def test_a_decisive_measurement_is_repeated_rarely(monkeypatch):
     monkeypatch.setattr(cost.time, "thread_time", clock)
     chosen = _walk(cost.CostModel(), clock, 2 * cost.MAX_BACKOFF + 4)
     plain = [i for i, s in enumerate(chosen) if not s]
-    assert plain[0] == cost.FIRST_PROBE and plain[1] - plain[0] == cost.MAX_BACKOFF + 1
+    assert plain[0] == cost.FIRST_PROBE and plain[1] - plain[0] == cost.MAX_BACKOFF + 2
+
+
+def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
+    clock = FakeClock(on=2 * MS, off=MS)  # cheap steps: screening dropped
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    model = cost.CostModel()
+    chosen = _walk(model, clock, 40)
+    assert sum(chosen[-10:]) <= 1
+    clock.on, clock.off = 20 * MS, 60 * MS  # the steps got dear, screening now pays
+    chosen = _walk(model, clock, 4)
+    # the first dear step, screening measured at once, the step it is compared with,
+    # then screening
+    assert chosen == [False, True, False, True]
 
 
 def test_a_change_along_the_path_is_followed(monkeypatch):
@@ -100,7 +114,9 @@ def test_a_change_along_the_path_is_followed(monkeypatch):
     _walk(model, clock, 30)
     clock.on, clock.off = 3 * MS, MS  # the problem changed: screening now costs
     chosen = _walk(model, clock, 40)
-    assert not any(chosen[-10:])
+    # screening left at the next measurement of the plain step; afterwards only its own
+    # measurements, at growing intervals
+    assert sum(chosen[5:]) <= 5 and not any(chosen[-10:])
 
 
 def test_dear_mostly_screened_steps_never_run_unscreened(monkeypatch):
@@ -163,7 +179,8 @@ def test_a_skipped_step_is_reported_and_said(make, capsys):
     X, y = make_classification(80, 8, n_informative=4, random_state=0)
     model = make().fit(X, y)
     for path in model._path.paths:  # measured: screening twice as dear as the plain step
-        path.cost = cost.CostModel(cost.deque([2.0]), cost.deque([1.0]), countdown=5)
+        path.cost = cost.CostModel(cost.deque([2.0]), cost.deque([1.0]), countdown=5,
+                                   screening=False)
     param = model._path_param
     model.set_params(**{param: 0.5 * getattr(model, param) if param == "alpha"
                         else 2 * getattr(model, param)}).fit(X, y)
