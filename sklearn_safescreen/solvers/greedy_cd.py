@@ -265,10 +265,10 @@ class RowCache:
 
 def prefer_greedy(problem: BoxQP, n_movable: int) -> bool:
     """Whether a kernel problem of ``n_movable`` samples (those whose box is not a
-    point) should be solved by this solver: when it is not small. Measured on RBF paths against the working sets over the
-    cached kernel block: SafeSVC n=5000 4.5 s against 6.8 s, kernel SafeLAD n=2000 1.8 s
-    against 5.5 s (at large ``C``, thousands of interpolated or free samples, the
-    working sets' cyclic epochs crawl)."""
+    point) should be solved by this solver: when it is not small. Measured on RBF paths
+    against the working sets over the cached kernel block: SafeSVC n=5000 4.5 s against
+    6.8 s, kernel SafeLAD n=2000 1.8 s against 5.5 s (at large ``C``, thousands of
+    interpolated or free samples, the working sets' cyclic epochs crawl)."""
     return not problem.linear and n_movable > GREEDY_MIN_FREE
 
 
