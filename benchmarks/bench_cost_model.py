@@ -9,7 +9,7 @@ repetition, best of ``--repeats``; the steps the cost model ran without
 screening; the mean screening rate of the always-screened walk. The ratios
 "off / ..." are the speed over screening off (>= 1: not slower).
 
-Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--repeats 2]
+Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--repeats 2] [--only TEXT]
 (``--large`` adds the mnist-shaped metric path and the 3000 x 4000 doubly sparse
 regression; ``--quick`` runs the small paths only).
 """
@@ -116,11 +116,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--only", default="", help="run the paths whose name contains this")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     rows = []
     with threadpool_limits(1):
         for name, est, X, y, values, grid in paths(args.quick, args.large):
+            if args.only not in name:
+                continue
             best = {m: np.inf for m in cost.MODES}
             info = {}
             for _ in range(args.repeats):

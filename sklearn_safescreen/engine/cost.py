@@ -11,8 +11,8 @@ never deflated, by other work, so a mode's cost is the least of its last
 again after 1, 2, 4, ... steps (at most :data:`MAX_BACKOFF`) while it keeps losing, so
 that a change along the path (the problem shrinking or growing with the regularisation)
 is noticed, and a path that gains from screening spends few steps without it (after
-:data:`MAX_BACKOFF` steps straight away when a step without screening cost
-:data:`DECISIVE` times a screened one). A path running without screening measures
+:data:`MAX_BACKOFF` steps straight away when the losing mode cost :data:`DECISIVE`
+times the favoured one). A path running without screening measures
 screening again at once when a step costs :data:`DECISIVE` times what steps without
 screening were measured at (and more than :data:`CHEAP_STEP`): the path got harder, and
 screening may pay there; and a path running with screening compares again as soon as
@@ -69,8 +69,9 @@ HISTORY = 3
 #: 14 of 30 steps screened with the margin both ways, 0.92x the path without
 #: screening).
 SWITCH_MARGIN = 0.9
-#: A step without screening that costs this many times a screened one settles the
-#: question for :data:`MAX_BACKOFF` steps (its measurement is the dearest kind).
+#: A measurement of the losing mode that costs this many times the favoured one settles
+#: the question for :data:`MAX_BACKOFF` steps, unless the favoured mode's steps grow by
+#: this factor meanwhile (the path got harder: compared again).
 DECISIVE = 2.0
 #: A screened step of at most this much CPU time (seconds) may be tried without
 #: screening (see the module docstring) ...
@@ -272,8 +273,9 @@ class CostModel:
         if switch:
             self.screening = measured_screen
             self.backoff = 1
-        elif not measured_screen and measured >= DECISIVE * favoured:
-            # screening pays several times over: measured again rarely
+        elif measured >= DECISIVE * favoured:
+            # the favoured mode costs half the other or less: measured again rarely
+            # (and at once if the favoured steps double, see :meth:`record`)
             self.backoff = MAX_BACKOFF
         else:
             self.backoff = min(2 * self.backoff, MAX_BACKOFF)

@@ -65,7 +65,7 @@ MS = 1e-3
 
 
 def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monkeypatch):
-    clock = FakeClock(on=2 * MS, off=MS)
+    clock = FakeClock(on=1.5 * MS, off=MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
     chosen = _walk(cost.CostModel(), clock, 150)
     assert chosen[:cost.FIRST_PROBE + 1] == [True] * cost.FIRST_PROBE + [False]
@@ -92,6 +92,12 @@ def test_a_decisive_measurement_is_repeated_rarely(monkeypatch):
     chosen = _walk(cost.CostModel(), clock, 2 * cost.MAX_BACKOFF + 4)
     plain = [i for i, s in enumerate(chosen) if not s]
     assert plain[0] == cost.FIRST_PROBE and plain[1] - plain[0] == cost.MAX_BACKOFF + 2
+    # and the same the other way: screening 3x dearer than the plain step
+    clock = FakeClock(on=3 * MS, off=MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    chosen = _walk(cost.CostModel(), clock, 3 * cost.MAX_BACKOFF)
+    later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
+    assert list(np.diff(later)[-2:]) == [cost.MAX_BACKOFF + 2] * 2
 
 
 def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
@@ -114,9 +120,9 @@ def test_a_change_along_the_path_is_followed(monkeypatch):
     _walk(model, clock, 30)
     clock.on, clock.off = 3 * MS, MS  # the problem changed: screening now costs
     chosen = _walk(model, clock, 40)
-    # screening left at the next measurement of the plain step; afterwards only its own
-    # measurements, at growing intervals
-    assert sum(chosen[5:]) <= 5 and not any(chosen[-10:])
+    # screening left at the next measurement of the plain step (at most MAX_BACKOFF
+    # steps after the change); afterwards only its own measurements
+    assert not model.screening and sum(chosen[5:]) <= 5
 
 
 def test_dear_mostly_screened_steps_never_run_unscreened(monkeypatch):
