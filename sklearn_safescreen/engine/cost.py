@@ -148,6 +148,7 @@ class CostModel:
     compared_at: float | None = None
     _last: Decision | None = None
     _start: float = 0.0
+    _start_wall: float = 0.0
 
     @property
     def on(self) -> float | None:
@@ -181,6 +182,7 @@ class CostModel:
                                 probe=True)
         self._last = decision
         self._start = time.thread_time()
+        self._start_wall = time.perf_counter()
         return decision
 
     def _may_not_pay(self) -> bool:
@@ -226,10 +228,13 @@ class CostModel:
                 self.countdown = 0
             return
         elapsed = time.thread_time() - self._start
+        # the rules' times are wall-clock (the report's events): their share is of the
+        # step's wall time (under load, wall time grows and CPU time does not)
+        wall = time.perf_counter() - self._start_wall
         if decision.screen:
             self.last_on, self.last_rate = elapsed, rate
             self.last_rule_share = None if rule_seconds is None \
-                else rule_seconds / max(elapsed, 1e-9)
+                else rule_seconds / max(wall, 1e-9)
         if (not decision.screen and not decision.probe and self.pending is None
                 and self.off is not None
                 and elapsed > max(CHEAP_STEP, DECISIVE * self.off)):

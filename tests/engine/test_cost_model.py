@@ -39,7 +39,8 @@ def _measured():
 
 
 class FakeClock:
-    """CPU time advanced by hand: a screened step costs ``on``, a plain one ``off``."""
+    """CPU and wall time advanced by hand: a screened step costs ``on``, a plain one
+    ``off``."""
 
     def __init__(self, on, off):
         self.now, self.on, self.off = 0.0, on, off
@@ -67,6 +68,7 @@ MS = 1e-3
 def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monkeypatch):
     clock = FakeClock(on=1.5 * MS, off=MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     chosen = _walk(cost.CostModel(), clock, 150)
     assert chosen[:cost.FIRST_PROBE + 1] == [True] * cost.FIRST_PROBE + [False]
     later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
@@ -80,6 +82,7 @@ def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monke
 def test_cheap_screening_is_kept(monkeypatch):
     clock = FakeClock(on=MS, off=3 * MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     chosen = _walk(cost.CostModel(), clock, 60)
     assert sum(not s for s in chosen) <= 6  # the measurements of the plain step only
 
@@ -89,12 +92,14 @@ def test_a_decisive_measurement_is_repeated_rarely(monkeypatch):
     # measurement without it, the next comes MAX_BACKOFF steps later
     clock = FakeClock(on=MS, off=3 * MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     chosen = _walk(cost.CostModel(), clock, 2 * cost.MAX_BACKOFF + 4)
     plain = [i for i, s in enumerate(chosen) if not s]
     assert plain[0] == cost.FIRST_PROBE and plain[1] - plain[0] == cost.MAX_BACKOFF + 2
     # and the same the other way: screening 3x dearer than the plain step
     clock = FakeClock(on=3 * MS, off=MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     chosen = _walk(cost.CostModel(), clock, 3 * cost.MAX_BACKOFF)
     later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
     assert list(np.diff(later)[-2:]) == [cost.MAX_BACKOFF + 2] * 2
@@ -103,6 +108,7 @@ def test_a_decisive_measurement_is_repeated_rarely(monkeypatch):
 def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
     clock = FakeClock(on=2 * MS, off=MS)  # cheap steps: screening dropped
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     model = cost.CostModel()
     chosen = _walk(model, clock, 40)
     assert sum(chosen[-10:]) <= 1
@@ -116,6 +122,7 @@ def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
 def test_a_change_along_the_path_is_followed(monkeypatch):
     clock = FakeClock(on=MS, off=3 * MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     model = cost.CostModel()
     _walk(model, clock, 30)
     clock.on, clock.off = 3 * MS, MS  # the problem changed: screening now costs
@@ -130,6 +137,7 @@ def test_dear_mostly_screened_steps_never_run_unscreened(monkeypatch):
     # never tried, even where it would have been cheaper (the model cannot know)
     clock = FakeClock(on=20 * MS, off=10 * MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     model = cost.CostModel()
     chosen = _walk(model, clock, 60, rate=0.9)
     assert all(chosen)
@@ -145,6 +153,7 @@ def test_steps_where_screening_may_not_pay_are_tried_unscreened(monkeypatch, on,
                                                                  rule_share):
     clock = FakeClock(on=on, off=on / 2)
     monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
     chosen = _walk(cost.CostModel(), clock, 60, rate=rate, rule_share=rule_share)
     assert sum(chosen) <= 10  # screening dropped after the first measurements
 
