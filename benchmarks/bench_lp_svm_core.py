@@ -92,15 +92,18 @@ def run_core(X, y, lams, out=None, rule="simultaneous"):
     """The path through the engine, one step per value; per value the time, the LPs,
     the screening counts and the rules' time."""
     from sklearn_safescreen.engine.lp_svm import LPSVMPath
+    from sklearn_safescreen.engine.protocol import StepSettings
     from sklearn_safescreen.problems.lp_svm import LPSVMData
 
     data = LPSVMData(X, y)
     path = LPSVMPath(data)
+    settings = StepSettings(rule=rule, tol=1e-9, max_iter=500)
     rows = []
     for lam in lams:
         t0 = time.process_time()
-        res = path.fit(lam, rule=rule, tol=1e-9, max_iter=500)
+        res = path.fit(lam, settings, path.new_report()).reference
         elapsed = time.process_time() - t0
+        model = path.model
         screened = [e for e in res.events if e.moment == "reference"]
         row = dict(lam=float(lam), time=elapsed,
                    objective=float(primal(X, y, res.w, lam)), gap=float(res.gap),
@@ -108,7 +111,9 @@ def run_core(X, y, lams, out=None, rule="simultaneous"):
                    lps=int(res.n_iter), features=res.screened_features,
                    at_zero=res.at_zero, at_box=res.at_box,
                    rule_time=float(sum(e.rule_time for e in screened)),
-                   screened=bool(screened), repairs=res.n_repairs)
+                   screened=bool(screened), repairs=res.n_repairs,
+                   model=None if model is None else list(model.size),
+                   pivots=None if model is None else model.iterations)
         rows.append(row)
         print(row, flush=True)
         save(rows, out)
