@@ -11,7 +11,7 @@ and scipy ships it (since scipy 1.15) as ``scipy.optimize._highspy._core._Highs`
 class ``highspy.Highs`` derives from. It is not scipy's public API, so every use of it is
 in this module, which relies on: ``_Highs()``, ``setOptionValue``, ``addCols`` and
 ``addRows`` (CSC/CSR arrays, int32 indices), ``changeColsCost``, ``changeColsBounds``,
-``run``, ``getModelStatus``, ``getSolution`` (``col_value``, ``row_dual``),
+``getBasis`` and ``setBasis`` (a fresh factorisation), ``run``, ``getModelStatus``, ``getSolution`` (``col_value``, ``row_dual``),
 ``getInfo().simplex_iteration_count``, ``clearSolver`` and the ``HighsStatus`` and
 ``HighsModelStatus`` enumerations. :func:`highs_core` returns None where the import
 fails (an older scipy, or a later one that moved it); the solver then falls back to
@@ -127,6 +127,15 @@ class HighsLP:
         if len(index):
             self._check(self._h.changeColsBounds(len(index), _i32(index), _f64(lower),
                                                  _f64(upper)), "changeColsBounds")
+
+    def refactor(self) -> None:
+        """Have the next solve start by factoring its basis afresh (the basis is passed
+        back to HiGHS as a new one) rather than from the factor updated pivot after
+        pivot: where the certificate asks for more accuracy, the duals of a fresh
+        factor are the accurate ones."""
+        basis = self._h.getBasis()
+        if basis.valid:
+            self._check(self._h.setBasis(basis), "setBasis")
 
     # -- solving
     def solve(self) -> tuple[np.ndarray, np.ndarray]:

@@ -304,6 +304,10 @@ class ColumnRowGeneration:
         if self.tolerance <= HIGHS_TIGHTEST:
             return False
         self.tolerance = max(self.tolerance * 0.1, HIGHS_TIGHTEST)
+        if self.model is not None:
+            # the live model's factor has been updated since its last fresh one: the
+            # re-solve starts from the same basis factored afresh
+            self.model.lp.refactor()
         self.stale = True
         return True
 

@@ -282,3 +282,25 @@ def test_without_highs_bindings_linprog_solves_each_round(without_highs, sparse)
         res = solve_lp_svm(data, lam, screen, w_start=w, alpha_start=alpha)
         assert_same_optimum(X, y, s, lam, res, solve_full(X, y, s, lam))
         w, alpha = res.w, res.alpha
+
+
+@needs_highs
+def test_a_fresh_factor_keeps_the_optimal_basis():
+    """``refactor`` (what a tightening does to the live model) re-solves from the same
+    basis factored afresh: no pivot, the same point, duals at least as accurate."""
+    X, y, s = make_problem(35, n=60, d=40, weights=True)
+    data = LPSVMData(X, y, s)
+    lam = 0.02 * data.lambda_max()
+    model = WarmRestrictedLP(data, 1e-9)
+    every = np.ones(40, bool)
+    args = (lam, every, every, np.ones(60, bool), np.zeros(60, bool), 1e3)
+    w, a = model.solve(*args, 1e-9)
+    pivots = model.iterations
+    assert pivots > 0
+    model.lp.refactor()
+    w2, a2 = model.solve(*args, 1e-10)
+    assert model.iterations == pivots
+    np.testing.assert_allclose(w2, w, atol=1e-12)
+    np.testing.assert_allclose(a2, a, atol=1e-9)
+    cert = data.certificate(lam, w2, y * a2)
+    assert cert.rel_gap <= 1e-10
