@@ -11,7 +11,8 @@ and scipy ships it (since scipy 1.15) as ``scipy.optimize._highspy._core._Highs`
 class ``highspy.Highs`` derives from. It is not scipy's public API, so every use of it is
 in this module, which relies on: ``_Highs()``, ``setOptionValue``, ``addCols`` and
 ``addRows`` (CSC/CSR arrays, int32 indices), ``changeColsCost``, ``changeColsBounds``,
-``getBasis`` and ``setBasis`` (a fresh factorisation), ``run``, ``getModelStatus``, ``getSolution`` (``col_value``, ``row_dual``),
+``getBasis`` and ``setBasis`` (a fresh factorisation), ``run``, ``getModelStatus``,
+``modelStatusToString``, ``getSolution`` (``col_value``, ``row_dual``),
 ``getInfo().simplex_iteration_count``, ``clearSolver`` and the ``HighsStatus`` and
 ``HighsModelStatus`` enumerations. :func:`highs_core` returns None where the import
 fails (an older scipy, or a later one that moved it); the solver then falls back to
