@@ -5,12 +5,14 @@ Why a private scipy module: ``scipy.optimize.linprog`` solves every LP from scra
 takes no starting basis), while a path of LP-SVMs is piecewise linear in
 :math:`\\lambda` and its restricted LPs only grow: kept in one HiGHS instance, a column
 added keeps the basis primal feasible, a row added keeps it dual feasible, a new
-:math:`\\lambda` changes costs only, and the simplex continues from the last basis (a
-few hundred pivots where a cold solve takes thousands). HiGHS's own Python API has that,
-and scipy ships it (since scipy 1.15) as ``scipy.optimize._highspy._core._Highs``, the
-class ``highspy.Highs`` derives from. It is not scipy's public API, so every use of it is
-in this module, which relies on: ``_Highs()``, ``setOptionValue``, ``addCols`` and
-``addRows`` (CSC/CSR arrays, int32 indices), ``changeColsCost``, ``changeColsBounds``,
+:math:`\\lambda` changes costs only, and the simplex continues from the last basis
+(none to a few hundred pivots per value near :math:`\\lambda_{\\max}` and at the end of
+a path, thousands where the support grows fastest: ``doc/benchmarks.md``, LP-SVM path).
+HiGHS's own Python API has that, and scipy ships it (since scipy 1.15) as
+``scipy.optimize._highspy._core._Highs``, the class ``highspy.Highs`` derives from.
+It is not scipy's public API, so every use of it is in this module, which relies on:
+``_Highs()``, ``setOptionValue``, ``addCols`` and ``addRows`` (CSC/CSR arrays, int32
+indices), ``changeColsCost``, ``changeColsBounds``,
 ``getBasis`` and ``setBasis`` (a fresh factorisation), ``run``, ``getModelStatus``,
 ``modelStatusToString``, ``getSolution`` (``col_value``, ``row_dual``),
 ``getInfo().simplex_iteration_count``, ``clearSolver`` and the ``HighsStatus`` and
