@@ -1,7 +1,7 @@
-"""The LP-SVM core (problem, rules, column-and-row generation with HiGHS, driven by the
-path engine :class:`~sklearn_safescreen.engine.lp_svm.LPSVMPath`) along a path, against
-what a user writes today: ``scipy.optimize.linprog(method="highs")`` on the full linear
-program at each value, cold.
+"""The LP-SVM core (problem, rules, column-and-row generation with a live HiGHS model,
+driven by the path engine :class:`~sklearn_safescreen.engine.lp_svm.LPSVMPath`) along a
+path, against what a user writes today: ``scipy.optimize.linprog(method="highs")`` on
+the full linear program at each value, cold.
 
 Data (``--data``): ``dense`` is ``make_classification(2000 x 2000, n_informative=30,
 random_state=0)``; ``sparse`` is ``make_sparse_text_classification(4000 x 10000,
@@ -90,7 +90,8 @@ def run_full(X, y, lams, out=None):
 
 def run_core(X, y, lams, out=None, rule="simultaneous"):
     """The path through the engine, one step per value; per value the time, the LPs,
-    the screening counts and the rules' time."""
+    the screening counts, the rules' time, and the live HiGHS model's size (rows,
+    columns) and simplex iterations so far (None without scipy's HiGHS bindings)."""
     from sklearn_safescreen.engine.lp_svm import LPSVMPath
     from sklearn_safescreen.engine.protocol import StepSettings
     from sklearn_safescreen.problems.lp_svm import LPSVMData
