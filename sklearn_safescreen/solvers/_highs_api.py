@@ -90,6 +90,8 @@ class HighsLP:
         self.n_cols = 0
         self.n_rows = 0
         self.iterations = 0
+        # the iteration count at the last fresh factor (-1: none yet)
+        self._fresh_at = -1
 
     def set_tolerance(self, tolerance: float) -> None:
         if tolerance == self.tolerance:
@@ -135,10 +137,14 @@ class HighsLP:
         """Have the next solve start by factoring its basis afresh (the basis is passed
         back to HiGHS as a new one) rather than from the factor updated pivot after
         pivot: where the certificate asks for more accuracy, the duals of a fresh
-        factor are the accurate ones."""
+        factor are the accurate ones. Nothing to do when no pivot was made since the
+        last fresh factor (the factor of a dense basis costs seconds)."""
+        if self.iterations == self._fresh_at:
+            return
         basis = self._h.getBasis()
         if basis.valid:
             self._check(self._h.setBasis(basis), "setBasis")
+            self._fresh_at = self.iterations
 
     # -- solving
     def solve(self) -> tuple[np.ndarray, np.ndarray]:
