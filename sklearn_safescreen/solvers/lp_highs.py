@@ -305,8 +305,8 @@ class ColumnRowGeneration:
             return False
         self.tolerance = max(self.tolerance * 0.1, HIGHS_TIGHTEST)
         if self.model is not None:
-            # the live model's factor has been updated since its last fresh one: the
-            # re-solve starts from the same basis factored afresh
+            # the re-solve starts from the same basis factored afresh (when pivots have
+            # updated the factor since it was last fresh): its duals are the accurate ones
             self.model.lp.refactor()
         self.stale = True
         return True

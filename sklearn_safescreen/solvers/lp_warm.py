@@ -20,7 +20,10 @@ is brought to the working sets of each round by changes that keep HiGHS's basis:
   new :math:`\lambda`;
 
 then HiGHS's simplex re-solves from its basis. Nothing is deleted, so the model's size
-is the union of the working sets it has seen (see :attr:`WarmRestrictedLP.size`).
+is the union of the working sets it has seen (see :attr:`WarmRestrictedLP.size`):
+deleting, at each value of a path, the rows and columns outside its initial working
+sets (where the basis allowed it) was measured 4x slower, the rows coming back in the
+next rounds with thousands of pivots (``doc/benchmarks.md``, LP-SVM path).
 """
 
 from __future__ import annotations
