@@ -1,7 +1,7 @@
-"""The LP-SVM core (problem, rules, column-and-row generation with HiGHS, driven by the
-path engine :class:`~sklearn_safescreen.engine.lp_svm.LPSVMPath`) along a path, against
-what a user writes today: ``scipy.optimize.linprog(method="highs")`` on the full linear
-program at each value, cold.
+"""The LP-SVM core (problem, rules, column-and-row generation with a live HiGHS model,
+driven by the path engine :class:`~sklearn_safescreen.engine.lp_svm.LPSVMPath`) along a
+path, against what a user writes today: ``scipy.optimize.linprog(method="highs")`` on
+the full linear program at each value, cold.
 
 Data (``--data``): ``dense`` is ``make_classification(2000 x 2000, n_informative=30,
 random_state=0)``; ``sparse`` is ``make_sparse_text_classification(4000 x 10000,
@@ -90,17 +90,21 @@ def run_full(X, y, lams, out=None):
 
 def run_core(X, y, lams, out=None, rule="simultaneous"):
     """The path through the engine, one step per value; per value the time, the LPs,
-    the screening counts and the rules' time."""
+    the screening counts, the rules' time, and the live HiGHS model's size (rows,
+    columns) and simplex iterations so far (None without scipy's HiGHS bindings)."""
     from sklearn_safescreen.engine.lp_svm import LPSVMPath
+    from sklearn_safescreen.engine.protocol import StepSettings
     from sklearn_safescreen.problems.lp_svm import LPSVMData
 
     data = LPSVMData(X, y)
     path = LPSVMPath(data)
+    settings = StepSettings(rule=rule, tol=1e-9, max_iter=500)
     rows = []
     for lam in lams:
         t0 = time.process_time()
-        res = path.fit(lam, rule=rule, tol=1e-9, max_iter=500)
+        res = path.fit(lam, settings, path.new_report()).reference
         elapsed = time.process_time() - t0
+        model = path.model
         screened = [e for e in res.events if e.moment == "reference"]
         row = dict(lam=float(lam), time=elapsed,
                    objective=float(primal(X, y, res.w, lam)), gap=float(res.gap),
@@ -108,7 +112,9 @@ def run_core(X, y, lams, out=None, rule="simultaneous"):
                    lps=int(res.n_iter), features=res.screened_features,
                    at_zero=res.at_zero, at_box=res.at_box,
                    rule_time=float(sum(e.rule_time for e in screened)),
-                   screened=bool(screened), repairs=res.n_repairs)
+                   screened=bool(screened), repairs=res.n_repairs,
+                   model=None if model is None else list(model.size),
+                   pivots=None if model is None else model.iterations)
         rows.append(row)
         print(row, flush=True)
         save(rows, out)

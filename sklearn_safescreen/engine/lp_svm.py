@@ -51,7 +51,8 @@ import numpy as np
 from .._utils import faults
 from ..problems.lp_svm import LPSVMData, U
 from ..screening.lp_svm import LP_SVM_RULES, LPScreen, screen_lp_svm
-from ..solvers.lp_highs import ColumnRowGeneration
+from ..solvers.lp_highs import ColumnRowGeneration, new_model
+from ..solvers.lp_warm import WarmRestrictedLP
 from .certify import Certificate, certified_solve
 from .cost import CostModel, skipped_event
 from .protocol import StepOutcome, StepSettings
@@ -101,14 +102,14 @@ class _ReducedLPSVM:
 
     def __init__(self, data: LPSVMData, lam: float, rule: str | None, screen: LPScreen,
                  w0: np.ndarray, alpha0: np.ndarray, events: list, name: str,
-                 value: float):
+                 value: float, model: WarmRestrictedLP | None):
         self.data, self.lam, self.rule = data, lam, rule
         self.events, self.name, self.value = events, name, value
         self.decided_features = screen.features.copy()
         self.decided_samples = screen.at_zero | screen.at_box
         self.task = ColumnRowGeneration(data, lam, fixed_features=screen.features,
                                         at_zero=screen.at_zero, at_box=screen.at_box,
-                                        w_start=w0, alpha_start=alpha0)
+                                        w_start=w0, alpha_start=alpha0, model=model)
         self.bounds: tuple[float, float] | None = None
         self.proven = [False, False]
         self.alpha_full = None
@@ -216,13 +217,24 @@ class LPSVMPath:
         self.lam: float | None = None
         self._skipped: set[str] = set()
         self.cost = CostModel()
+        #: the live HiGHS model of the restricted LPs, kept from step to step (None
+        #: before the first solve, or without HiGHS bindings in scipy)
+        self.model: WarmRestrictedLP | None = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["model"] = None  # a HiGHS instance does not pickle; it is rebuilt
+        return state
 
     def new_report(self) -> ScreeningReport:
         return ScreeningReport(variables={"features": self.data.n_features,
                                           "samples": self.data.n_samples})
 
     def end_fit(self, keep: bool) -> None:
-        """Nothing beyond the last solution is kept between fits."""
+        """The HiGHS model is kept only for a warm start (it is the size of the largest
+        restricted LP solved)."""
+        if not keep:
+            self.model = None
 
     def fit(self, lam: float, settings: StepSettings, report: ScreeningReport
             ) -> StepOutcome:
@@ -319,8 +331,10 @@ class LPSVMPath:
             w0, alpha0 = self.w, self.alpha
         events: list[ScreeningEvent] = []
         screen = self._screen(lam, rule, w0, alpha0, value, events)
+        if self.model is None:
+            self.model = new_model(data)
         step = _ReducedLPSVM(data, lam, rule, screen, w0, alpha0, events, self.name,
-                             value)
+                             value, self.model)
         result = certified_solve(step, tol=tol, max_iter=max_iter, describe=describe)
         task = step.task
         rule_time = sum(e.rule_time for e in events if e.moment == "reference")

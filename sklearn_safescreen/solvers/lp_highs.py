@@ -1,5 +1,4 @@
-r"""The exact LP-SVM solver: HiGHS (``scipy.optimize.linprog(method="highs")``) inside a
-column-and-row generation loop.
+r"""The exact LP-SVM solver: HiGHS inside a column-and-row generation loop.
 
 The problem solved is the **reduced** LP-SVM left by screening
 (:mod:`sklearn_safescreen.problems.lp_svm`): its *universe* is the features not proven
@@ -26,7 +25,18 @@ When nothing is priced in, the restricted objective equals the reduced one at
 the reduced problem's optimum (to HiGHS's tolerances). The loop starts from the working
 sets it is given (along a path: the previous value's support and margin samples), and
 rows and columns only join; a round that adds violators also adds the samples and zero
-columns close to violating (``NEAR_BAND``), since each round is a cold HiGHS solve.
+columns close to violating (``NEAR_BAND``), which saves rounds.
+
+Where the restricted LPs are solved:
+
+* by default in a **live HiGHS model** (:class:`~.lp_warm.WarmRestrictedLP`), which the
+  rounds grow by the columns and rows priced in and HiGHS's primal simplex re-solves
+  from its last basis; along a path the engine hands each step the previous steps'
+  model, so a new :math:`\lambda` changes costs, and the features and samples screened
+  at the new value are held out by bounds and slack costs, not deleted;
+* where scipy has no HiGHS bindings (before scipy 1.15, see :mod:`._highs_api`), by a
+  cold ``scipy.optimize.linprog`` per round (HiGHS's dual simplex, or its interior point
+  above ``IPM_NNZ`` entries).
 
 Tolerances:
 
@@ -55,6 +65,8 @@ import numpy as np
 from scipy.optimize import linprog
 
 from ..problems.lp_svm import LPCertificate, LPSVMData, l1_radius
+from ._highs_api import highs_available
+from .lp_warm import WarmRestrictedLP
 
 #: HiGHS's primal and dual feasibility tolerances of the first solves.
 HIGHS_TOLERANCE = 1e-9
@@ -137,11 +149,17 @@ class ColumnRowGeneration:
     w_start, alpha_start : ndarray, default=None
         A primal and a dual point (e.g. the previous value's solution); they give the
         default working sets and the bound :math:`\\|w^*\\|_1\\le P_\\lambda(w)/\\lambda`.
+    model : WarmRestrictedLP or "new" or None, default="new"
+        Where the restricted LPs are solved: a live HiGHS model kept by the caller
+        (along a path: the previous steps' model, whose columns and rows join the
+        working sets), ``"new"`` a model of this solve's own (when
+        :func:`~._highs_api.highs_available`; else as None), None a cold
+        ``linprog`` per round.
     """
 
     def __init__(self, data: LPSVMData, lam: float, fixed_features=None, at_zero=None,
                  at_box=None, features=None, samples=None, w_start=None, alpha_start=None,
-                 linear=None):
+                 linear=None, model="new"):
         n, d = data.n_samples, data.n_features
         self.data, self.lam = data, float(lam)
         self.fixed_features = _mask(fixed_features, d)
@@ -177,6 +195,15 @@ class ColumnRowGeneration:
         sign = np.where(w0 != 0.0, np.sign(w0), np.sign(corr))
         self.plus = features & (sign >= 0.0)
         self.minus = features & (sign <= 0.0)
+        if isinstance(model, str):
+            model = new_model(data) if model == "new" else None
+        self.model = model
+        if model is not None:
+            # what the model already holds works again: its columns and rows are in
+            # HiGHS's basis (a row whose sample is screened is held out by its slack)
+            self.plus |= model.has_plus & ~self.fixed_features
+            self.minus |= model.has_minus & ~self.fixed_features
+            samples = _mask(samples, n) | model.has_row
         self.samples = _mask(samples, n) & self.free_samples
         self.linear = _mask(linear, n) & self.free_samples & ~self.samples
         self.tolerance = HIGHS_TOLERANCE
@@ -277,6 +304,10 @@ class ColumnRowGeneration:
         if self.tolerance <= HIGHS_TIGHTEST:
             return False
         self.tolerance = max(self.tolerance * 0.1, HIGHS_TIGHTEST)
+        if self.model is not None:
+            # the re-solve starts from the same basis factored afresh (when pivots have
+            # updated the factor since it was last fresh): its duals are the accurate ones
+            self.model.lp.refactor()
         self.stale = True
         return True
 
@@ -290,6 +321,12 @@ class ColumnRowGeneration:
         if not len(plus) and not len(minus) and not len(rows):  # nothing to optimise
             self.w = np.zeros(data.n_features)
             self.a = np.where(self.at_box | self.linear, data.s, 0.0)
+            return
+        if self.model is not None:
+            self.w, self.a = self.model.solve(self.lam, self.plus, self.minus,
+                                              self.samples, self.at_box | self.linear,
+                                              self.l1_bound, self.tolerance)
+            self.n_lp += 1
             return
         lp = data.restricted_lp(self.lam, plus, minus, rows, self.at_box | self.linear,
                                 self.l1_bound)
@@ -346,6 +383,14 @@ def solve_lp_svm(data: LPSVMData, lam: float, screen=None, w_start=None, alpha_s
     return LPResult(task.w.copy(), dp.alpha, cert.primal, cert.dual, cert.gap,
                     cert.rel_gap, task.rounds, task.n_lp, cert.rel_gap <= tol,
                     tuple(task.released), task.features.copy(), task.samples.copy())
+
+
+def new_model(data: LPSVMData) -> WarmRestrictedLP | None:
+    """A live HiGHS model for ``data``'s restricted LPs, or None where this scipy has no
+    HiGHS bindings (the solver then calls ``linprog``, cold, each round)."""
+    if not highs_available():
+        return None
+    return WarmRestrictedLP(data, HIGHS_TOLERANCE)
 
 
 def _mask(m, size) -> np.ndarray:

@@ -2,10 +2,13 @@
 (dense and sparse, with and without weights and intercept, every screening mode) each
 step's objective equals an independent HiGHS solve of the full LP to 1e-9 relative with
 the same support, with no repair; wrong decisions planted in the screening events are
-repaired with a ``ScreeningRepairWarning`` and the answer is still the full optimum."""
+repaired with a ``ScreeningRepairWarning`` and the answer is still the full optimum.
+Each of these runs with the live HiGHS model kept along the path and with the fallback
+to a cold ``linprog`` per round (scipy's HiGHS bindings made unimportable)."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -18,10 +21,26 @@ from sklearn_safescreen.engine.lp_svm import LPStepOutcome, LPSVMPath
 from sklearn_safescreen.engine.protocol import StepSettings
 from sklearn_safescreen.engine.report import ScreeningReport
 from sklearn_safescreen.problems.lp_svm import LPSVMData
+from sklearn_safescreen.solvers._highs_api import CORE_MODULE, highs_available, highs_core
+from sklearn_safescreen.solvers.lp_warm import WarmRestrictedLP
 
 CASES = [dict(sparse=sp_, weights=wt, intercept=ic)
          for sp_ in (False, True) for wt in (False, True) for ic in (False, True)]
 IDS = ["-".join(k for k, v in c.items() if v) or "plain" for c in CASES]
+BACKENDS = ["model", "linprog"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    """The live HiGHS model (where scipy ships the bindings), or the fallback."""
+    if request.param == "model" and not highs_available():
+        pytest.skip("this scipy ships no HiGHS bindings")
+    if request.param == "linprog":
+        monkeypatch.setitem(sys.modules, CORE_MODULE, None)
+    highs_core.cache_clear()
+    yield request.param
+    monkeypatch.undo()
+    highs_core.cache_clear()
 
 
 def step(path, lam, rule="simultaneous", tol=1e-9, max_iter=200, report=None
@@ -42,7 +61,7 @@ def assert_optimum(X, y, s, lam, out: LPStepOutcome):
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("rule", ["simultaneous", "features", "samples", None])
-def test_path_matches_the_full_lp(case, rule):
+def test_path_matches_the_full_lp(case, rule, backend):
     X, y, s = make_problem(21, n=60, d=35, **case)
     data = LPSVMData(X, y, s)
     path = LPSVMPath(data, name="t")
@@ -77,19 +96,49 @@ def test_closed_form_above_lambda_max():
     np.testing.assert_allclose(out.alpha, y * s)
 
 
-def test_a_path_going_up_and_down_stays_exact():
-    """The previous solution is a valid reference whatever the direction."""
-    X, y, s = make_problem(23, n=50, d=30, sparse=True, weights=True)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_path_going_up_and_down_stays_exact(case, backend):
+    """The previous solution is a valid reference whatever the direction, and the live
+    model carries the larger working sets of a smaller value up the path (its features
+    screened there held at 0)."""
+    X, y, s = make_problem(23, n=50, d=30, **case)
     data = LPSVMData(X, y, s)
     path = LPSVMPath(data)
-    for frac in (0.05, 0.3, 0.01, 0.2, 0.02):
+    sizes = []
+    for frac in (0.05, 0.3, 0.01, 0.2, 0.02, 0.5, 0.005):
         lam = frac * data.lambda_max()
         assert_optimum(X, y, s, lam, step(path, lam, rule="simultaneous"))
+        if backend == "model":
+            sizes.append(path.model.size)
+    if backend == "model":
+        grows = np.diff(np.array(sizes), axis=0)  # (rows, columns) only grow
+        assert np.all(grows >= 0)
+    else:
+        assert path.model is None
+
+
+def test_the_path_keeps_one_model_until_a_cold_fit_ends():
+    if not highs_available():
+        pytest.skip("this scipy ships no HiGHS bindings")
+    X, y, s = make_problem(26, n=50, d=30, weights=True)
+    data = LPSVMData(X, y, s)
+    path = LPSVMPath(data)
+    step(path, 0.3 * data.lambda_max())
+    model = path.model
+    assert isinstance(model, WarmRestrictedLP) and model.solves > 0
+    step(path, 0.1 * data.lambda_max())
+    assert path.model is model and model.solves > 1
+    path.end_fit(keep=True)
+    assert path.model is model
+    path.end_fit(keep=False)
+    assert path.model is None
+    assert_optimum(X, y, s, 0.05 * data.lambda_max(),
+                   step(path, 0.05 * data.lambda_max()))  # a new model, same answer
 
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_planted_wrong_decisions_are_repaired_with_a_warning(sparse, seed):
+def test_planted_wrong_decisions_are_repaired_with_a_warning(sparse, seed, backend):
     X, y, s = make_problem(24 + seed, n=60, d=40, sparse=sparse, weights=True)
     data = LPSVMData(X, y, s)
     path = LPSVMPath(data)
