@@ -268,7 +268,9 @@ class LPSVMPath:
             outcome = self._solve(lam, rule, settings.tol, settings.max_iter, describe,
                                   value)
             if decision is not None:
-                self.cost.record(outcome.n_iter, warm)
+                fixed = outcome.screened_features + outcome.at_zero + outcome.at_box
+                self.cost.record(outcome.n_iter, warm, fixed / (n + d),
+                                 sum(e.rule_time for e in outcome.events))
         for event in outcome.events:
             report.add(event)
         report.set_final(outcome.screened_features, 0, "features", closed_form=closed)
