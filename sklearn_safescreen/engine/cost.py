@@ -54,6 +54,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 #: Steps run with screening before the first step without it is measured (the first
 #: fits of a path are the least representative: a cold start, the closed form).
 FIRST_PROBE = 1
@@ -73,6 +75,10 @@ SWITCH_MARGIN = 0.9
 #: the question for :data:`MAX_BACKOFF` steps, unless the favoured mode's steps grow by
 #: this factor meanwhile (the path got harder: compared again).
 DECISIVE = 2.0
+#: The share of a path's time that measurements of a much dearer mode may cost (they are
+#: spaced accordingly: on a SafeLAD path of 100 values where a step without screening
+#: costs 10x a screened one, it is measured once, not three times).
+MEASURING_SHARE = 0.05
 #: A screened step of at most this much CPU time (seconds) may be tried without
 #: screening (see the module docstring) ...
 CHEAP_STEP = 0.005
@@ -260,9 +266,10 @@ class CostModel:
             self._compare(*self.pending, after=elapsed)
             self.pending = None
         elif (decision.screen and self.compared_at is not None
-              and elapsed >= DECISIVE * self.compared_at):
-            # screened steps cost twice what they did when the modes were compared
-            # (the path got harder): compare again now (if screening may not pay)
+              and self.on >= DECISIVE * self.compared_at):
+            # the last screened steps all cost twice what they did when the modes were
+            # compared (the path got harder; one slow step is not enough): compare
+            # again now (if screening may not pay)
             self.countdown, self.backoff = 0, 1
 
     def _compare(self, measured_screen: bool, measured: float, before: float | None,
@@ -280,8 +287,11 @@ class CostModel:
             self.backoff = 1
         elif measured >= DECISIVE * favoured:
             # the favoured mode costs half the other or less: measured again rarely
-            # (and at once if the favoured steps double, see :meth:`record`)
-            self.backoff = MAX_BACKOFF
+            # (and at once if the favoured steps double, see :meth:`record`), and no
+            # more often than keeps the measurements' extra cost, (ratio - 1) favoured
+            # steps each, within MEASURING_SHARE of the path
+            ratio = measured / max(favoured, 1e-12)
+            self.backoff = max(MAX_BACKOFF, int(np.ceil((ratio - 1.0) / MEASURING_SHARE)))
         else:
             self.backoff = min(2 * self.backoff, MAX_BACKOFF)
         self.countdown = self.backoff

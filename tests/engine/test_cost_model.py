@@ -93,16 +93,18 @@ def test_a_decisive_measurement_is_repeated_rarely(monkeypatch):
     clock = FakeClock(on=MS, off=3 * MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
     monkeypatch.setattr(cost.time, "perf_counter", clock)
-    chosen = _walk(cost.CostModel(), clock, 2 * cost.MAX_BACKOFF + 4)
+    chosen = _walk(cost.CostModel(), clock, 3 * cost.MAX_BACKOFF)
     plain = [i for i, s in enumerate(chosen) if not s]
-    assert plain[0] == cost.FIRST_PROBE and plain[1] - plain[0] == cost.MAX_BACKOFF + 2
+    # the measurements' extra cost, 2 screened steps each, is kept within the share
+    spacing = max(cost.MAX_BACKOFF, int(np.ceil(2 / cost.MEASURING_SHARE)))
+    assert plain[0] == cost.FIRST_PROBE and plain[1] - plain[0] == spacing + 2
     # and the same the other way: screening 3x dearer than the plain step
     clock = FakeClock(on=3 * MS, off=MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
     monkeypatch.setattr(cost.time, "perf_counter", clock)
-    chosen = _walk(cost.CostModel(), clock, 3 * cost.MAX_BACKOFF)
+    chosen = _walk(cost.CostModel(), clock, 3 * spacing)
     later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
-    assert list(np.diff(later)[-2:]) == [cost.MAX_BACKOFF + 2] * 2
+    assert list(np.diff(later)[-2:]) == [spacing + 2] * 2
 
 
 def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
