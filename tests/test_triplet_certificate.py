@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from sklearn_safescreen.engine import triplet as et
 from sklearn_safescreen.engine.report import ScreeningReport
 from sklearn_safescreen.problems import triplet_problem as tp
+from sklearn_safescreen.problems.triplets import build_triplets
 from tests._triplet_models import small_problem
 
 GAMMA = 0.05
@@ -26,12 +27,13 @@ GAMMA = 0.05
 
 @pytest.fixture(autouse=True, scope="module")
 def _bounds_on_every_share():
-    """The small problems' undecided triplets use most pairs, where the engine would
-    rather make one pass over all: test the bounded path whatever the share."""
-    share = et.FULL_PASS_SHARE
-    et.FULL_PASS_SHARE = 1.0
+    """The small problems' undecided triplets use most pairs, and a pass over all their
+    pairs is cheaper than the bounds: the engine would rather make that pass. Test the
+    bounded path whatever the share and the size."""
+    share, work = et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK
+    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK = 1.0, 0.0
     yield
-    et.FULL_PASS_SHARE = share
+    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK = share, work
 
 
 def _settings():
@@ -305,3 +307,37 @@ def test_the_active_triplets_pairs_are_not_counted_when_their_values_are_known(
     reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
     assert reduced._bounded_certificate(reduced.res.evaluation)
     np.testing.assert_allclose(reduced.z_full, z, rtol=1e-12, atol=1e-12)
+
+
+def test_small_sets_take_the_exact_certificate(monkeypatch):
+    """Where one pass over every pair costs less than the bounds' bookkeeping, the path
+    certifies every fit exactly (no prior is handed to the reduced problems), and its
+    metrics are those of the path with the bounds, to the certified gap."""
+    from sklearn.datasets import load_iris
+
+    from sklearn_safescreen.engine import cost
+    from sklearn_safescreen.metric_learning import SafeMetricLearner
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    seen = []
+    init = et._ReducedTriplets.__init__
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        seen.append(self.prior is not None)
+
+    monkeypatch.setattr(et._ReducedTriplets, "__init__", recording_init)
+    metrics = {}
+    for work in (et.pass_work(build_triplets(X, y, SafeMetricLearner().k), False), 0.0):
+        monkeypatch.setattr(et, "BOUNDS_MIN_WORK", work + 1.0)
+        seen.clear()
+        est = SafeMetricLearner(warm_start=True)
+        fits = []
+        with cost.forced("always"):
+            critical = est.fit(X, y).critical_alpha_
+            for lam in np.geomspace(critical, 1e-2 * critical, 8):
+                fits.append(est.set_params(alpha=lam).fit(X, y).metric_.copy())
+        metrics[work > 0] = np.array(fits)
+        assert any(seen) == (work == 0.0)
+    assert np.allclose(metrics[True], metrics[False], rtol=1e-4, atol=1e-6)
