@@ -15,8 +15,10 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn import get_config
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -42,6 +44,9 @@ MAX_ENTRY = 1e100
 #: as far as float64 allows (a PrecisionWarning); further above it, it ran out of
 #: iterations (a ConvergenceWarning).
 _AT_THE_FLOOR = 10.0
+#: Kernel blocks held at once while a block of test samples is scored (the pairwise
+#: kernels' distances and their exponential, or a callable's output and its copy).
+_KERNEL_ROW_COPIES = 2
 SOLVER_SQUARES = "the solver squares them (norms, margins, kernel values, duality gaps)"
 
 
@@ -266,8 +271,16 @@ class BaseBoxQPEstimator(SafeEstimator):
             return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
         if self.kernel == "precomputed":
             K = np.asarray(X[:, self.support_], dtype=np.float64)
-        else:
-            km = KernelMatrix(None, self.kernel, self._kernel_params_, 0.0)
-            K = km.cross(X, self.support_vectors_)
-        return (K + self._bias**2) @ self.dual_coef_.T
+            return (K + self._bias**2) @ self.dual_coef_.T
+        # blocks of test samples, so that the kernel block between them and the support
+        # vectors (and its temporaries) stays within scikit-learn's ``working_memory``:
+        # at once, 12,500 samples against 33,000 support vectors took 6.5 GB
+        km = KernelMatrix(None, self.kernel, self._kernel_params_, 0.0)
+        sv, coef = self.support_vectors_, self.dual_coef_.T
+        scores = np.empty((X.shape[0], coef.shape[1]))
+        row_bytes = _KERNEL_ROW_COPIES * 8 * max(sv.shape[0], 1)
+        rows = max(1, int(get_config()["working_memory"] * 2**20) // row_bytes)
+        for batch in gen_batches(X.shape[0], rows):
+            scores[batch] = (km.cross(X[batch], sv) + self._bias**2) @ coef
+        return scores
 
