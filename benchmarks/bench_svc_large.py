@@ -15,8 +15,8 @@ warm-started SafeSVC path at its default tol and ``cache_size=200`` MB, and scik
 SVC (LIBSVM, tol 1e-3, the same cache) fitted at each value. The sides are alternated
 value by value, one BLAS and one OpenMP thread each; CPU time is each process's own. A
 value SVC has not finished after ``--svc-limit`` seconds (30 minutes by default) stops
-SVC's side there. Peak memory is the process's maximum resident size, less what it held
-after loading the data.
+SVC's side there. Peak memory is the process's largest resident size during the fit
+(its peak is reset before each fit), less what it held after loading the data.
 
 Writes one section of doc/benchmarks.md per generator ("RBF SafeSVC path at 50,000 and
 100,000 samples: <generator> data") and prints it.
@@ -32,7 +32,6 @@ import datetime
 import multiprocessing as mp
 import os
 import platform
-import resource
 import time
 
 import numpy as np
@@ -64,8 +63,24 @@ def make_data(name: str, n_train: int):
     return train_test_split(X, y, test_size=0.2, random_state=0)
 
 
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KB
+def _status_mb(field: str) -> float:
+    """A ``/proc/self/status`` memory field in MB (Linux)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _fit_peak_mb(fit) -> tuple[float, float]:
+    """CPU seconds of ``fit()`` and the process's peak resident size during it: the
+    peak is reset first (Linux's ``clear_refs``), so a prediction or an earlier value
+    does not count."""
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+    t0 = time.process_time()
+    fit()
+    return time.process_time() - t0, _status_mb("VmHWM")
 
 
 def _side(conn, side: str, data: str, n_train: int) -> None:
@@ -78,7 +93,7 @@ def _side(conn, side: str, data: str, n_train: int) -> None:
 
     threadpool_limits(1)
     X, X_te, y, _ = make_data(data, n_train)
-    base = _max_rss_mb()
+    base = _status_mb("VmRSS")
     if side == "path":
         model = SafeSVC(kernel="rbf", gamma=GAMMA, cache_size=CACHE_MB, warm_start=True,
                         random_state=0)
@@ -86,11 +101,8 @@ def _side(conn, side: str, data: str, n_train: int) -> None:
         model = SVC(kernel="rbf", gamma=GAMMA, cache_size=CACHE_MB)
     conn.send(base)
     while (C := conn.recv()) is not None:
-        t0 = time.process_time()
-        model.set_params(C=C).fit(X, y)
-        seconds = time.process_time() - t0
-        n_sv = int(model.support_.size)
-        conn.send((seconds, _max_rss_mb() - base, model.predict(X_te), n_sv))
+        seconds, peak = _fit_peak_mb(lambda C=C: model.set_params(C=C).fit(X, y))
+        conn.send((seconds, peak - base, model.predict(X_te), int(model.support_.size)))
 
 
 def _start(side: str, data: str, n_train: int):
@@ -154,8 +166,9 @@ def section(data: str, results: dict, loads, svc_limit: float) -> str:
         f"at its default tol against SVC (LIBSVM, tol 1e-3) at each value, both with "
         f"cache_size={CACHE_MB} MB, each side in its own process (one BLAS and one OpenMP "
         "thread), the sides alternated value by value, one run. CPU seconds of each fit; "
-        "memory: the process's peak resident size above what it held after loading the "
-        f"data (MB). SVC's side stops at its first value over {svc_limit / 60:.0f} minutes.",
+        "memory: the process's peak resident size during the fit (reset before it) above "
+        "what it held after loading the data (MB). SVC's side stops at its first value "
+        f"over {svc_limit / 60:.0f} minutes.",
         "",
         *[f"At {n:,} samples {res['stopped']}.\n" for (_, n), res in results.items()
           if "stopped" in res],
