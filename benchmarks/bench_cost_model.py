@@ -9,9 +9,14 @@ repetition, best of ``--repeats``; the steps the cost model ran without
 screening; the mean screening rate of the always-screened walk. The ratios
 "off / ..." are the speed over screening off (>= 1: not slower).
 
-Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--repeats 2] [--only TEXT]
-(``--large`` adds the mnist-shaped metric path and the 3000 x 4000 doubly sparse
-regression; ``--quick`` runs the small paths only).
+``--rules`` adds, for every path whose estimator has more than one rule, a walk with
+each rule (``screening=<rule>``, screening at every step), alternated with the others
+and with screening off, and prints a second table: what each rule costs on its own.
+
+Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--rules] [--repeats 2]
+         [--only TEXT]
+(``--large`` adds the digits metric path, the mnist-shaped metric path and the 3000 x
+4000 doubly sparse regression; ``--quick`` runs the small paths only).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import (  # noqa: E402
     load_breast_cancer,
+    load_digits,
     load_iris,
     load_wine,
     make_classification,
@@ -89,6 +96,10 @@ def paths(quick: bool, large: bool) -> list[tuple]:
                 MinMaxScaler((-1, 1)).fit_transform(X), y, None,
                 dict(n_values=40, eps=0.9 ** 39)))
     if large:
+        X, y = load_digits(return_X_y=True)
+        out.append(("SafeMetricLearner, standardised digits, 103 values (ratio 0.9)",
+                    SafeMetricLearner(), _std(X), y, None,
+                    dict(n_values=103, eps=0.9 ** 102)))
         Xr, yr = make_regression(3000, 4000, n_informative=40, noise=1.0, random_state=0)
         out.append(("SafeDoublySparseSVR, make_regression(3000 x 4000), 20 values, tol 1e-6",
                     SafeDoublySparseSVR(), Xr, yr / yr.std(), None,
@@ -100,6 +111,13 @@ def paths(quick: bool, large: bool) -> list[tuple]:
                     MinMaxScaler((-1, 1)).fit_transform(X), y, None,
                     dict(n_values=30, eps=0.9 ** 29)))
     return out
+
+
+def rules_of(est) -> list[str]:
+    """The rules ``est.screening`` may name (empty when there is only one)."""
+    options = next((c.options for c in type(est)._parameter_constraints["screening"]
+                    if hasattr(c, "options")), set())
+    return sorted(options) if len(options) > 1 else []
 
 
 def walk(est, X, y, values, grid, mode):
@@ -117,20 +135,31 @@ def main() -> None:
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--only", default="", help="run the paths whose name contains this")
+    ap.add_argument("--rules", action="store_true",
+                    help="also walk each path with each of its rules at every step")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
-    rows = []
+    rows, rule_rows = [], []
     with threadpool_limits(1):
         for name, est, X, y, values, grid in paths(args.quick, args.large):
             if args.only not in name:
                 continue
             best = {m: np.inf for m in cost.MODES}
             info = {}
+            rules = rules_of(est) if args.rules else []
             for _ in range(args.repeats):
                 for mode in cost.MODES:  # alternated within each repetition
                     t, skipped, rate = walk(est, X, y, values, grid, mode)
                     best[mode] = min(best[mode], t)
                     info.setdefault(mode, (skipped, rate))
+                for rule in rules:
+                    t, _, rate = walk(clone(est).set_params(screening=rule), X, y, values,
+                                      grid, "always")
+                    best[rule] = min(best.get(rule, np.inf), t)
+                    info.setdefault(rule, (0, rate))
+            for rule in rules:
+                rule_rows.append((name, rule, best[rule], best["never"], info[rule][1],
+                                  rule == est.screening))
             row = (name, best["auto"], best["always"], best["never"], info["auto"][0],
                    info["always"][1])
             rows.append(row)
@@ -151,6 +180,14 @@ def main() -> None:
     for name, auto, always, never, skipped, rate in rows:
         print(f"| {name} | {auto:.3f} | {always:.3f} | {never:.3f} | {never / auto:.2f}x | "
               f"{never / always:.2f}x | {skipped} | {rate:.1%} |")
+    if rule_rows:
+        print()
+        print("| path | rule (screening at every step) | time (s) | off / rule | mean "
+              "screening rate |")
+        print("|---|---|---|---|---|")
+        for name, rule, t, never, rate, default in rule_rows:
+            label = f"{rule} (the default)" if default else rule
+            print(f"| {name} | {label} | {t:.3f} | {never / t:.2f}x | {rate:.1%} |")
 
 
 if __name__ == "__main__":
