@@ -41,7 +41,7 @@ from ._box_qp_fast import (
     gap_terms,
 )
 from .constants import TINY, UNIT_ROUNDOFF
-from .kernels import KernelMatrix
+from .kernels import KernelMatrix, block_rows
 
 #: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`.
 _BLOCK_ROWS = 256
@@ -178,8 +178,9 @@ class BoxQP:
         else:
             acc, comp, absum = np.zeros(n), np.zeros(n), np.zeros(n)
             coef_nz = np.ascontiguousarray(coef[nz])
-            for start in range(0, n, _BLOCK_ROWS):
-                sl = slice(start, min(start + _BLOCK_ROWS, n))
+            step = block_rows(nz.size, _BLOCK_ROWS)
+            for start in range(0, n, step):
+                sl = slice(start, min(start + step, n))
                 rows = np.arange(sl.start, sl.stop)
                 dot2_accumulate(acc[sl], comp[sl], absum[sl],
                                 np.ascontiguousarray(km.block(rows, nz).T), coef_nz)

@@ -46,3 +46,48 @@ def test_kernel_memory_refusal_counts_the_newton_factor(monkeypatch):
         kernels.check_kernel_memory(1000, 500)
 
 
+
+
+def test_blocks_outside_the_cache_stay_within_the_block_budget(monkeypatch):
+    """Products over kernel blocks that are not cached (matvec, the compensated
+    matvec, the margins of a callable kernel, filling the cache) compute at most
+    ``BLOCK_BYTES`` of kernel values at a time, whatever n and the columns, and give
+    the values of one unblocked evaluation."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from sklearn_safescreen.problems import kernels
+    from sklearn_safescreen.problems.box_qp import SVMData
+
+    rng = np.random.RandomState(0)
+    n = 600
+    X = rng.standard_normal((n, 4))
+    K = rbf_kernel(X, gamma=0.3) + 1.0
+    v = rng.standard_normal(n)
+    sizes = []
+    compute = KernelMatrix._compute
+
+    def recording_compute(self, rows, cols):
+        sizes.append(8 * len(rows) * len(cols))
+        return compute(self, rows, cols)
+
+    monkeypatch.setattr(KernelMatrix, "_compute", recording_compute)
+    monkeypatch.setattr(kernels, "BLOCK_BYTES", 8 * 100 * n)  # 100 rows of n columns
+    km = KernelMatrix(X, "rbf", {"gamma": 0.3}, 1.0, cache_size=0)
+    every = np.arange(n)
+    assert np.allclose(km.matvec(every, every, v), K @ v, rtol=1e-12, atol=1e-12)
+    acc, comp, _ = km.dot2_matvec(every, v)
+    assert np.allclose(acc + comp, K @ v, rtol=1e-12, atol=1e-12)
+    assert len(sizes) > 2 and max(sizes) <= kernels.BLOCK_BYTES
+    sizes.clear()
+    big = KernelMatrix(X, "rbf", {"gamma": 0.3}, 1.0, cache_size=8 * n * n / 2**20 + 1)
+    assert np.allclose(big.matvec(every, every, v), K @ v, rtol=1e-12, atol=1e-12)
+    assert len(sizes) > 2 and max(sizes) <= kernels.BLOCK_BYTES  # filled in blocks
+    sizes.clear()
+    y = np.where(rng.rand(n) < 0.5, 1.0, -1.0)
+    callable_km = KernelMatrix(X, lambda A, B: rbf_kernel(A, B, gamma=0.3), {}, 1.0)
+    problem = SVMData(X, callable_km, y, np.ones(n)).problem(1.0)
+    sizes.clear()  # (the diagonal's evaluations)
+    alpha = rng.rand(n)
+    q, _ = problem.accurate_margins(alpha)
+    assert np.allclose(q, y * (K @ (y * alpha)), rtol=1e-12, atol=1e-12)
+    assert len(sizes) > 2 and max(sizes) <= kernels.BLOCK_BYTES
