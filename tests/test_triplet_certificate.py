@@ -211,9 +211,15 @@ def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
     make = et.TripletPath._problem
     bounded_cert = et._ReducedTriplets._bounded_certificate
 
+    from_start = []
+
     def recording_problem(self, status):
+        start = self._hl_start
         p = make(self, status)
         problems.append((p.status.copy(), np.array(p.HL, copy=True), self))
+        # (an update from the last fit's start rather than its end)
+        from_start.append(start is not None and self._hl_state is not None
+                          and self._hl_state[0] is start[0])
         return p
 
     def recording_cert(self, red):
@@ -242,6 +248,7 @@ def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
         ref = tp.sum_h(path.ts, np.ones(L.size), path.diagonal, L) if L.size else 0 * HL
         assert np.allclose(HL, ref, rtol=1e-11, atol=1e-11 * max(1, np.abs(ref).max()))
     assert sum(bounded) >= len(bounded) // 2
+    assert any(from_start)  # both bases of the updates are checked above
     try:
         et._ReducedTriplets._bounded_certificate = lambda self, red: False
         exact_path = walk(True)
