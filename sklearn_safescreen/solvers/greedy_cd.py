@@ -34,7 +34,7 @@ from scipy.linalg import LinAlgWarning
 
 from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
-from ..problems.kernels import add_rows, gather_signed_rows
+from ..problems.kernels import add_rows, block_rows, gather_signed_rows
 from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache
@@ -543,8 +543,9 @@ class _CachedBlock:
             gather_signed_rows(out, have, cache.rows, slots[have], cols,
                                np.ones(have.size), np.ones(cols.size))
         rest = np.flatnonzero(slots < 0)
-        for start in range(0, rest.size, 256):  # bounded temporaries
-            part = rest[start:start + 256]
+        step = block_rows(cache.W.size, 256)  # bounded temporaries (whole rows over W)
+        for start in range(0, rest.size, step):
+            part = rest[start:start + step]
             out[part] = cache.signed(self.problem, rows[part])[:, cols]
         return out
 
