@@ -354,3 +354,33 @@ def test_merge_rrpb_ranges_keeps_covering_ranges_and_recomputes_the_others():
     fresh = tb.rrpb_ranges(z_new, hn, m, 0.02, lam1, gamma)
     for got, want in zip((label, lo, hi), fresh, strict=True):
         np.testing.assert_array_equal(got[~keep], want[~keep])
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_rrpb_ranges_lie_within_the_sphere_rule_at_every_value(merge):
+    """Every value inside a triplet's range (fresh or recomputed by a merge) is one where
+    the RRPB sphere rule of an inexact reference (eps > 0) screens that triplet: the
+    ball's lower bound of its value is above 1 (R) or its upper bound below 1 - gamma
+    (L). Ranges computed with a smaller eps than the reference's would reach values
+    where the rule does not hold."""
+    z, hn = _triplet_data(7)
+    m, gamma, lam0, eps = 2.0, 0.05, 1.0, 0.05
+    if merge:
+        empty = np.zeros(z.size, dtype=np.int8)
+        label, lo, hi = tb.merge_rrpb_ranges(z, hn, m, eps, lam0, gamma, empty,
+                                             np.zeros(z.size), np.zeros(z.size))
+    else:
+        label, lo, hi = tb.rrpb_ranges(z, hn, m, eps, lam0, gamma)
+    ranged = np.flatnonzero(label > 0)
+    assert (label == 2).any() and (label == 1).any()
+    for t in ranged:
+        # the ends of the open range (nudged inside) and points between them
+        a, b = lo[t] * (1 + 1e-9) if lo[t] > 0 else lam0 * 1e-3, min(hi[t], 1e3 * lam0)
+        for lam in np.geomspace(a, b * (1 - 1e-9), 7):
+            c = (lam0 + lam) / (2.0 * lam)
+            d = abs(lam0 - lam)
+            r = d / (2.0 * lam) * m + (d + lam0 + lam) / (2.0 * lam) * eps
+            if label[t] == 2:
+                assert c * z[t] - r * hn[t] > 1.0 - 1e-12, (t, lam)
+            else:
+                assert c * z[t] + r * hn[t] < 1.0 - gamma + 1e-12, (t, lam)
