@@ -133,13 +133,16 @@ def run(data: str, n_train: int, svc_limit: float, deadline: float, report) -> d
         if svc_alive:
             proc, conn = procs["svc"]
             conn.send(C)
-            if conn.poll(min(svc_limit, max(deadline - time.time(), 1.0))):
+            budget = deadline - time.time()
+            if conn.poll(min(svc_limit, max(budget, 1.0))):
                 row["svc"], row["svc_mb"], pred_svc, row["svc_sv"] = conn.recv()
                 row["agree"] = float(np.mean(pred_svc == pred_path))
             else:
                 proc.terminate()
                 svc_alive = False
-                row["svc_stopped"] = True
+                row["svc_stopped"] = (
+                    f"stopped ({svc_limit / 60:g}-minute limit)" if budget > svc_limit
+                    else "not finished (time budget)")
         result["rows"].append(row)
         print(f"{data} n={n_train} C={C:.3g}: path {row['path']:.1f} s "
               f"({row['path_mb']:.0f} MB, {row['path_sv']} SVs), SVC "
@@ -168,7 +171,7 @@ def section(data: str, results: dict, loads, svc_limit: float) -> str:
         "thread), the sides alternated value by value, one run. CPU seconds of each fit; "
         "memory: the process's peak resident size during the fit (reset before it) above "
         "what it held after loading the data (MB). SVC's side stops at its first value "
-        f"over {svc_limit / 60:.0f} minutes.",
+        f"over {svc_limit / 60:.0f} minutes, both at the run's time budget.",
         "",
         *[f"At {n:,} samples {res['stopped']}.\n" for (_, n), res in results.items()
           if "stopped" in res],
@@ -183,7 +186,7 @@ def section(data: str, results: dict, loads, svc_limit: float) -> str:
                        f"| {r['svc_mb']:.0f} | {r['path_sv']:,} / {r['svc_sv']:,} | "
                        f"{r['agree']:.4f}")
             else:
-                svc = (f"{'stopped' if r.get('svc_stopped') else 'not run'} | | "
+                svc = (f"{r.get('svc_stopped', 'not run')} | | "
                        f"{r['path_mb']:.0f} | | {r['path_sv']:,} / | ")
             lines.append(f"| {data} | {n:,} | {r['C']:.3g} | {r['path']:.1f} | {svc} |")
     lines += ["", "Totals over the values both sides finished:", "",
