@@ -465,8 +465,13 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
         if updates >= max_updates:
             break
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
+        if interior.size > NEWTON_MAX_SYSTEM:
+            # beyond the largest system: a Newton step on the most violating interior
+            # variables, the others held
+            keep = np.argpartition(-np.abs(g[interior]), NEWTON_MAX_SYSTEM - 1)
+            interior = np.sort(interior[keep[:NEWTON_MAX_SYSTEM]])
         if (rel_gap > tol and rel_gap <= newton_below and n_newton < NEWTON_MAX_STEPS
-                and 0 < interior.size <= NEWTON_MAX_SYSTEM
+                and 0 < interior.size
                 and not np.array_equal(W[interior], newton_tried)):
             newton_tried, n_newton = W[interior], n_newton + 1
             moved = _newton_step(problem, cache, a, g, lo, hi, interior)

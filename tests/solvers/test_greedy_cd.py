@@ -597,3 +597,29 @@ def test_newton_block_from_cached_and_missing_rows_equals_the_signed_gram():
     np.testing.assert_allclose(block, Q[np.ix_(W[interior], W[interior])], atol=1e-12)
     want = cache.signed(problem, interior)[:, interior]
     assert block.tobytes() == want.tobytes()
+
+
+def test_newton_steps_beyond_the_largest_system_take_a_subset(monkeypatch):
+    """When the interior set exceeds the largest Newton system, a step is taken on its
+    most violating variables (the others held): no system exceeds the largest size,
+    and the solve reaches the exact optimum."""
+    sizes = []
+    step = greedy_cd._newton_step
+
+    def recording_step(problem, cache, a, g, lo, hi, interior):
+        sizes.append(interior.size)
+        return step(problem, cache, a, g, lo, hi, interior)
+
+    monkeypatch.setattr(greedy_cd, "_newton_step", recording_step)
+    monkeypatch.setattr(greedy_cd, "NEWTON_MAX_SYSTEM", 25)
+    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
+    X, y = noisy_data(seed=4, n=500, d=4)
+    n = y.size
+    problem = _problem(X, y, 30.0, _rows_mb(60, n), newton=NewtonCache())
+    truth = solve_svm_dual(30.0, Q=_signed_gram(X, y))
+    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                              max_iter=100000, random_state=None)
+    check_against_truth(problem, res, truth, 1e-9)
+    assert sizes and max(sizes) == 25
+    free = (truth.alpha > 1e-9) & (truth.alpha < 30.0 - 1e-9)
+    assert int(free.sum()) > 25  # the interior set exceeded the largest system
