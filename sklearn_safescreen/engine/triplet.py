@@ -254,8 +254,16 @@ class TripletPath:
         prior = (None if settings.rule == "sdp" or bound is None or self._bounds_skip
                  or pass_work(ts, diag) < BOUNDS_MIN_WORK else ref0)
         self._bounds_skip = max(self._bounds_skip - 1, 0)
-        problem = self._problem(status)
-        if not diag:
+        if bound is None:
+            # a step without screening (the cost model's choice): every triplet active
+            # and H_L = 0 without a pass; the last screened step's H_L state is kept for
+            # the next screened step (updated to an empty L and back, every L-triplet
+            # would be summed twice: on iris 0.1 ms, a quarter of a step)
+            problem = TripletProblem(ts, self.gamma, diag, status, HL=np.zeros(
+                ts.X.shape[1] if diag else (ts.X.shape[1],) * 2))
+        else:
+            problem = self._problem(status)
+        if bound is not None and not diag:
             # the reference's statuses move little from one fit to the next, while the
             # dynamic rules screen most of the rest by the end of a fit (a mnist-shaped
             # path: 40-60% of the triplets active at the start, 2% at the end): the next
@@ -281,11 +289,17 @@ class TripletPath:
                                loss=reduced.loss, prev=(ref0.alpha, ref0.M),
                                zrad=reduced.zrad)
         # (the dynamic rules added to H_L too: their triplets count as changed)
-        changed = (0 if self._hl_state is None else self._hl_state[2]) + abs(
-            problem.nL - reduced.nL0)
-        self._hl_state = (problem.status, np.array(problem.HL, copy=True), changed)
-        if bound is not None and settings.range_screening:
-            self._update_ranges(ref, ref0, alpha)
+        if bound is not None:
+            changed = (0 if self._hl_state is None else self._hl_state[2]) + abs(
+                problem.nL - reduced.nL0)
+            self._hl_state = (problem.status, np.array(problem.HL, copy=True), changed)
+            if settings.range_screening:
+                self._update_ranges(ref, ref0, alpha)
+        else:
+            # the stored ranges stay valid (each is where the optimum is known to screen
+            # the triplet, whatever the path): carried to the next screened step
+            ref.range_label, ref.range_lo, ref.range_hi = (
+                ref0.range_label, ref0.range_lo, ref0.range_hi)
         return StepOutcome(ref, cert.gap, cert.rel_gap, result.n_iter, result.converged)
 
     def _screen_bounded(self, ref0: TripletReference, ball, status: np.ndarray):

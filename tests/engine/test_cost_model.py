@@ -252,3 +252,33 @@ def test_the_cost_models_choices_never_change_an_answer(seed):
                 scale = max(1.0, float(np.abs(b[key]).max()))
                 np.testing.assert_allclose(a[key], b[key], rtol=0, atol=2e-3 * scale,
                                            err_msg=f"{type(est).__name__} {mode} {k}")
+
+
+def test_metric_steps_alternating_with_unscreened_ones_keep_their_state(monkeypatch):
+    """Screened metric steps after unscreened ones (the cost model's probes) start from
+    the last screened step's H_L and RRPB ranges: the answers are those of the path
+    without screening, and the range rule still screens after every unscreened step."""
+    X, y = make_classification(80, 6, n_informative=4, random_state=3)
+    est = SafeMetricLearner(k=3, tol=1e-9)
+    with cost.forced("never"):
+        ref = estimator_path(est, X, y, None, n_values=12, eps=0.05)
+    calls = []
+
+    def alternate(self):
+        calls.append(len(calls) % 2 == 0)
+        self._last = cost.Decision(calls[-1], "alternating")
+        self._start = self._start_wall = 0.0
+        return self._last
+
+    monkeypatch.setattr(cost.CostModel, "decide", alternate)
+    monkeypatch.setattr(cost.CostModel, "record", lambda self, *a, **k: None)
+    res = estimator_path(est, X, y, None, n_values=12, eps=0.05)
+    for a, b in zip(res.solutions, ref.solutions, strict=True):
+        scale = max(1.0, float(np.abs(b["metric_"]).max()))
+        np.testing.assert_allclose(a["metric_"], b["metric_"], rtol=0, atol=2e-3 * scale)
+    ranged = [any(e.rule == "RRPB-range" and e.n_screened > 0 for e in r.events)
+              for r in res.reports]
+    screened_after_skip = [k for k in range(2, len(res.reports))
+                           if not any(e.moment == "skipped" for e in res.reports[k].events)
+                           and any(e.moment == "skipped" for e in res.reports[k - 1].events)]
+    assert screened_after_skip and any(ranged[k] for k in screened_after_skip)
