@@ -18,14 +18,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_safescreen import SafeSVC
+from sklearn_safescreen.engine import box_qp as engine_box_qp
 from sklearn_safescreen.screening.balls import gap_ball_screen
 from sklearn_safescreen.solvers import dual_cd, working_set
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
 from sklearn_safescreen.solvers.working_set import (
-    WS_MIN_PROBLEM,
     solve_plain_then_working_set,
     solve_working_set,
 )
+
+#: the working-set threshold the path test lowers to (the default needs thousands of
+#: undecided samples)
+SMALL_WS_MIN = 400
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -86,13 +90,17 @@ def test_working_set_respects_prefixed_variables_and_warm_start():
        kernel=st.sampled_from(["linear", "rbf"]), up=st.booleans())
 def test_screened_path_equals_unscreened_on_working_set_sizes(seed, log_c, kernel, up):
     """A warm-started step (either direction) big enough for the working-set solver
+    (its threshold lowered to 400 undecided samples, so that a small problem uses it)
     gives the unscreened answer; ScreeningRepairWarning is an error in this suite."""
-    X, y = noisy_data(seed=seed, n=WS_MIN_PROBLEM + 300, d=5)
+    X, y = noisy_data(seed=seed, n=SMALL_WS_MIN + 300, d=5)
     C0 = 10.0**log_c
     C1 = C0 * (3.0 if up else 1 / 3.0)
     params = dict(kernel=kernel, gamma=0.3, tol=1e-10, random_state=0)
-    model = SafeSVC(C=C0, warm_start=True, **params).fit(X, y)
-    model.set_params(C=C1).fit(X, y)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(working_set, "WS_MIN_PROBLEM", SMALL_WS_MIN)
+        mp.setattr(engine_box_qp, "WS_MIN_PROBLEM", SMALL_WS_MIN)
+        model = SafeSVC(C=C0, warm_start=True, **params).fit(X, y)
+        model.set_params(C=C1).fit(X, y)
     plain = SafeSVC(C=C1, screening=None, **params).fit(X, y)
     d_model, d_plain = model.decision_function(X), plain.decision_function(X)
     np.testing.assert_allclose(d_model, d_plain, atol=2e-4 * max(1.0, np.abs(d_plain).max()))
