@@ -18,11 +18,13 @@ from scipy.linalg import LinAlgWarning, cho_factor, cho_solve
 from ..problems.box_qp import BoxQP
 from ..problems.kernels import add_rows
 
-#: Kernel mode: largest interior set a Newton step factorises (288 MB; measured on an
+#: Kernel mode: largest interior set a Newton step factorises (512 MB; measured on an
 #: RBF path over make_classification(10000 x 20), 10 values, both caches 2 GB: at 2,500,
 #: coordinate descent alone crawled through the 4,600-variable interiors and the path
-#: took 3.8x SVC's time, at 6,000 1.8x).
-NEWTON_MAX_SYSTEM = 6000
+#: took 3.8x SVC's time, at 6,000 1.8x; at 32,000 samples, where the interior sets of
+#: C = 46.4 and 100 hold 6,300-7,000 variables, steps on 6,000 of them, the others held,
+#: raised the objective and the path took 175.9 s, against 128.3 s at 8,000).
+NEWTON_MAX_SYSTEM = 8000
 
 
 #: Factors of at most this many variables (50 MB) are kept between the fits of a path
@@ -47,7 +49,7 @@ class NewtonCache:
     (measured on the n=5000 RBF benchmark: 2,249 then 2,248 of the same variables within
     a round, about 2% between path steps), so they cost a few triangular solves with
     this factor, bordered (:func:`bordered_solve`), instead of a new O(m^3)
-    factorisation. A factor holds at most ``NEWTON_MAX_SYSTEM`` squared doubles (288 MB)
+    factorisation. A factor holds at most ``NEWTON_MAX_SYSTEM`` squared doubles (512 MB)
     within a fit and ``NEWTON_KEEP_SYSTEM`` squared (50 MB) between fits; not pickled.
     """
 
