@@ -298,12 +298,12 @@ class SortedColumns:
     """The stored entries of a column-major matrix, sorted ascending within each column.
 
     ``values[k]`` and ``rows[k]`` for ``k`` in ``start[j]:start[j+1]`` are column ``j``'s
-    entries in ascending order (implicit zeros of a sparse column are not stored).
+    entries in ascending order (implicit zeros of a sparse column are not stored). The
+    order of equal entries is unspecified: the knapsacks read only the values' order.
     """
 
     values: np.ndarray
     rows: np.ndarray
-    cols: np.ndarray
     start: np.ndarray
 
     @classmethod
@@ -311,13 +311,16 @@ class SortedColumns:
         if sp.issparse(Zc):
             cols = np.repeat(np.arange(Zc.shape[1]), np.diff(Zc.indptr))
             order = np.lexsort((Zc.data, cols))
-            return cls(Zc.data[order], Zc.indices[order].astype(np.intp), cols[order],
-                       Zc.indptr.astype(np.intp))
+            return cls(np.ascontiguousarray(Zc.data[order], dtype=np.float64),
+                       Zc.indices[order].astype(np.intp), Zc.indptr.astype(np.intp))
         n, d = Zc.shape
-        order = np.argsort(Zc, axis=0, kind="stable")
-        values = np.take_along_axis(Zc, order, axis=0)
-        return cls(values.ravel(order="F"), order.ravel(order="F").astype(np.intp),
-                   np.repeat(np.arange(d), n), np.arange(d + 1, dtype=np.intp) * n)
+        # each column a contiguous row of the transpose, sorted in place of a strided
+        # stable sort along axis 0 (three times the time at a few hundred samples)
+        columns = np.ascontiguousarray(Zc.T, dtype=np.float64)
+        order = np.argsort(columns, axis=1)
+        values = np.take_along_axis(columns, order, axis=1)
+        return cls(values.ravel(), order.ravel().astype(np.intp),
+                   np.arange(d + 1, dtype=np.intp) * n)
 
 
 @dataclass

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..problems.constants import SCREEN_RTOL
 from ..problems.lp_svm import LPSVMData, U, gamma
+from ._lp_svm_fast import knapsack_min
 
 #: ``screening`` values of the LP-SVM.
 LP_SVM_RULES = ("simultaneous", "features", "samples")
@@ -122,66 +123,31 @@ def correlation_bounds(data: LPSVMData, lam: float, ref: LPReference,
         return correlation_bounds(data, lam, ref)
     hi_mass = min(hi_mass, total)
     sc = data.sorted_columns
-    low, low_err = _knapsack_min(sc.values, sc.rows, sc.cols, sc.start[:-1], sc.start[1:],
-                                 weights, lo_mass, hi_mass, total, data.col_max)
-    # the maximum is minus the minimum of -Z: the same entries in reverse order
-    k = len(sc.values)
-    rev_start = k - sc.start[1:]
-    rev_end = k - sc.start[:-1]
-    neg_high, high_err = _knapsack_min(-sc.values[::-1], sc.rows[::-1], sc.cols[::-1],
-                                       rev_start, rev_end, weights, lo_mass, hi_mass, total,
-                                       data.col_max)
+    low, low_err = _knapsack_min(sc, weights, lo_mass, hi_mass, total, data.col_max,
+                                 negate=False)
+    # the maximum is minus the minimum of -Z (each column's entries read backwards)
+    neg_high, high_err = _knapsack_min(sc, weights, lo_mass, hi_mass, total,
+                                       data.col_max, negate=True)
     return const + low - low_err - const_err, const - neg_high + high_err + const_err
 
 
-def _knapsack_min(values, rows, cols, seg_start, seg_end, weights, lo_mass, hi_mass, total,
-                  col_max):
+def _knapsack_min(sc, weights, lo_mass, hi_mass, total, col_max, negate):
     """Per column :math:`j`, :math:`\\min\\{\\sum_k v_ka_k: 0\\le a\\le\\text{weights},\\
-    lo\\le\\mathbf 1^\\top a\\le hi\\}` over its entries ``values`` (ascending within
-    the column's segment; the column's unstored entries are zeros), and a bound of the
-    error of the computed value.
+    lo\\le\\mathbf 1^\\top a\\le hi\\}` over its sorted entries (``negate``: over the
+    negated entries), and a bound of the error of the computed value.
 
     The minimum fills mass in ascending order: its mass is
     :math:`m=\\mathrm{clip}(N_-,lo,hi)`, :math:`N_-` the mass of the negative entries.
     When :math:`N_->hi` the fill stops inside the negatives; when :math:`N_-<lo` it goes
-    through the zeros and into the smallest positives. The computed fill is always a
-    prefix plus one fractional entry (the cumulative masses are non-decreasing even in
-    floating point), hence the exact minimum at its own mass; its distance to
-    :math:`m` times the column's largest :math:`|z_{ij}|` bounds what that costs.
+    through the zeros (stored or not) and into the smallest positives. The computed fill
+    is always a prefix plus one fractional entry (the running masses are non-decreasing
+    even in floating point), hence the exact minimum at its own mass; its distance to
+    :math:`m` times the column's largest :math:`|z_{ij}|` bounds what that costs, and the
+    sums of at most the column's entries plus :math:`n` terms their rounding.
     """
-    d = len(seg_start)
-    w = weights[rows]
-    neg = values < 0.0
-    pos = values > 0.0
-    wv = w * values
-    n_neg = np.bincount(cols, weights=np.where(neg, w, 0.0), minlength=d)
-    v_neg = np.bincount(cols, weights=np.where(neg, wv, 0.0), minlength=d)
-    n_pos = np.bincount(cols, weights=np.where(pos, w, 0.0), minlength=d)
-    n_nonpos_stored = np.bincount(cols, weights=(~pos).astype(np.float64),
-                                  minlength=d).astype(np.intp)
-    n_zero = np.maximum(total - n_neg - n_pos, 0.0)
-    over = n_neg > hi_mass  # the fill stops inside the negatives, at mass hi
-    under = n_neg < lo_mass  # the fill goes through the zeros into the positives
-    extra = np.maximum(lo_mass - n_neg - n_zero, 0.0)
-    fill_from = np.where(over, seg_start, seg_start + n_nonpos_stored)
-    fill_mass = np.where(over, hi_mass, extra)
-    filling = over | (under & (extra > 0.0))
-    cw = np.concatenate(([0.0], np.cumsum(w)))
-    target = cw[fill_from] + fill_mass
-    k = np.arange(len(values))
-    in_fill = filling[cols] & (k >= fill_from[cols]) & (k < seg_end[cols])
-    t = target[cols]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(cw[1:] <= t, 1.0, np.clip((t - cw[:-1]) / w, 0.0, 1.0))
-    frac = np.where(in_fill & (w > 0.0), frac, 0.0)
-    got_value = np.bincount(cols, weights=frac * wv, minlength=d)
-    got_mass = np.bincount(cols, weights=frac * w, minlength=d)
-    value = np.where(over, got_value, v_neg + np.where(under, got_value, 0.0))
-    mass = np.where(over, got_mass, n_neg + np.where(under, n_zero + got_mass, 0.0))
-    aim = np.where(over, hi_mass, np.where(under, lo_mass, n_neg))
-    aim = np.where(under & (extra == 0.0), mass, aim)  # anywhere in the zeros' range
-    nnz = (seg_end - seg_start) + 4
-    abs_sum = np.bincount(cols, weights=np.abs(wv), minlength=d)
+    value, mass, aim, abs_sum = knapsack_min(sc.values, sc.rows, sc.start, weights,
+                                             lo_mass, hi_mass, total, negate)
+    nnz = np.diff(sc.start) + 4
     err = col_max * (np.abs(mass - aim) + gamma(nnz + len(weights)) * 4.0 * (total + hi_mass)) \
         + gamma(nnz) * 2.0 * abs_sum
     return value, err
