@@ -38,9 +38,10 @@ DIRECTIVES = {
 
 
 #: Modules whose error-free transformations (compensated sums and dot products) need
-#: every product rounded on its own: no contraction of ``a * b + c`` into an FMA, which
-#: compilers may otherwise do where the instruction set has one.
-EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast"}
+#: every product rounded on its own, or whose results must equal those of the
+#: vectorised NumPy form they replace: no contraction of ``a * b + c`` into an FMA,
+#: which compilers may otherwise do where the instruction set has one.
+EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.screening._balls_fast"}
 NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 
 

@@ -27,6 +27,7 @@ feasible point costs one pass over its margins :math:`q = Q\alpha`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -291,7 +292,9 @@ class BoxQPReference:
     margin_error: np.ndarray | float = 0.0
     gap_error: float = 0.0
 
-    @property
+    # a reference is immutable (frozen, and no rule writes into its arrays): the two
+    # sums every ball reads are computed once
+    @cached_property
     def sq_norm_w(self) -> float:
         return max(float(self.alpha @ self.margins), 0.0)
 
@@ -300,7 +303,7 @@ class BoxQPReference:
         """An upper bound of the exact duality gap at ``alpha``."""
         return max(self.gap, 0.0) + self.gap_error
 
-    @property
+    @cached_property
     def sq_norm_w_error(self) -> float:
         r"""Bound of the error of :attr:`sq_norm_w`: the margins' errors weighted by
         :math:`|\alpha|`, and the rounding of the sum (doubled, as every bound)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..problems.box_qp import BoxQPReference
 from ..problems.constants import SCREEN_RTOL, UNIT_ROUNDOFF
-from ._balls_fast import gap_ball_masks
+from ._balls_fast import gap_ball_masks, two_ball_core
 
 
 @dataclass
@@ -138,49 +138,40 @@ def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm, error1=0.0,
     errors, and widened by its first-order error (plus the square-root terms of
     :math:`\kappa` and :math:`\tau`); elsewhere the two balls' bounds stand alone.
     """
-    l1, u1 = ball_bounds(proj1, r1, znorm, error1)
-    l2, u2 = ball_bounds(proj2, r2, znorm, error2)
-    lower, upper = np.maximum(l1, l2), np.minimum(u1, u2)
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (
+        proj1, proj2, proj_phi, znorm, error1, error2)))
+    proj1, proj2, proj_phi, znorm, error1, error2 = (np.ascontiguousarray(a)
+                                                     for a in arrays)
     disjoint = phi_norm - phi_error > (r1 + r2) * (1 + 1e-12) + 1e-12
-    if disjoint or r1 <= 0.0 or r2 <= 0.0 or phi_norm <= 1e-12 * max(r1, r2, 1.0) \
-            or phi_error >= 1e-3 * phi_norm:
-        # a point ball, concentric balls (the smaller one wins through the max/min
-        # above), nothing to intersect, or a distance between the centres too uncertain
-        # for the circle
-        return lower, upper, disjoint
-    zeta = (phi_norm**2 + r2**2 - r1**2) / (2.0 * phi_norm)
-    kappa = np.sqrt(max(r2**2 - zeta**2, 0.0))
-    t_lo, t_hi = (zeta - phi_norm) / r1, zeta / r2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cos = np.where(znorm > 0, proj_phi / (znorm * phi_norm), 0.0)
-    tau = np.sqrt(np.maximum(znorm**2 - (proj_phi / phi_norm) ** 2, 0.0))
-    proj_psi = proj2 + zeta * proj_phi / phi_norm
-    # first-order error of every ingredient of the circle value (phi_error < phi/1000)
-    # (a call without error bounds is exact geometry: no rounding terms either, so that
-    # e.g. tangent balls still give their contact point)
-    exact = np.all(np.asarray(error1) == 0) and np.all(np.asarray(error2) == 0) \
-        and phi_error == 0
-    u = 0.0 if exact else UNIT_ROUNDOFF
-    e_p = np.asarray(error1 + error2, dtype=float)  # of proj_phi
-    d_zeta = abs(0.5 - (r2**2 - r1**2) / (2.0 * phi_norm**2)) * phi_error \
-        + 8 * u * (abs(zeta) + phi_norm + (r1**2 + r2**2) / phi_norm)
-    d_kappa = np.sqrt(2.0 * abs(zeta) * d_zeta + d_zeta**2)
-    d_ratio = e_p / phi_norm + 2.0 * np.abs(proj_phi) * phi_error / phi_norm**2  # p/||phi||
-    ratio = np.abs(proj_phi) / phi_norm
-    d_tau = np.sqrt(2.0 * ratio * d_ratio + d_ratio**2)
-    d_zr = d_zeta / phi_norm + abs(zeta) * 2.0 * phi_error / phi_norm**2  # zeta/||phi||
-    d_psi = error2 + abs(zeta) / phi_norm * e_p + np.abs(proj_phi) * d_zr
-    d3 = d_psi + kappa * d_tau + tau * d_kappa + d_kappa * d_tau \
-        + 8 * u * (np.abs(proj_psi) + kappa * tau)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d_cos = np.where(znorm > 0, d_ratio / znorm, 0.0 if exact else np.inf)
-    d_t = d_zeta / min(r1, r2) + phi_error / r1
-    # case 3: the extremum lies on the circle where both spheres meet (for every value
-    # of the inputs within their errors)
-    low3 = (t_lo + d_t + d_cos <= -cos) & (-cos <= t_hi - d_t - d_cos)
-    up3 = (t_lo + d_t + d_cos <= cos) & (cos <= t_hi - d_t - d_cos)
-    lower = np.where(low3, np.maximum(lower, proj_psi - kappa * tau - d3), lower)
-    upper = np.where(up3, np.minimum(upper, proj_psi + kappa * tau + d3), upper)
+    # the circle needs: two proper balls that meet, apart by a distance known well
+    # (otherwise a point ball, concentric balls, where the smaller one wins through the
+    # max/min of the two balls' bounds, or nothing to intersect)
+    circle = not (disjoint or r1 <= 0.0 or r2 <= 0.0
+                  or phi_norm <= 1e-12 * max(r1, r2, 1.0) or phi_error >= 1e-3 * phi_norm)
+    zeta = kappa = t_lo = t_hi = d_zeta = d_kappa = d_zr = d_t = u = 0.0
+    exact = True
+    if circle:
+        zeta = (phi_norm**2 + r2**2 - r1**2) / (2.0 * phi_norm)
+        kappa = float(np.sqrt(max(r2**2 - zeta**2, 0.0)))
+        t_lo, t_hi = (zeta - phi_norm) / r1, zeta / r2
+        # first-order error of every ingredient of the circle value (phi_error <
+        # phi/1000); a call without error bounds is exact geometry: no rounding terms
+        # either, so that e.g. tangent balls still give their contact point
+        exact = bool(np.all(error1 == 0) and np.all(error2 == 0) and phi_error == 0)
+        u = 0.0 if exact else UNIT_ROUNDOFF
+        d_zeta = abs(0.5 - (r2**2 - r1**2) / (2.0 * phi_norm**2)) * phi_error \
+            + 8 * u * (abs(zeta) + phi_norm + (r1**2 + r2**2) / phi_norm)
+        d_kappa = float(np.sqrt(2.0 * abs(zeta) * d_zeta + d_zeta**2))
+        d_zr = d_zeta / phi_norm + abs(zeta) * 2.0 * phi_error / phi_norm**2  # zeta/||phi||
+        d_t = d_zeta / min(r1, r2) + phi_error / r1
+    # per sample (compiled, one pass): the two balls' bounds and, where the extremum
+    # lies on the circle where both spheres meet for every value of the inputs within
+    # their errors, the circle value widened by its first-order error (the error of
+    # proj_phi is error1 + error2; the square-root terms of kappa and tau included)
+    lower, upper = two_ball_core(proj1, proj2, proj_phi, znorm, error1, error2,
+                                 float(r1), float(r2), circle, float(phi_norm), zeta,
+                                 kappa, t_lo, t_hi, d_zeta, d_kappa, d_zr, d_t,
+                                 float(phi_error), u, exact)
     return lower, upper, disjoint
 
 

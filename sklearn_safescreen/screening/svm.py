@@ -37,6 +37,7 @@ import numpy as np
 
 from ..problems.box_qp import BoxQPReference, gamma
 from ..problems.constants import UNIT_ROUNDOFF
+from ._balls_fast import ball_two_terms
 from .balls import (
     ScreeningResult,
     ball_bounds,
@@ -116,15 +117,13 @@ def _ball_two(ref: BoxQPReference, C: float, weights: np.ndarray, c: float,
     v = np.where(s_hat, weights, 0.0)
     qv = q_matvec(v)
     e_v = fresh_product_error(sqnorm, v) if qv_error is None else qv_error()
-    a_abs = np.abs(ref.alpha)
     A, e_A = ref.sq_norm_w, ref.sq_norm_w_error
-    B, S = float(ref.alpha @ qv), max(float(v @ qv), 0.0)
-    e_B = float(a_abs @ e_v) + gamma(n) * float(a_abs @ np.abs(qv))
-    e_S = float(v @ e_v) + gamma(n) * float(v @ np.abs(qv))
-    hinge = np.maximum(0.0, 1.0 - q)
-    xi_ref = float(weights @ hinge)
-    e_xi = float(weights @ (e_q + 2 * _U * (1.0 + np.abs(q)))) + gamma(n) * xi_ref
-    v_sum = float(v.sum())
+    (B, S, a_ev, a_qv, v_ev, v_qv, xi_ref, xi_err, v_sum), proj, e_proj = ball_two_terms(
+        *(_f64(x, n) for x in (q, e_q, qv, e_v, ref.alpha, weights, v)), float(C), _U)
+    S = max(S, 0.0)
+    e_B = a_ev + gamma(n) * a_qv
+    e_S = v_ev + gamma(n) * v_qv
+    e_xi = xi_err + gamma(n) * xi_ref
     e_vsum = gamma(n) * v_sum
     m2_terms = 0.25 * (abs(A) + 2.0 * C * abs(B) + C * C * S)
     m2_sq = 0.25 * (A + 2.0 * C * B + C * C * S)
@@ -132,9 +131,16 @@ def _ball_two(ref: BoxQPReference, C: float, weights: np.ndarray, c: float,
     r2_sq = m2_sq + C * (xi_ref - v_sum)
     e_r2 = 2.0 * (e_m2 + C * (e_xi + e_vsum) + gamma(3) * (m2_terms + C * (xi_ref + v_sum)))
     r2 = np.sqrt(max(r2_sq + e_r2, 0.0)) * (1.0 + 4 * _U)
-    proj = 0.5 * (q + C * qv)
-    e_proj = 0.5 * (e_q + C * e_v) + 4 * _U * (np.abs(q) + C * np.abs(qv))
     return proj, r2, B, S, int(s_hat.sum()), (e_proj, e_A, e_B, e_S)
+
+
+def _f64(x, n: int) -> np.ndarray:
+    """``x`` (an array, or one bound for every sample) as a contiguous float64 array of
+    length ``n``."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,) \
+            and x.flags.c_contiguous:
+        return x  # the common case, without numpy's conversion calls
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)))
 
 
 def ball_test_2(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,

@@ -32,14 +32,14 @@ from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems.box_qp import BoxQPReference
 from sklearn_safescreen.problems.doubly_sparse import ReducedProblem
 from sklearn_safescreen.problems.lp_svm import LPSVMData
-from sklearn_safescreen.screening import _balls_fast, _triplet_fast, balls, lad, svm
+from sklearn_safescreen.screening import _balls_fast, _lp_svm_fast, _triplet_fast, balls, lad, svm
 from sklearn_safescreen.screening import doubly_sparse as ds
 from sklearn_safescreen.screening import lp_svm as lps
 from sklearn_safescreen.screening import triplet as tr
 from sklearn_safescreen.screening import triplet_bounds as tb
 
 #: The rule modules whose public functions must not mutate their inputs.
-RULE_MODULES = (balls, _balls_fast, svm, lad, ds, lps, tr, tb, _triplet_fast)
+RULE_MODULES = (balls, _balls_fast, svm, lad, ds, lps, _lp_svm_fast, tr, tb, _triplet_fast)
 
 #: Classes of rule modules whose public (class)methods are rules too (constructors of
 #: references from a pair).
@@ -47,7 +47,8 @@ RULE_CLASSMETHODS = (lps.LPReference.build, lps.PrimalCut.build)
 
 #: Attributes an input object may gain during a call: memoised quantities of a
 #: problem's data that depend on the data only (``functools.cached_property``).
-MEMOISED = {(LPSVMData, "sorted_columns")}
+MEMOISED = {(LPSVMData, "sorted_columns"), (BoxQPReference, "sq_norm_w"),
+            (BoxQPReference, "sq_norm_w_error")}
 
 
 class Call(NamedTuple):
@@ -211,7 +212,12 @@ def lad_and_ball_calls(seed):
             call(balls.gap_ball_screen, margins, y, sqnorm, 1e-3),
             call(balls.proven_violations, margins, y, sqnorm, 1e-3, at_lower, at_upper,
                  np.full(n, 1e-12), 1e-12),
-            call(_balls_fast.gap_ball_masks, margins, y, sqnorm, 0.03, 1e-12, 1)]
+            call(_balls_fast.gap_ball_masks, margins, y, sqnorm, 0.03, 1e-12, 1),
+            call(_balls_fast.two_ball_core, proj1, proj2, proj1 - proj2, znorm, e1, e1,
+                 r1, 0.8 * r1, True, 0.3 * r1, 0.1 * r1, 0.5 * r1, -1.0, 1.0, 1e-12, 1e-9,
+                 1e-12, 1e-12, 1e-9 * r1, 1.1e-16, False),
+            call(_balls_fast.ball_two_terms, margins, e1, proj2, e1, alpha, weights,
+                 np.where(margins < 1.0, weights, 0.0), 2.5, 1.1e-16)]
     return out
 
 
@@ -265,6 +271,9 @@ def lp_svm_calls(seed, sparse, weights):
     out = [call(lps.LPReference.build, data, lam, w, alpha),
            call(lps.correlation_bounds, data, lam, ref),
            call(lps.correlation_bounds, data, lam, ref, at_zero, at_box),
+           call(_lp_svm_fast.knapsack_min, data.sorted_columns.values,
+                data.sorted_columns.rows, data.sorted_columns.start, data.s.copy(), 1.0,
+                5.0, float(data.s.sum()), True),
            call(lps.screen_features, data, lam, ref, at_zero, at_box),
            call(lps.PrimalCut.build, data, lam, ref),
            call(lps.PrimalCut.build, data, lam, ref, rng.rand(y.size)),
