@@ -13,10 +13,13 @@ screening; the mean screening rate of the always-screened walk. The ratios
 each rule (``screening=<rule>``, screening at every step), alternated with the others
 and with screening off, and prints a second table: what each rule costs on its own.
 
-Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--rules] [--repeats 2]
-         [--only TEXT]
+Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--papers] [--rules]
+         [--repeats 2] [--only TEXT]
 (``--large`` adds the digits metric path, the mnist-shaped metric path and the 3000 x
-4000 doubly sparse regression; ``--quick`` runs the small paths only).
+4000 doubly sparse regression; ``--papers`` the papers' two largest shapes, the
+Gisette-shaped metric path (6,000 x 5,000, k=15, diagonal; minutes per walk) and the
+real-sim-shaped doubly sparse path (72,309 x 20,958 sparse, 100 values); ``--quick``
+runs the small paths only).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def _std(X):
     return StandardScaler().fit_transform(X)
 
 
-def paths(quick: bool, large: bool) -> list[tuple]:
+def paths(quick: bool, large: bool, papers: bool = False) -> list[tuple]:
     """``(name, estimator, X, y, values, grid keywords)`` of every path."""
     out = []
     X, y = load_breast_cancer(return_X_y=True)
@@ -110,6 +113,20 @@ def paths(quick: bool, large: bool) -> list[tuple]:
                     "(ratio 0.9)", SafeMetricLearner(k=5),
                     MinMaxScaler((-1, 1)).fit_transform(X), y, None,
                     dict(n_values=30, eps=0.9 ** 29)))
+    if papers:
+        from sklearn_safescreen.datasets import make_sparse_text_classification
+
+        X, y = make_classification(6000, 5000, n_informative=50, n_redundant=50,
+                                   n_clusters_per_class=2, random_state=0)
+        out.append(("SafeMetricLearner, Gisette-shaped (6000 x 5000, k=15, diagonal), "
+                    "40 values (ratio 0.9)", SafeMetricLearner(k=15, metric="diagonal"),
+                    MinMaxScaler((-1, 1)).fit_transform(X), y, None,
+                    dict(n_values=40, eps=0.9 ** 39)))
+        X, y = make_sparse_text_classification(random_state=0)
+        out.append(("SafeDoublySparseSVC, real-sim-shaped (72309 x 20958 sparse), 100 "
+                    "values down to 1e-4 alpha_max, tol 1e-9",
+                    SafeDoublySparseSVC(fit_intercept=False, tol=1e-9, max_iter=100000),
+                    X, y, None, dict(n_values=100, eps=1e-4)))
     return out
 
 
@@ -133,6 +150,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--large", action="store_true")
+    ap.add_argument("--papers", action="store_true")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--only", default="", help="run the paths whose name contains this")
     ap.add_argument("--rules", action="store_true",
@@ -141,7 +159,7 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     rows, rule_rows = [], []
     with threadpool_limits(1):
-        for name, est, X, y, values, grid in paths(args.quick, args.large):
+        for name, est, X, y, values, grid in paths(args.quick, args.large, args.papers):
             if args.only not in name:
                 continue
             best = {m: np.inf for m in cost.MODES}
