@@ -130,8 +130,7 @@ class _ReducedDoublySparse:
         entries (its rows and columns count by their size)."""
         red = self.red
         if red.sparse:
-            row_nnz = np.bincount(red.X.indices, minlength=red.n_rows)
-            removed = row_nnz[event.at_zero | event.at_box].sum() + np.diff(
+            removed = red.row_nnz[event.at_zero | event.at_box].sum() + np.diff(
                 red.X.indptr)[event.features].sum()
         else:
             removed = (event.n_samples * red.n_cols + event.n_features * red.n_rows)

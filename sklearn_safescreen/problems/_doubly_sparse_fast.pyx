@@ -24,9 +24,10 @@ def shrink_csc(const double[::1] data, const int32_t[::1] indices,
       the old rows' :math:`c_i`);
     * ``offset_add``: :math:`\\sum_i X_{ij}\\,v_i` over the dropped rows, with
       ``row_value`` :math:`v` (the box value of rows moved to the box, 0 otherwise);
-    * ``max_nnz``: the largest number of non-zeros in a kept row or column.
+    * ``max_nnz``: the largest number of non-zeros in a kept row or column;
+    * ``row_nnz``: the number of non-zeros of each kept row.
 
-    Returns ``(data, indices, indptr, row_sq, col_sq_c, offset_add, max_nnz)``.
+    Returns ``(data, indices, indptr, row_sq, col_sq_c, offset_add, max_nnz, row_nnz)``.
     """
     cdef Py_ssize_t n_old = keep_rows.shape[0], n_cols = kept_cols.shape[0]
     cdef Py_ssize_t i, k, j, p, q, n_new = 0
@@ -84,4 +85,4 @@ def shrink_csc(const double[::1] data, const int32_t[::1] indices,
             if row_nnz[i] > max_nnz:
                 max_nnz = row_nnz[i]
     return (new_data_arr, new_indices_arr, new_indptr_arr, row_sq_arr, col_sq_arr,
-            offset_arr, int(max_nnz))
+            offset_arr, int(max_nnz), row_nnz_arr)

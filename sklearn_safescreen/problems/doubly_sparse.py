@@ -36,6 +36,7 @@ It solves nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -87,6 +88,13 @@ class DoublySparseData:
     loss: str
     gamma: float
     epsilon: float = 0.0
+
+    @cached_property
+    def row_nnz(self) -> np.ndarray:
+        """Stored entries per row (counted once)."""
+        if self.sparse:
+            return np.bincount(self.X.indices, minlength=self.n_samples)
+        return np.full(self.n_samples, self.n_features)
 
     def __post_init__(self):
         self.X = as_column_layout(self.X)
@@ -273,6 +281,7 @@ class ReducedProblem:
     col_sq_c: np.ndarray
     max_nnz: int
     box_weight: float = 0.0  # the sum of c_i over the samples folded into ``offset``
+    row_counts: np.ndarray | None = None  # see ``row_nnz``
 
     @classmethod
     def build(cls, data: DoublySparseData, rows: np.ndarray, cols: np.ndarray,
@@ -284,7 +293,7 @@ class ReducedProblem:
         cols = np.asarray(cols, dtype=np.intp)
         full = cls(data, np.arange(data.n_samples), np.arange(data.n_features), data.X,
                    np.zeros(data.n_features), 0.0, data.row_sq, data.col_sq_c,
-                   data.max_nnz)
+                   data.max_nnz, row_counts=data.row_nnz)
         if len(rows) == data.n_samples and len(cols) == data.n_features:
             return full
         keep_rows = np.zeros(data.n_samples, dtype=bool)
@@ -307,12 +316,13 @@ class ReducedProblem:
         if self.sparse:
             X = self.X
             value = np.where(to_box, box_value, 0.0)
-            data, indices, indptr, row_sq, col_sq_c, add, max_nnz = shrink_csc(
+            data, indices, indptr, row_sq, col_sq_c, add, max_nnz, row_nnz = shrink_csc(
                 X.data, X.indices, X.indptr, keep_rows.view(np.uint8),
                 kc.astype(np.int64), value, self.weights)
             Xs = sp.csc_matrix((data, indices, indptr), shape=(len(kr), len(kc)))
             return ReducedProblem(self.data, rows, cols, Xs, self.offset[kc] + add, kappa,
-                                  row_sq, col_sq_c, max_nnz, box_weight)
+                                  row_sq, col_sq_c, max_nnz, box_weight,
+                                  row_counts=row_nnz)
         offset = self.offset[kc]
         if len(fixed):
             offset = offset + self.X[np.ix_(fixed, kc)].T @ box_value[fixed]
@@ -342,6 +352,15 @@ class ReducedProblem:
     @property
     def nnz(self) -> int:
         return int(self.X.nnz) if self.sparse else self.X.size
+
+    @property
+    def row_nnz(self) -> np.ndarray:
+        """Stored entries per row (sparse: counted by the shrink that made the problem,
+        or once for the full data)."""
+        if self.row_counts is None:
+            self.row_counts = (np.bincount(self.X.indices, minlength=self.n_rows)
+                               if self.sparse else np.full(self.n_rows, self.n_cols))
+        return self.row_counts
 
     def margins(self, u: np.ndarray) -> np.ndarray:
         return _dense(self.X @ u)

@@ -243,15 +243,8 @@ def screen_doubly_sparse(red: ReducedProblem, u: np.ndarray, t: np.ndarray, gap:
                     if len(idx) > (~features).sum():
                         tt, row_sq, t_err = _fresh_margins(red, u, ~features, squares)
                         t_err = t_err + gap.t_error
-                    elif red.sparse:  # products with u zero off the decided columns
-                        v = np.zeros(d)
-                        v[idx] = u[idx]
-                        tt -= _dense(red.X @ v)
-                        v[idx] = 1.0
-                        row_sq -= _dense(squares() @ v)
-                        t_err += product_error(red.max_nnz, np.sqrt(red.row_sq),
-                                               float(np.sqrt(part)))
                     else:
+                        # the decided columns only (CSC: a slice of their entries)
                         cols = red.X[:, idx]
                         tt -= _dense(cols @ u[idx])
                         sq = cols.multiply(cols) if red.sparse else cols * cols
@@ -295,13 +288,9 @@ def _fresh_margins(red, u, keep, squares):
     """Margins over the columns ``keep``, the row norms over them, and the margins'
     error bound, computed afresh."""
     idx = np.flatnonzero(keep)
-    if red.sparse:
-        tt = _dense(red.X @ np.where(keep, u, 0.0))
-        row_sq = _dense(squares() @ keep.astype(float))
-    else:
-        cols = red.X[:, idx]
-        tt = cols @ u[idx]
-        row_sq = (cols * cols).sum(axis=1)
+    cols = red.X[:, idx]  # the kept columns only (CSC: a slice of their entries)
+    tt = _dense(cols @ u[idx])
+    row_sq = _dense((cols.multiply(cols) if red.sparse else cols * cols).sum(axis=1))
     t_err = product_error(red.max_nnz, np.sqrt(red.row_sq), float(np.sqrt(u[idx] @ u[idx])))
     return tt, row_sq, t_err
 
