@@ -505,3 +505,34 @@ def test_doubly_sparse_path_walks_a_pipeline():
     np.testing.assert_allclose(res.estimator[-1].coef_, direct.coef_, atol=1e-4)
     with pytest.raises(TypeError, match="on the estimator"):
         doubly_sparse_path(X, y, estimator=pipe, l1_ratio=0.3)
+
+
+def test_sparse_fingerprint_sees_every_change():
+    """The warm-start fingerprint of sparse data (its arrays digested, not hashed byte
+    by byte): equal for equal content, different after a one-ulp change of a stored
+    value (in the digested rows and in the tail), a moved entry (indices, indptr), a
+    sign flip, the other sparse layout; a warm-started fit on data changed in place
+    gives the answer of a fit from scratch."""
+    from sklearn_safescreen._utils.fingerprint import data_fingerprint
+
+    X = sp.random(3000, 400, density=0.01, format="csr", random_state=0)
+    X.data += 0.5
+    assert X.nnz > 4096 + 1024  # the digest, not the bytes, with a tail
+    base = data_fingerprint(X)
+    assert data_fingerprint(X.copy()) == base
+    changed = [X.copy() for _ in range(5)]
+    changed[0].data[100] = np.nextafter(changed[0].data[100], np.inf)
+    changed[1].data[-1] = np.nextafter(changed[1].data[-1], np.inf)  # the tail
+    changed[2].indices[7] = (changed[2].indices[7] + 1) % 400
+    changed[3].data[2000] *= -1.0
+    changed[4].indptr[1:-1] = changed[4].indptr[2:]  # entries moved between rows
+    for Z in [*changed, X.tocsc()]:
+        assert data_fingerprint(Z) != base
+
+    rng = np.random.RandomState(0)
+    y = np.where(X @ rng.randn(400) > np.median(X @ rng.randn(400)), 1, -1)
+    model = SafeDoublySparseSVC(alpha=0.05, warm_start=True, tol=1e-10).fit(X, y)
+    X.data[::7] *= 2.0  # in place: the same object, new content
+    model.set_params(alpha=0.03).fit(X, y)
+    cold = SafeDoublySparseSVC(alpha=0.03, tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(model.coef_, cold.coef_, atol=1e-6)

@@ -28,10 +28,13 @@ def data_fingerprint(*parts) -> str:
     h = hashlib.blake2b(digest_size=16)
     for part in parts:
         if sp.issparse(part):
-            part = part.tocsr()
+            if part.format not in ("csr", "csc"):
+                part = part.tocsr()
+            # in its own layout (a conversion would cost more than the hash), the
+            # layout named: the same matrix in the other one is other data here
             for arr in (part.data, part.indices, part.indptr):
-                h.update(np.ascontiguousarray(arr).tobytes())
-            h.update(repr(part.shape).encode())
+                h.update(_array_bytes(arr))
+            h.update(repr((part.format, part.shape, part.data.dtype.str)).encode())
         elif isinstance(part, np.ndarray):
             if part.dtype == np.float64 and part.ndim <= 2 and part.size > _DIGEST_MIN_SIZE:
                 part = content_digest(part.reshape(part.shape[0], -1))
@@ -62,6 +65,28 @@ def content_digest(X: np.ndarray) -> np.ndarray:
     hashes = multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
                                 _odd_coefficients(n, 2), _odd_coefficients(m, -2))
     return np.array([*X.shape, *hashes], dtype=np.uint64)
+
+
+#: 1-D arrays are digested as rows of this many elements (the coefficient vectors stay
+#: small), the remainder hashed as bytes.
+_ROW = 1024
+
+
+def _array_bytes(arr: np.ndarray) -> bytes:
+    """What :func:`data_fingerprint` hashes for one array of a sparse matrix: its
+    :func:`content_digest`-style multilinear hashes (any array of 4- or 8-byte
+    elements, as rows of ``_ROW`` elements) when large, else its bytes."""
+    arr = np.ascontiguousarray(arr)
+    if arr.size <= _DIGEST_MIN_SIZE or arr.dtype.itemsize not in (4, 8):
+        return arr.tobytes()
+    flat = arr.reshape(-1)
+    body = (flat.size // _ROW) * _ROW
+    V = flat[:body].view(np.uint32).reshape(body // _ROW, -1)  # no copy
+    n, m = V.shape
+    hashes = multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
+                                _odd_coefficients(n, 2), _odd_coefficients(m, -2))
+    return np.array([flat.size, *hashes], dtype=np.uint64).tobytes() \
+        + flat[body:].tobytes() + arr.dtype.str.encode()
 
 
 @functools.lru_cache(maxsize=8)
