@@ -28,6 +28,8 @@ next rounds with thousands of pivots (``doc/benchmarks.md``, LP-SVM path).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -126,13 +128,10 @@ class WarmRestrictedLP:
             return
         sign = np.concatenate([np.ones(len(plus)), -np.ones(len(minus))])
         first = self.lp.n_cols
-        block = sp.csc_matrix((0, len(features)))
+        block = _Compressed.empty(len(features))
         if self.lp.n_rows:
-            block = sp.csc_matrix(_submatrix(self.data, self.row_sample, features))
-            block = block @ sp.diags(-sign)
-            block = sp.csc_matrix(block)
-            block.eliminate_zeros()
-            block.sort_indices()
+            block = _compressed(_submatrix(self.data, self.row_sample, features), -sign,
+                                by="columns")
         k = len(features)
         # the cost is set by _update; bounds open
         self.lp.add_columns(np.zeros(k), np.zeros(k), np.full(k, float(l1_bound)), block)
@@ -150,25 +149,28 @@ class WarmRestrictedLP:
         # the slacks first (no entries yet), then the rows over every column
         first = self.lp.n_cols
         s = data.s[samples]
-        self.lp.add_columns(s, np.zeros(m), np.full(m, INF), sp.csc_matrix((0, m)))
+        self.lp.add_columns(s, np.zeros(m), np.full(m, INF), _Compressed.empty(m))
         slacks = np.arange(first, first + m)
         self.slack_of[samples] = slacks
         self._append_columns(np.full(m, -1), np.zeros(m), samples, s, np.zeros(m),
                              np.full(m, INF))
         feat_cols = np.flatnonzero(self.col_sign != 0.0)
-        block = sp.csr_matrix((m, 0))
+        r = c = np.empty(0, dtype=np.intp)
+        v = np.empty(0)
         if len(feat_cols):
-            block = sp.csr_matrix(_submatrix(data, samples, self.col_feature[feat_cols]))
-            block = sp.csr_matrix(block @ sp.diags(-self.col_sign[feat_cols]))
-        # columns of the block are feat_cols' HiGHS indices; the slack is -1
-        coo = block.tocoo()
-        r = np.concatenate([coo.row, np.arange(m)])
-        c = np.concatenate([feat_cols[coo.col], slacks])
-        v = np.concatenate([coo.data, -np.ones(m)])
-        rows = sp.csr_matrix((v, (r, c)), shape=(m, self.lp.n_cols))
-        rows.eliminate_zeros()
-        rows.sort_indices()
-        self.lp.add_rows(np.full(m, -INF), np.full(m, -1.0), rows)
+            block = _compressed(_submatrix(data, samples, self.col_feature[feat_cols]),
+                                -self.col_sign[feat_cols], by="rows")
+            r = np.repeat(np.arange(m), np.diff(block.indptr))
+            c, v = feat_cols[block.indices], block.data
+        # each row: its entries over the feature columns (increasing HiGHS indices),
+        # then its slack (-1), the newest column
+        r = np.concatenate([r, np.arange(m)])
+        order = np.argsort(r, kind="stable")
+        c = np.concatenate([c, slacks])[order]
+        v = np.concatenate([v, -np.ones(m)])[order]
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
+        self.lp.add_rows(np.full(m, -INF), np.full(m, -1.0), _Compressed(indptr, c, v))
         self.row_of[samples] = np.arange(len(self.row_sample), len(self.row_sample) + m)
         self.row_sample = np.concatenate([self.row_sample, samples])
 
@@ -206,6 +208,43 @@ class WarmRestrictedLP:
         changed = np.flatnonzero((lower != self.lower) | (upper != self.upper))
         self.lp.set_bounds(changed, lower[changed], upper[changed])
         self.cost, self.lower, self.upper = cost, lower, upper
+
+
+class _Compressed(NamedTuple):
+    """A CSC or CSR block as HiGHS takes it (``indptr``, ``indices``, ``data``), built
+    without scipy.sparse (whose constructors cost ~200 us a call: most of a small
+    restricted LP's growth)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+    @property
+    def nnz(self) -> int:
+        return len(self.data)
+
+    @classmethod
+    def empty(cls, n_major: int) -> _Compressed:
+        return cls(np.zeros(n_major + 1, dtype=np.int64), np.empty(0, dtype=np.intp),
+                   np.empty(0))
+
+
+def _compressed(block, scale: np.ndarray, by: str) -> _Compressed:
+    """``block * scale`` (``scale`` over its columns; ``block`` dense or scipy sparse)
+    compressed by ``"columns"`` (CSC) or ``"rows"`` (CSR), without explicit zeros and
+    with sorted indices."""
+    if sp.issparse(block):
+        block = block @ sp.diags(scale)
+        block = sp.csc_matrix(block) if by == "columns" else sp.csr_matrix(block)
+        block.eliminate_zeros()
+        block.sort_indices()
+        return _Compressed(block.indptr.astype(np.int64), block.indices, block.data)
+    scaled = np.asarray(block) * scale
+    major = scaled.T if by == "columns" else scaled  # one major line per row of this
+    line, index = np.nonzero(major)
+    indptr = np.zeros(major.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(line, minlength=major.shape[0]), out=indptr[1:])
+    return _Compressed(indptr, index, major[line, index])
 
 
 def _submatrix(data: LPSVMData, rows, cols):
