@@ -53,11 +53,11 @@ def two_ball_core(const double[::1] proj1, const double[::1] proj2,
                   bint circle, double phi_norm, double zeta, double kappa, double t_lo,
                   double t_hi, double d_zeta, double d_kappa, double d_zr, double d_t,
                   double phi_error, double u, bint exact):
-    """The per-sample part of :func:`.balls.two_ball_bounds` in one pass (the same
-    operations in the same order; the module is built without contraction into fused
-    multiply-adds, so the results are those of the vectorised form bit for bit): the
-    two balls' bounds, and with ``circle`` the circle value where its case holds.
-    The scalars are those :func:`.balls.two_ball_bounds` computes. Returns
+    """The per-sample part of :func:`.balls.two_ball_bounds` in one pass: the two
+    balls' bounds, and with ``circle`` the circle value where its case holds, widened
+    by its first-order error. The scalars are those :func:`.balls.two_ball_bounds`
+    computes. The module is built without contraction into fused multiply-adds, so
+    every operation is rounded as written, as the error terms assume. Returns
     ``(lower, upper)``."""
     cdef Py_ssize_t i, n = proj1.shape[0]
     lower_arr = np.empty(n)

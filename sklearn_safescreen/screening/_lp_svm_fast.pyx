@@ -1,8 +1,8 @@
 """Compiled kernel of the LP-SVM feature rule's fractional knapsacks
-(:func:`.lp_svm.correlation_bounds`): one pass over each column's sorted entries, where
-the vectorised form made about twenty passes over every stored entry (and a copy of
-them reversed for the maxima); at a few hundred samples that was most of a screening
-event's time."""
+(:func:`.lp_svm.correlation_bounds`): one pass over each column's sorted entries, the
+maxima read backwards (a vectorised form needs about twenty passes over every stored
+entry and a reversed copy; at a few hundred samples that is most of a screening
+event's time)."""
 
 from libc.math cimport fabs
 
