@@ -78,7 +78,9 @@ NEWTON_BELOW_GAP = 5e-2
 #: (12: at 16,000 samples, C = 46.4 and 100, the sixth step came after 80,000-150,000
 #: updates and the rest of the solve, 90,000-110,000 updates, had none; with up to 12,
 #: 91,000 and 103,000 updates in all against 172,000 and 188,000, and no value used
-#: more than 12)
+#: more than 12); pending variables returning to W renew half of it (the interior set
+#: changed: at 16,000 samples and tol=1e-6, C = 10 spent its 12 steps before the last
+#: return and crawled on with 74,000 greedy updates in all, 23,000 with the renewal)
 NEWTON_MAX_STEPS = 12
 #: ... and once a step tried early raised the objective, from this gap only (until
 #: pending variables return to W: the interior set changes and the gap opens again, so
@@ -465,6 +467,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                 # (tiny) one the others had reached
                 eps = max(eps, 0.1 * float(np.abs(g_pend[back]).max()))
                 newton_below = NEWTON_BELOW_GAP
+                n_newton = min(n_newton, NEWTON_MAX_STEPS // 2)
                 continue
             complete = True
         if rel_gap <= tol and complete:

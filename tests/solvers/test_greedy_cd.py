@@ -665,3 +665,45 @@ def test_newton_steps_resume_early_when_pending_variables_return(monkeypatch):
     step = next(k for k, (name, _) in enumerate(events) if name == "newton" and k > back)
     gap_before_step = [v for name, v in events[back:step] if name == "gap"][-1]
     assert gap_before_step > greedy_cd.NEWTON_LATE_GAP
+
+
+def test_returning_variables_renew_the_newton_budget(monkeypatch):
+    """A solve's Newton steps are limited (``NEWTON_MAX_STEPS``), but when pending
+    variables return to W after the budget is spent, the interior set has changed and
+    further steps may come (half the budget): at 16,000 samples and tol=1e-6 the twelve
+    steps of C = 10 were spent before the last return and the greedy updates crawled
+    the rest of the solve alone (74,000 updates against 23,000). Here with a budget of
+    two, on the path of the test above."""
+    monkeypatch.setattr(greedy_cd, "NEWTON_MAX_STEPS", 2)
+    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
+    events = []
+    newton, add_columns = greedy_cd._newton_step, greedy_cd._add_columns
+
+    def recording_newton(*args):
+        events.append("newton")
+        return newton(*args)
+
+    def recording_return(*args):
+        events.append("return")
+        return add_columns(*args)
+
+    monkeypatch.setattr(greedy_cd, "_newton_step", recording_newton)
+    monkeypatch.setattr(greedy_cd, "_add_columns", recording_return)
+    X, y = noisy_data(seed=1, n=800, d=5, flip=0.1)
+    n = y.size
+    keeper, prev = NewtonCache(), np.zeros(n)
+    renewed = False
+    for C in (0.1, 1.0, 10.0, 100.0, 1000.0):
+        events.clear()
+        problem = _problem(X, y, C, _rows_mb(80, n), newton=keeper)
+        res = solve_kernel_greedy(problem, np.clip(prev, 0.0, C), np.zeros(n, bool),
+                                  tol=1e-8, max_iter=100000, random_state=None,
+                                  dynamic_screen=gap_ball_screen)
+        assert res.converged
+        prev = res.alpha
+        spent = 0
+        for k, event in enumerate(events):
+            spent += event == "newton"
+            if event == "return" and spent >= 2 and "newton" in events[k + 1:]:
+                renewed = True
+    assert renewed
