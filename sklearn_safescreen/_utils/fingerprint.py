@@ -61,10 +61,14 @@ def content_digest(X: np.ndarray) -> np.ndarray:
     problem's reference, which the full-problem certificate still catches.
     """
     V = np.ascontiguousarray(X).view(np.uint32)  # no copy
+    return np.array([*X.shape, *_multilinear(V)], dtype=np.uint64)
+
+
+def _multilinear(V: np.ndarray) -> tuple[int, int]:
+    """The two multilinear hashes of :func:`content_digest` of the 32-bit matrix ``V``."""
     n, m = V.shape
-    hashes = multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
-                                _odd_coefficients(n, 2), _odd_coefficients(m, -2))
-    return np.array([*X.shape, *hashes], dtype=np.uint64)
+    return multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
+                              _odd_coefficients(n, 2), _odd_coefficients(m, -2))
 
 
 #: 1-D arrays are digested as rows of this many elements (the coefficient vectors stay
@@ -82,10 +86,7 @@ def _array_bytes(arr: np.ndarray) -> bytes:
     flat = arr.reshape(-1)
     body = (flat.size // _ROW) * _ROW
     V = flat[:body].view(np.uint32).reshape(body // _ROW, -1)  # no copy
-    n, m = V.shape
-    hashes = multilinear_hashes(V, _odd_coefficients(n, 1), _odd_coefficients(m, -1),
-                                _odd_coefficients(n, 2), _odd_coefficients(m, -2))
-    return np.array([flat.size, *hashes], dtype=np.uint64).tobytes() \
+    return np.array([flat.size, *_multilinear(V)], dtype=np.uint64).tobytes() \
         + flat[body:].tobytes() + arr.dtype.str.encode()
 
 
