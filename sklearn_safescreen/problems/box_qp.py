@@ -47,6 +47,11 @@ from .kernels import KernelMatrix, block_rows
 #: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`.
 _BLOCK_ROWS = 256
 
+#: :meth:`BoxQP.accurate_margins_from` updates the margins when the samples that changed
+#: are at most this share of the support (the update's product costs a kernel column
+#: per changed sample, the fresh product one per support vector).
+INCREMENTAL_MARGINS_SHARE = 0.75
+
 
 def gamma(m: int | float) -> float:
     r""":math:`\gamma_m = mu/(1-mu)`: the relative error bound of a sum of ``m`` terms in
@@ -151,7 +156,6 @@ class BoxQP:
         """
         s = self.sign
         coef = s * alpha
-        n = self.n_samples
         if self.linear:
             X = self.X
             if sp.issparse(X):
@@ -171,23 +175,89 @@ class BoxQP:
                            + np.sqrt(self.sqnorm) * float(np.sqrt(w_error @ w_error)))
             return s * t, error
         nz = np.flatnonzero(alpha)
-        km = self.kernel
+        t, absum = self._dot2_kernel_product(nz, coef[nz])
+        error = 2.0 * (UNIT_ROUNDOFF * np.abs(t)
+                       + (gamma(nz.size) ** 2 + self.kernel.entry_rtol) * absum)
+        return s * t, error
+
+    def _dot2_kernel_product(self, cols: np.ndarray, coef: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        r"""Kernel mode: :math:`K_{:,\mathrm{cols}}\,coef` over every row by Dot2, and
+        :math:`|K_{:,\mathrm{cols}}|\,|coef|` (the sum its error bound scales)."""
+        n, km = self.n_samples, self.kernel
         if isinstance(km.kernel, str) and km.kernel != "precomputed":
-            # a built-in kernel is symmetric: rows of the support (as the row cache
-            # holds them) serve as columns
-            acc, comp, absum = km.dot2_matvec(nz, coef[nz])
+            # a built-in kernel is symmetric: rows of ``cols`` (as the row cache holds
+            # them) serve as columns
+            acc, comp, absum = km.dot2_matvec(cols, coef)
         else:
             acc, comp, absum = np.zeros(n), np.zeros(n), np.zeros(n)
-            coef_nz = np.ascontiguousarray(coef[nz])
-            step = block_rows(nz.size, _BLOCK_ROWS)
+            coef = np.ascontiguousarray(coef, dtype=np.float64)
+            step = block_rows(cols.size, _BLOCK_ROWS)
             for start in range(0, n, step):
                 sl = slice(start, min(start + step, n))
                 rows = np.arange(sl.start, sl.stop)
                 dot2_accumulate(acc[sl], comp[sl], absum[sl],
-                                np.ascontiguousarray(km.block(rows, nz).T), coef_nz)
-        t = acc + comp
-        error = 2.0 * (UNIT_ROUNDOFF * np.abs(t) + (gamma(nz.size) ** 2 + km.entry_rtol) * absum)
-        return s * t, error
+                                np.ascontiguousarray(km.block(rows, cols).T), coef)
+        return acc + comp, absum
+
+    def accurate_margins_from(self, alpha: np.ndarray, base: BoxQPReference,
+                              scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+        r"""Kernel mode: the margins :math:`Q\alpha` of every sample with a bound of
+        their error, as :meth:`accurate_margins` gives them, updated from those of
+        another point ``base`` (on a path, the previous solution) instead of a product
+        over the whole support:
+
+        .. math::
+
+            Q\alpha = r\,Q\alpha_0 + Q\hat\delta + Q\rho,\qquad
+            \hat\delta_j = \mathrm{fl}(\alpha_j - \mathrm{fl}(r\alpha_{0j}))
+
+        with :math:`r` = ``scale`` and :math:`\hat\delta_j` taken as 0 where it is
+        below :math:`8\epsilon|\alpha_j|` (on a path, a sample at an end of its box at
+        both values: only the others cost a kernel column). The second product is
+        computed by Dot2 (its bound as in :meth:`accurate_margins`); the residual
+        :math:`\rho = \alpha - r\alpha_0 - \hat\delta` is not computed but bounded,
+        :math:`|\rho_j|\le u(|\mathrm{fl}(r\alpha_{0j})|+|\hat\delta_j|)` where
+        :math:`\hat\delta_j` was computed, :math:`u|\mathrm{fl}(r\alpha_{0j})| +
+        9\epsilon|\alpha_j|` where it was not, and reaches the margins through
+        Cauchy-Schwarz, :math:`|(Q\rho)_i|\le\|z_i\|\sum_j\|z_j\||\rho_j|`. The
+        bound is the base's, scaled, plus these terms and the rounding of the scaling
+        and of the sum (the new terms doubled): it grows by about :math:`\epsilon\|z_i\|
+        \sum_j\|z_j\||\alpha_j|` a step, so the caller recomputes the margins afresh
+        when it grows too large for its purpose.
+
+        Returns None in linear mode, or when the changed samples are more than
+        ``INCREMENTAL_MARGINS_SHARE`` of the support (the fresh product costs little
+        more).
+        """
+        if self.linear:
+            return None
+        eps = np.finfo(np.float64).eps
+        scaled = scale * base.alpha
+        delta = alpha - scaled
+        moved = np.abs(delta) > 8.0 * eps * np.abs(alpha)
+        cols = np.flatnonzero(moved)
+        if cols.size > INCREMENTAL_MARGINS_SHARE * np.count_nonzero(alpha):
+            return None
+        s = self.sign
+        zn = np.sqrt(np.maximum(self.sqnorm, 0.0))
+        rho = UNIT_ROUNDOFF * (np.abs(scaled) + np.where(moved, np.abs(delta), 0.0)) \
+            + np.where(moved, 0.0, 9.0 * eps * np.abs(alpha))
+        t1 = scale * base.margins
+        q = t1.copy()
+        new = 2.0 * UNIT_ROUNDOFF * np.abs(t1) + zn * float(rho @ zn)
+        if cols.size:
+            t, absum = self._dot2_kernel_product(cols, s[cols] * delta[cols])
+            q += s * t
+            new += UNIT_ROUNDOFF * np.abs(t) \
+                + (gamma(cols.size) ** 2 + self.kernel.entry_rtol) * absum
+        new += UNIT_ROUNDOFF * np.abs(q)
+        # the new terms doubled as usual; the base's bound is exact arithmetic's
+        # already, so only the rounding of the scaling and of the few additions (a
+        # relative 16u) covers it: doubling it at every step would grow it 2^k-fold
+        error = (scale * np.asarray(base.margin_error, dtype=np.float64) + 2.0 * new) \
+            * (1.0 + 16.0 * UNIT_ROUNDOFF)
+        return q, error
 
     def margin_error_bound(self, alpha: np.ndarray) -> np.ndarray:
         r"""A priori bound of the rounding error of margins :math:`Q\alpha` computed by
