@@ -38,10 +38,13 @@ DIRECTIVES = {
 
 
 #: Modules whose error-free transformations (compensated sums and dot products) need
-#: every product rounded on its own, or whose results must equal those of the
-#: vectorised NumPy form they replace: no contraction of ``a * b + c`` into an FMA,
-#: which compilers may otherwise do where the instruction set has one.
-EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.screening._balls_fast"}
+#: every product rounded on its own, or whose results must equal those of another form
+#: (the vectorised NumPy form they replace; the greedy solver's masked vector scans,
+#: whose choices must be those of its scalar scans on every processor): no contraction
+#: of ``a * b + c`` into an FMA, which compilers may otherwise do where the instruction
+#: set has one.
+EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.screening._balls_fast",
+                  f"{PACKAGE}.solvers._greedy_fast"}
 NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 
 

@@ -27,6 +27,12 @@ variable's row is missing, the loop returns its index. Shrinking as LIBSVM's (Jo
 1999): a variable at a bound whose gradient pushes it outwards by more than the largest
 violation leaves the selection scan; its gradient is still updated (the update is a BLAS
 axpy over every position), so un-shrinking needs no gradient reconstruction.
+
+The two scans of an update (the first variable, then its partner) read the active
+positions through their sorted list, one at a time, or, while the active positions are
+at least a quarter of W, every position through a mask four at a time
+(``_greedy_scan.h``): the same choices, at half the cost (16,000 samples, C = 100: 0.69
+s and 0.90 s for the two scans of 102,000 updates against 1.44 s and 1.85 s).
 """
 
 from libc.math cimport INFINITY, fabs, isfinite
@@ -35,6 +41,33 @@ from libc.stdlib cimport free, malloc
 from posix.time cimport CLOCK_THREAD_CPUTIME_ID
 from scipy.linalg.cython_blas cimport daxpy
 from posix.time cimport clock_gettime, timespec
+
+cdef extern from "sklearn_safescreen/solvers/_greedy_scan.h" nogil:
+    void gs_select(Py_ssize_t m, const double* g, const double* a, const double* lo,
+                   const double* hi, const double* diag, const double* inv_diag,
+                   const int64_t* slot, const double* on, double* vmax,
+                   Py_ssize_t* best, double* best_score, Py_ssize_t* cached,
+                   double* cached_score)
+    void gs_partner(Py_ssize_t m, const double* g, const double* a, const double* lo,
+                    const double* hi, const double* diag, const double* sign,
+                    const int64_t* slot, const double* on, const double* row,
+                    Py_ssize_t first, double sigma, double h_i, double s_i, double qii,
+                    double tau, Py_ssize_t* partner, double* b2, double* c,
+                    Py_ssize_t* cached, double* cached_b2, double* cached_c)
+
+# The scans read every position of W through a mask (four at a time, _greedy_scan.h)
+# instead of the listed active positions one by one when the active positions are at
+# least this share of W (``set_dense_scan_share``).
+cdef double _dense_share = 0.25
+
+
+def set_dense_scan_share(double share) -> float:
+    """Set the share of W the active positions must reach for the masked scans (above
+    1: never; 0: always) and return the previous one (tests and benchmarks)."""
+    global _dense_share
+    old = _dense_share
+    _dense_share = share
+    return old
 
 cdef enum:
     CONVERGED_ = 0
@@ -213,6 +246,8 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     cdef int64_t* act
     cdef int64_t* buf
     cdef uint8_t* mark
+    cdef double* on
+    cdef bint dense
     if (a.shape[0] != m or lo.shape[0] != m or hi.shape[0] != m or diag.shape[0] != m
             or inv_diag.shape[0] != m or sign.shape[0] != m
             or slot.shape[0] != m or rows.shape[1] != m or n_listed > active.shape[0]
@@ -222,9 +257,11 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     best = -1
     buf = <int64_t*>malloc(max(m, 1) * sizeof(int64_t))
     mark = <uint8_t*>malloc(max(m, 1) * sizeof(uint8_t))
-    if buf == NULL or mark == NULL:
+    on = <double*>malloc(max(m, 1) * sizeof(double))
+    if buf == NULL or mark == NULL or on == NULL:
         free(buf)
         free(mark)
+        free(on)
         raise MemoryError()
     act = &active[0] if active.shape[0] > 0 else NULL
     with nogil:
@@ -232,6 +269,12 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
             mark[j] = 0
         _sort_positions(act, 0, n_active, mark, m)
         _sort_positions(act, n_active, n_listed, mark, m)
+        # the mask of the active positions, for the masked scans
+        for j in range(m):
+            on[j] = 0.0
+        for k in range(n_active):
+            on[act[k]] = 1.0
+        dense = n_active >= _dense_share * m
         while True:
             # one scan: the largest violation and the best exact coordinate step
             if _profile:
@@ -242,7 +285,11 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
             best_score = 0.0
             cached = -1
             cached_score = 0.0
-            for k in range(n_active):
+            if dense:
+                gs_select(m, &g[0], &a[0], &lo[0], &hi[0], &diag[0], &inv_diag[0],
+                          &slot[0], on, &vmax, &best, &best_score, &cached,
+                          &cached_score)
+            for k in range(0 if dense else n_active):
                 j = act[k]
                 G = g[j]
                 old = a[j]
@@ -277,8 +324,11 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                 _prof_t[0] += _now() - t0
             if vmax <= eps or best < 0:
                 if n_active < n_listed:  # converged on the shrunk set: check them all
+                    for k in range(n_active, n_listed):
+                        on[act[k]] = 1.0
                     n_active = n_listed
                     _sort_positions(act, 0, n_active, mark, m)
+                    dense = n_active >= _dense_share * m
                     since_shrink = 0
                     continue
                 return_status = CONVERGED_
@@ -320,7 +370,12 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                 if _profile:
                     t0 = _now()
                     _prof_n[1] += n_active
-                for k in range(n_active):
+                if dense:
+                    gs_partner(m, &g[0], &a[0], &lo[0], &hi[0], &diag[0], &sign[0],
+                               &slot[0], on, row_i, best, sigma, h_i, s_i, qii, TAU,
+                               &partner, &best_b2, &best_c, &cached_partner, &cached_b2,
+                               &cached_c)
+                for k in range(0 if dense else n_active):
                     j = act[k]
                     # room for j along -sigma s_j
                     if -sigma * sign[j] > 0.0:
@@ -428,14 +483,17 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                     if (a[j] <= lo[j] and G > limit) or (a[j] >= hi[j] and -G > limit):
                         buf[n_shrunk] = j
                         n_shrunk += 1
+                        on[j] = 0.0
                     else:
                         act[kk] = j
                         kk += 1
                 for k in range(n_shrunk):
                     act[kk + k] = buf[k]
                 n_active = kk
+                dense = n_active >= _dense_share * m
                 if _profile:
                     _prof_t[3] += _now() - t0
     free(buf)
     free(mark)
+    free(on)
     return return_status, updates, n_active, clock, vmax, need, decrease, since_shrink

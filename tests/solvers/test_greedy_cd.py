@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 from _box_models import check_against_truth
 from _svm_truth import noisy_data, solve_svm_dual
-from sklearn_safescreen.solvers._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
+from sklearn_safescreen.solvers._greedy_fast import (
+    CONVERGED,
+    NEED_ROW,
+    greedy_updates,
+    set_dense_scan_share,
+)
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen.problems.box_qp import BoxQP
@@ -480,6 +485,68 @@ def test_loop_answer_does_not_depend_on_the_order_of_the_active_list(seed):
     truth = _box_qp_truth(Q, p, lo, hi)
     for a, _ in runs:
         np.testing.assert_allclose(a, truth, atol=1e-7)
+
+
+@pytest.fixture
+def scan_share():
+    """Set the share of W above which the loop scans through the mask; restored
+    after the test."""
+    old = set_dense_scan_share(0.25)
+    yield set_dense_scan_share
+    set_dense_scan_share(old)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_masked_scans_choose_as_the_listed_ones(seed, scan_share):
+    """The vector scans over every position through the mask (four lanes, each with its
+    own best, merged at the end) make the very same updates as the scalar scans through
+    the active list: with shrinking, bounds reached, a number of positions that is not
+    a multiple of four, a zero diagonal (a variable linear along its coordinate), rows
+    missing from the cache, and exact ties (duplicated samples: the first position
+    wins in both)."""
+    rng = np.random.RandomState(seed)
+    m = 37 + seed
+    X = rng.standard_normal((m, 3))
+    s = np.where(rng.rand(m) < 0.5, -1.0, 1.0)
+    p = rng.uniform(0.2, 2.0, m)
+    lo = np.where(rng.rand(m) < 0.3, -rng.uniform(0.1, 1.0, m), 0.0)
+    hi = rng.uniform(0.05, 3.0, m)
+    # duplicated samples in other lanes of the vector scans: equal scores and gains
+    original, copy = np.array([0, 1, 2, 3]), np.array([9, 14, 19, 27])
+    for arr in (X, s, p, lo, hi):
+        arr[copy] = arr[original]
+    Q = _signed_gram(X, s)
+    if seed % 2:  # a zero row and column: that variable is linear along its coordinate
+        Q[5, :] = Q[:, 5] = 0.0
+    diag = np.diag(Q).copy()
+    inv = np.divide(1.0, diag, out=np.zeros(m), where=diag > 0)
+    slot0 = np.arange(m, dtype=np.int64)
+    slot0[rng.rand(m) < 0.2] = -1  # rows not cached: the loop asks for them
+    a0 = np.clip(rng.uniform(-1, 1, m), lo, hi) if seed >= 4 else np.zeros(m)
+    a0[copy] = a0[original]
+    slot0[copy] = np.where(slot0[original] < 0, -1, copy)
+    rows = np.ascontiguousarray(Q)
+    runs = []
+    for share in (2.0, 0.0):
+        scan_share(share)
+        a, g, slot = a0.copy(), Q @ a0 - p, slot0.copy()
+        active = np.arange(m, dtype=np.int64)
+        trace = []
+        for _ in range(200):  # calls until converged, serving each missing row
+            out = greedy_updates(a, g, lo, hi, diag, inv, s, active, m, m, rows, slot,
+                                 np.zeros(m, dtype=np.int64), 0, 25, 1e-12, 5, True, 1.0,
+                                 m // 2, 1.5)
+            trace.append((out[0], out[1], out[5]))
+            if out[0] == NEED_ROW:
+                slot[out[5]] = out[5]
+            elif out[0] == CONVERGED:
+                break
+        runs.append((a, g, trace))
+    (a1, g1, t1), (a2, g2, t2) = runs
+    assert t1 == t2
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(g1, g2)
+    assert t1[-1][0] == CONVERGED
 
 
 @pytest.mark.parametrize("partner_any", [True, False])
