@@ -248,6 +248,7 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     cdef uint8_t* mark
     cdef double* on
     cdef bint dense
+    cdef const int64_t* slots_seen  # NULL when every row is cached (the scans' shortcut)
     if (a.shape[0] != m or lo.shape[0] != m or hi.shape[0] != m or diag.shape[0] != m
             or inv_diag.shape[0] != m or sign.shape[0] != m
             or slot.shape[0] != m or rows.shape[1] != m or n_listed > active.shape[0]
@@ -275,6 +276,12 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
         for k in range(n_active):
             on[act[k]] = 1.0
         dense = n_active >= _dense_share * m
+        # rows are fetched between calls only: whether all are cached holds for this one
+        slots_seen = NULL
+        for j in range(m):
+            if slot[j] < 0:
+                slots_seen = &slot[0]
+                break
         while True:
             # one scan: the largest violation and the best exact coordinate step
             if _profile:
@@ -287,7 +294,7 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
             cached_score = 0.0
             if dense:
                 gs_select(m, &g[0], &a[0], &lo[0], &hi[0], &diag[0], &inv_diag[0],
-                          &slot[0], on, &vmax, &best, &best_score, &cached,
+                          slots_seen, on, &vmax, &best, &best_score, &cached,
                           &cached_score)
             for k in range(0 if dense else n_active):
                 j = act[k]
@@ -372,7 +379,7 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                     _prof_n[1] += n_active
                 if dense:
                     gs_partner(m, &g[0], &a[0], &lo[0], &hi[0], &diag[0], &sign[0],
-                               &slot[0], on, row_i, best, sigma, h_i, s_i, qii, TAU,
+                               slots_seen, on, row_i, best, sigma, h_i, s_i, qii, TAU,
                                &partner, &best_b2, &best_c, &cached_partner, &cached_b2,
                                &cached_c)
                 for k in range(0 if dense else n_active):

@@ -41,7 +41,8 @@ typedef int64_t gs_v4l __attribute__((vector_size(32)));
  * gradient |v_j| (0 where the bound blocks the descent) into *vmax, and the position of
  * the largest decrease of the objective by the exact one-variable step, over all and
  * over those whose row is cached (slot[j] >= 0), into *best / *best_score and *cached /
- * *cached_score (-1 and 0 when no position decreases it). */
+ * *cached_score (-1 and 0 when no position decreases it). slot = NULL: every row is
+ * cached (the cached best is the best). */
 static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_select(
     ptrdiff_t m, const double *g, const double *a, const double *lo, const double *hi,
     const double *diag, const double *inv_diag, const int64_t *slot, const double *on,
@@ -74,9 +75,11 @@ static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_select(
         gs_v4l better = score > bs;
         bs = GS_SEL(better, score, bs);
         bi = GS_SELL(better, idx, bi);
-        gs_v4l cbetter = (score > cs) & (GS_LOADL(slot + j) >= 0);
-        cs = GS_SEL(cbetter, score, cs);
-        ci = GS_SELL(cbetter, idx, ci);
+        if (slot) {
+            gs_v4l cbetter = (score > cs) & (GS_LOADL(slot + j) >= 0);
+            cs = GS_SEL(cbetter, score, cs);
+            ci = GS_SELL(cbetter, idx, ci);
+        }
     }
     for (int l = 0; l < 4; l++) {
         if (vm[l] > vmax)
@@ -118,10 +121,14 @@ static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_select(
             best_score = score;
             best = j;
         }
-        if (score > cached_score && slot[j] >= 0) {
+        if (slot && score > cached_score && slot[j] >= 0) {
             cached_score = score;
             cached = j;
         }
+    }
+    if (!slot) {  /* every row cached: the best is cached */
+        cached = best;
+        cached_score = best_score;
     }
     *vmax_out = vmax;
     *best_out = best;
@@ -144,7 +151,8 @@ static inline int gs_gain_beats(double b2, double c, ptrdiff_t j, double b2_best
  * positions j != first with on[j] != 0 and room to move along -sigma s_j, the largest
  * b^2 / c with b = sigma (s_j g_j - h_i) > 0 and c = max(qii + diag_j -
  * 2 s_first s_j row_j, tau), over all and over the cached ones, into *partner, *b2,
- * *c and *cached, *cached_b2, *cached_c (-1, 0, 1 when none). */
+ * *c and *cached, *cached_b2, *cached_c (-1, 0, 1 when none; slot = NULL: every row
+ * is cached). */
 static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_partner(
     ptrdiff_t m, const double *g, const double *a, const double *lo, const double *hi,
     const double *diag, const double *sign, const int64_t *slot, const double *on,
@@ -176,10 +184,12 @@ static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_partner(
         pb2 = GS_SEL(better, b2, pb2);
         pc = GS_SEL(better, c, pc);
         pi = GS_SELL(better, idx, pi);
-        gs_v4l cbetter = ok & (GS_LOADL(slot + j) >= 0) & (b2 * qc > qb2 * c);
-        qb2 = GS_SEL(cbetter, b2, qb2);
-        qc = GS_SEL(cbetter, c, qc);
-        qi = GS_SELL(cbetter, idx, qi);
+        if (slot) {
+            gs_v4l cbetter = ok & (GS_LOADL(slot + j) >= 0) & (b2 * qc > qb2 * c);
+            qb2 = GS_SEL(cbetter, b2, qb2);
+            qc = GS_SEL(cbetter, c, qc);
+            qi = GS_SELL(cbetter, idx, qi);
+        }
     }
     for (int l = 0; l < 4; l++) {
         if (pi[l] >= 0 && (partner < 0 ||
@@ -216,11 +226,16 @@ static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_partner(
             best_c = c;
             partner = j;
         }
-        if (slot[j] >= 0 && b * b * cached_c > cached_b2 * c) {
+        if (slot && slot[j] >= 0 && b * b * cached_c > cached_b2 * c) {
             cached_b2 = b * b;
             cached_c = c;
             cached = j;
         }
+    }
+    if (!slot) {  /* every row cached: the best partner is cached */
+        cached = partner;
+        cached_b2 = best_b2;
+        cached_c = best_c;
     }
     *partner_out = partner;
     *b2_out = best_b2;
