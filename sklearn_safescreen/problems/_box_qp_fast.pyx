@@ -12,6 +12,7 @@ used as given (the tests compare 1 and 2 threads on small inputs)."""
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport fabs, pow
 from libc.stdint cimport int32_t, int64_t
+from libc.string cimport memmove
 
 import numpy as np
 
@@ -438,6 +439,61 @@ def symmetric_kernel_diag(const double[::1] sq, int kind, double gamma, double c
     if kind == 1:
         np.exp(out_arr, out=out_arr)
     return out_arr
+
+
+def compact_rows(double[::1] buf, const int64_t[::1] src_rows, Py_ssize_t m_old,
+                 const int64_t[::1] cols):
+    """In place, narrower rows: ``buf[k m + j] = buf[src_rows[k] m_old + cols[j]]``
+    (``m = cols.size``) for ``k = 0, 1, ...`` in order.
+
+    With ``src_rows`` and ``cols`` strictly increasing every write lands at or before
+    every value still to be read (``k m + j <= src_rows[k] m_old + cols[j]``), so one
+    forward pass needs no second buffer: a row cache narrowed in place, without the
+    fresh allocation whose first touch cost as much as the copy (page faults)."""
+    cdef Py_ssize_t k, j, n = src_rows.shape[0], m = cols.shape[0], s, d
+    for k in range(n):
+        if src_rows[k] < 0 or (k and src_rows[k] <= src_rows[k - 1]):
+            raise ValueError("compact_rows: source rows must increase strictly")
+    for j in range(m):
+        if cols[j] < 0 or cols[j] >= m_old or (j and cols[j] <= cols[j - 1]):
+            raise ValueError("compact_rows: columns must increase strictly within a row")
+    if n and (src_rows[n - 1] + 1) * m_old > buf.shape[0]:
+        raise IndexError("compact_rows: row out of range")
+    with nogil:
+        for k in range(n):
+            s = src_rows[k] * m_old
+            d = k * m
+            for j in range(m):
+                buf[d + j] = buf[s + cols[j]]
+
+
+def spread_rows(double[::1] buf, const int64_t[::1] src_rows, Py_ssize_t m_old,
+                Py_ssize_t m_new):
+    """In place, wider rows: the ``m_old`` values at ``src_rows[k] m_old`` move to
+    ``k m_new`` (``m_new >= m_old``; the columns beyond ``m_old`` are left to the caller).
+
+    ``src_rows`` strictly increasing: the rows that move down are moved first, in
+    increasing order, then those that move up, in decreasing order; then no move
+    overwrites a row still to be moved (each move itself a ``memmove``)."""
+    cdef Py_ssize_t k, n = src_rows.shape[0]
+    if m_new < m_old or m_old < 0:
+        raise ValueError("spread_rows: rows must not narrow")
+    for k in range(n):
+        if src_rows[k] < 0 or (k and src_rows[k] <= src_rows[k - 1]):
+            raise ValueError("spread_rows: source rows must increase strictly")
+    if n and ((src_rows[n - 1] + 1) * m_old > buf.shape[0]
+              or (n - 1) * m_new + m_old > buf.shape[0]):
+        raise IndexError("spread_rows: row out of range")
+    if n == 0 or m_old == 0:
+        return
+    cdef double* base = &buf[0]
+    with nogil:
+        for k in range(n):
+            if k * m_new <= src_rows[k] * m_old:
+                memmove(base + k * m_new, base + src_rows[k] * m_old, m_old * sizeof(double))
+        for k in range(n - 1, -1, -1):
+            if k * m_new > src_rows[k] * m_old:
+                memmove(base + k * m_new, base + src_rows[k] * m_old, m_old * sizeof(double))
 
 
 def gather_signed_rows(double[:, ::1] dst, const int64_t[::1] dst_rows,

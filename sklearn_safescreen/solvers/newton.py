@@ -55,6 +55,11 @@ class NewtonCache:
 
     def __init__(self):
         self.clear()
+        #: the memory of the factor, reused by the next factorisations (a fresh block's
+        #: first touch cost about as much system time as the factorisation's arithmetic
+        #: on this project's machine: 0.57 s of page faults for 32 factorisations at
+        #: 16,000 samples)
+        self._workspace = None
         #: factors up to this many bytes are also kept between fits (the greedy solver
         #: sets it to the kernel cache's budget)
         self.keep_bytes = 0.0
@@ -73,6 +78,7 @@ class NewtonCache:
             and 8.0 * self.idx.size**2 > self.keep_bytes
         if not keep or large:
             self.clear()
+            self._workspace = None
         if not keep:
             self.rows = None
 
@@ -82,6 +88,7 @@ class NewtonCache:
     def __setstate__(self, state):
         self.clear()
         self.rows = None
+        self._workspace = None
 
     def solve(self, problem: BoxQP, Q: np.ndarray, free: np.ndarray, interior: np.ndarray,
               rhs: np.ndarray) -> np.ndarray:
@@ -97,10 +104,26 @@ class NewtonCache:
                 if step is not None:
                     return step
         self.clear()
-        self.factor = cho_factor(Q[np.ix_(interior, interior)], lower=True,
-                                 overwrite_a=True, check_finite=False)
+        self.factor = cho_factor(self._block(Q, interior), lower=True, overwrite_a=True,
+                                 check_finite=False)
         self.idx = idx
         return cho_solve(self.factor, rhs, check_finite=False)
+
+
+    def _block(self, Q, interior: np.ndarray) -> np.ndarray:
+        """``Q_II``, for an in-place factorisation: in the kept workspace when ``Q``
+        can write into it (then as its transpose, Fortran-ordered, which LAPACK
+        factorises without a copy; ``Q_II`` is symmetric), else a new array."""
+        k = interior.size
+        if not hasattr(Q, "gather_into"):
+            return Q[np.ix_(interior, interior)]
+        if self._workspace is None or self._workspace.size < k * k:
+            # room for the larger systems that usually follow (untouched, it costs
+            # no memory)
+            self._workspace = np.empty(max(k * k, min((3 * k // 2) ** 2,
+                                                      NEWTON_MAX_SYSTEM ** 2)))
+        out = self._workspace[:k * k].reshape(k, k)
+        return Q.gather_into(out, interior, interior).T
 
 
 def signed_block(problem: BoxQP, rows, cols) -> np.ndarray:
@@ -132,16 +155,18 @@ def bordered_solve(problem, F, factor, removed, A, idx, rhs):
     n_A, k = A.size, A.size + pos_R.size
     kept = ~removed
     at = np.searchsorted(idx, F[kept])  # rows of the answer of F's kept variables
-    b_F = np.zeros(F.size)
-    b_F[kept] = rhs[at]
-    y0 = cho_solve(factor, b_F, check_finite=False)
+    # y0 and W = Q_FF^{-1} B in one solve with k + 1 right-hand sides: the factor is
+    # read once (a read took 0.026 s at 4,000 variables, the solves 1.3 s of a path)
+    Bb = np.zeros((F.size, k + 1), order="F")
+    Bb[kept, 0] = rhs[at]
+    if n_A:
+        Bb[:, 1:n_A + 1] = signed_block(problem, F, A)
+    Bb[pos_R, 1 + n_A + np.arange(pos_R.size)] = 1.0
+    sol = cho_solve(factor, Bb, check_finite=False)
+    y0 = sol[:, 0]
     if k == 0:  # the factorised set itself
         return y0
-    B = np.zeros((F.size, k))
-    if n_A:
-        B[:, :n_A] = signed_block(problem, F, A)
-    B[pos_R, n_A + np.arange(pos_R.size)] = 1.0
-    W = cho_solve(factor, B, check_finite=False)
+    B, W = Bb[:, 1:], sol[:, 1:]
     S = -(B.T @ W)
     at_A = np.searchsorted(idx, A)
     r = np.concatenate([rhs[at_A] - B[:, :n_A].T @ y0, -y0[pos_R]])

@@ -86,24 +86,56 @@ def test_row_cache_is_bounded_and_evicts_least_recently_used():
     assert np.all(cache.slot[np.setdiff1d(np.arange(300), held)] == -1)
 
 
-def test_row_cache_restricted_and_extended_serve_the_same_rows():
+@pytest.mark.parametrize("budget_rows", [None, 40, 20])
+def test_row_cache_restricted_and_extended_serve_the_same_rows(budget_rows):
     """Narrowing the columns (no kernel values computed) and extending them (the new
-    columns computed for the kept rows) give the rows of the new column set."""
+    columns computed for the kept rows) give the rows of the new column set, in the same
+    buffer while it holds them; with a budget of 40 rows of 100 the widening keeps the
+    most recently used rows that still fit, with 20 the cache's floor of rows needs a new
+    buffer. The caches they came from are retired (not readable)."""
     X, y = noisy_data(seed=2, n=200, d=3)
-    problem = _problem(X, y, 1.0, 50.0)
+    problem = _problem(X, y, 1.0, 50.0 if budget_rows is None
+                       else _rows_mb(budget_rows, 100))
     Q = _signed_gram(X, y)
     W = np.arange(0, 200, 2)
     cache = RowCache(problem, W)
-    cache.fetch(problem, np.arange(0, 30))
-    keep = np.arange(5, 80)
-    narrow = cache.restricted(problem, keep)
-    extra = np.arange(1, 60, 2)
-    wide = narrow.extended(problem, extra)
-    for c in (narrow, wide):
+    # fetched out of order, so buffer rows and positions are not in the same order
+    for part in (np.arange(20, 30), np.arange(0, 10)[::-1], np.arange(10, 20)):
+        cache.fetch(problem, part)
+    cache.fetch(problem, np.array([25, 3]))  # the most recent
+    buffer = cache._buffer
+    held_before = W[cache.slot >= 0]
+
+    def check(c):
         for pos in np.flatnonzero(c.slot >= 0):
             np.testing.assert_allclose(c.rows[c.slot[pos]], Q[c.W[pos]][c.W], rtol=1e-12,
                                        atol=1e-12)
-    assert np.count_nonzero(wide.slot >= 0) == 25  # rows 5..29 of W survived both
+        assert np.array_equal(np.sort(c.owner[c.owner >= 0]), np.flatnonzero(c.slot >= 0))
+
+    keep = np.arange(5, 80)
+    narrow = cache.restricted(problem, keep)
+    assert cache.rows is None and narrow._buffer is buffer
+    check(narrow)
+    held_narrow = narrow.W[narrow.slot >= 0]
+    assert np.array_equal(np.sort(held_narrow), held_before[held_before >= W[5]])
+    extra = np.arange(1, 60, 2) if budget_rows is None else np.arange(1, 200, 2)
+    used = narrow.owner >= 0
+    last_use = dict(zip(narrow.W[narrow.owner[used]], narrow.last_use[used], strict=True))
+    wide = narrow.extended(problem, extra)
+    assert narrow.rows is None
+    check(wide)
+    held_wide = wide.W[wide.slot >= 0]
+    if budget_rows is None:
+        assert wide._buffer is buffer
+        assert np.array_equal(np.sort(held_wide), W[5:30])  # rows 5..29 of W survived
+    else:  # the most recently used rows that fit
+        cap = {40: 22, 20: greedy_cd.MIN_CACHE_ROWS}[budget_rows]
+        assert wide.capacity == cap and (wide._buffer is buffer) == (budget_rows == 40)
+        assert held_wide.size == min(cap, held_narrow.size)
+        newest = sorted(held_narrow, key=lambda j: -last_use[j])[:cap]
+        assert set(held_wide) == set(newest)
+        if budget_rows == 40:
+            assert held_wide.size < held_narrow.size
 
 
 def test_compiled_loop_stops_on_a_missing_row_without_changing_it():
