@@ -91,6 +91,8 @@ NEWTON_LATE_GAP = 1e-3
 #: A variable whose row is cached is updated instead of the best one when its decrease
 #: is at least this fraction of the best's (no kernel row computed for the update).
 PREFER_CACHED = 0.1
+#: Check the pending variables once before the first Newton step of a solve.
+EARLY_PENDING_CHECK = True
 #: Fewest movable samples for which :func:`prefer_greedy` chooses this solver.
 GREEDY_MIN_FREE = 400
 #: W is narrowed to the variables shrinking kept when they are fewer than this fraction
@@ -450,7 +452,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     inv_diag = None
     gap = rel_gap = np.inf
     converged = False
-    newton_tried, n_newton = None, 0
+    newton_tried, n_newton, early_done = None, 0, False
     newton_below = NEWTON_BELOW_GAP
     if problem.newton is not None:
         problem.newton.keep_bytes = problem.kernel.cache_bytes
@@ -484,7 +486,12 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                                        held, a_held)
         complete = pending.size == 0
         last = rel_gap <= tol or updates >= max_updates
-        if not complete and last:
+        # before the solve's first Newton step: the pending variables that returned
+        # only at its end made a second factorisation of the grown interior set
+        early = (EARLY_PENDING_CHECK and not complete and not early_done
+                 and n_newton == 0 and tol < rel_gap <= newton_below)
+        if not complete and (last or early):
+            early_done = True
             # the pending variables' gradient, afresh: they join the gap and, where it
             # is open, W
             alpha[W] = a
@@ -510,7 +517,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                 newton_below = NEWTON_BELOW_GAP
                 n_newton = min(n_newton, NEWTON_MAX_STEPS // 2)
                 continue
-            complete = True
+            complete = last
         if rel_gap <= tol and complete:
             converged = True
             break

@@ -729,7 +729,9 @@ def test_newton_steps_resume_early_when_pending_variables_return(monkeypatch):
     when pending variables return to W the interior set changes and the gap opens again,
     and the next step is taken as early as at the start of a solve (before, a large-C
     solve of 16,000 samples made 135,000 updates without one). A path of 800 samples
-    with 80 cached rows up to C = 1000, where this happens at the last value."""
+    with 80 cached rows up to C = 1000, where this happens at the last value (without
+    the pending check before the first step, which takes the returns before it)."""
+    monkeypatch.setattr(greedy_cd, "EARLY_PENDING_CHECK", False)
     events = []
     newton, add_columns, relative_gap = (greedy_cd._newton_step, greedy_cd._add_columns,
                                          greedy_cd._relative_gap)
@@ -764,6 +766,41 @@ def test_newton_steps_resume_early_when_pending_variables_return(monkeypatch):
     step = next(k for k, (name, _) in enumerate(events) if name == "newton" and k > back)
     gap_before_step = [v for name, v in events[back:step] if name == "gap"][-1]
     assert gap_before_step > greedy_cd.NEWTON_LATE_GAP
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch, early):
+    """A warm-started solve with pending variables checks them (and takes back the
+    violators) before its first Newton step, so that the step's factorisation holds
+    them; the solutions are the exact ones either way. A path of 400 samples with 40
+    cached rows: at C = 10 the solve starts with pending variables."""
+    monkeypatch.setattr(greedy_cd, "EARLY_PENDING_CHECK", early)
+    events = []
+    newton, gradient = greedy_cd._newton_step, greedy_cd._PendingMargins.gradient
+
+    def recording_newton(*args):
+        events.append("newton")
+        return newton(*args)
+
+    def recording_check(self, *args):
+        events.append("check")
+        return gradient(self, *args)
+
+    monkeypatch.setattr(greedy_cd, "_newton_step", recording_newton)
+    monkeypatch.setattr(greedy_cd._PendingMargins, "gradient", recording_check)
+    X, y = noisy_data(seed=1, n=400, d=5, flip=0.1)
+    n = y.size
+    Q = _signed_gram(X, y)
+    keeper, prev = NewtonCache(), np.zeros(n)
+    for C in (0.1, 1.0, 10.0):
+        events.clear()
+        problem = _problem(X, y, C, _rows_mb(40, n), newton=keeper)
+        res = solve_kernel_greedy(problem, np.clip(prev, 0.0, C), np.zeros(n, bool),
+                                  tol=1e-9, max_iter=100000, random_state=None)
+        check_against_truth(problem, res, solve_svm_dual(C, Q=Q), 1e-8)
+        prev = res.alpha
+    assert "newton" in events and "check" in events
+    assert (events[0] == "check") == early
 
 
 def test_returning_variables_renew_the_newton_budget(monkeypatch):
