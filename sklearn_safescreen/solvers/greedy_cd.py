@@ -91,6 +91,11 @@ NEWTON_LATE_GAP = 1e-3
 #: A variable whose row is cached is updated instead of the best one when its decrease
 #: is at least this fraction of the best's (no kernel row computed for the update).
 PREFER_CACHED = 0.1
+#: A warm solve whose kept columns' rows no longer all fit starts over from every free
+#: sample when the rows of its interior set, times this, fit in rows that wide (measured
+#: on the RBF benchmark path, paired: 8,000 samples 5.07-5.74 s -> 4.37-4.47 s, 16,000
+#: 17.88-18.07 s -> 17.49-17.62 s).
+FRESH_START_ROOM = 1.5
 #: Check the pending variables once before the first Newton step of a solve.
 EARLY_PENDING_CHECK = True
 #: Fewest movable samples for which :func:`prefer_greedy` chooses this solver.
@@ -152,10 +157,8 @@ class RowCache:
         self._buffer = self.rows = None
 
     def _setup(self, problem):
-        m = max(self.W.size, 1)
         self._budget_values = int(problem.kernel.cache_bytes // 8)
-        budget = int(problem.kernel.cache_bytes // (8 * m))
-        self.capacity = int(min(self.W.size, max(budget, MIN_CACHE_ROWS)))
+        self.capacity = _rows_that_fit(problem, self.W.size) if self.W.size else 0
         self._evaluate = problem.kernel.rows_over(self.W)
         self._sign_W = np.ascontiguousarray(problem.sign[self.W], dtype=np.float64)
         # columns covering (nearly) every sample: rows through the kernel's own row
@@ -327,6 +330,13 @@ def holds_every_row(problem: BoxQP) -> bool:
     return problem.kernel.cache_bytes >= 8.0 * n * n
 
 
+def _rows_that_fit(problem: BoxQP, width: int) -> int:
+    """Rows of ``width`` columns a row cache holds (as :class:`RowCache` sizes it)."""
+    width = max(int(width), 1)
+    budget = int(problem.kernel.cache_bytes // (8 * width))
+    return int(min(width, max(budget, MIN_CACHE_ROWS)))
+
+
 def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCache:
     """The columns of the solve: the kept cache's within ``free`` (extended by the
     ``interior`` free variables it lacks) when it keeps most of its rows, else a new
@@ -347,6 +357,18 @@ def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCac
             cache = RowCache(problem, np.arange(n))
         elif cache.W.size < n:
             cache = cache.extended(problem, np.setdiff1d(np.arange(n), cache.W))
+        _install(problem, cache)
+        return cache
+    if (cache is not None and cache.capacity < cache.W.size
+            and FRESH_START_ROOM * interior.size <= _rows_that_fit(problem, free.size)):
+        # the kept columns' rows no longer all fit, while the interior set's would fit
+        # with room to spare in rows over every free sample: start from every free
+        # sample (the buffer reused), which the solve narrows to what the cache holds;
+        # extending the kept columns instead let W grow along the path past what the
+        # cache holds (8,000 samples: 6,000 columns, 4,300 rows cached at C = 100)
+        buffer = cache._buffer
+        cache._retire()
+        cache = RowCache(problem, free, buffer)
         _install(problem, cache)
         return cache
     if cache is not None:

@@ -138,6 +138,70 @@ def test_row_cache_restricted_and_extended_serve_the_same_rows(budget_rows):
             assert held_wide.size < held_narrow.size
 
 
+@pytest.mark.parametrize("n_interior, fresh", [(10, True), (30, False)])
+def test_a_kept_cache_whose_rows_no_longer_fit_starts_over(n_interior, fresh):
+    """A warm solve whose kept columns' rows do not all fit starts over from every free
+    sample (in the same buffer) when its interior set's rows fit with room in rows that
+    wide (``FRESH_START_ROOM``), else it extends the kept columns."""
+    X, y = noisy_data(seed=3, n=400, d=3)
+    keeper = NewtonCache()
+    problem = _problem(X, y, 1.0, _rows_mb(40, 400), newton=keeper)
+    kept = RowCache(problem, np.arange(0, 200))
+    assert kept.capacity == 80 < kept.W.size
+    kept.fetch(problem, np.arange(30))
+    keeper.rows = kept
+    buffer = kept._buffer
+    free, interior = np.arange(400), np.arange(n_interior)
+    assert (greedy_cd.FRESH_START_ROOM * n_interior <= 40) == fresh
+    cache = greedy_cd._row_cache(problem, free, interior)
+    assert keeper.rows is cache and cache._buffer is buffer
+    if fresh:
+        assert np.array_equal(cache.W, free) and not (cache.slot >= 0).any()
+        assert kept.rows is None
+    else:
+        assert cache is kept and cache.W.size == 200
+
+
+def test_paths_that_start_over_stay_exact(monkeypatch):
+    """A warm solve that starts over from every free sample (its kept columns' rows no
+    longer fit: here a kept cache over the support, most of the 400 samples, holding a
+    tenth of their rows; without the rule it would be kept) reaches the exact
+    solution."""
+    starts = []
+    row_cache = greedy_cd._row_cache
+
+    def recording(problem, free, interior):
+        cache = row_cache(problem, free, interior)
+        starts.append(np.array_equal(cache.W, free))
+        return cache
+
+    monkeypatch.setattr(greedy_cd, "_row_cache", recording)
+    X, y = noisy_data(seed=1, n=400, d=5, flip=0.1)
+    n = y.size
+    Q = _signed_gram(X, y)
+    keeper = NewtonCache()
+    problem = _problem(X, y, 0.1, _rows_mb(40, n), newton=keeper)
+    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                              max_iter=100000, random_state=None)
+    check_against_truth(problem, res, solve_svm_dual(0.1, Q=Q), 1e-8)
+    wide = RowCache(problem, np.flatnonzero(res.alpha))  # the support: most samples
+    wide.fetch(problem, np.arange(wide.capacity))
+    keeper.rows = wide
+    assert wide.capacity < wide.W.size
+    prev_C = 0.1
+    for C in (0.3, 1.0):
+        starts.clear()
+        problem = _problem(X, y, C, _rows_mb(40, n), newton=keeper)
+        # seeded as a path does: samples at the box's end stay at its new end
+        seed = np.where(res.alpha >= prev_C, C, res.alpha)
+        res = solve_kernel_greedy(problem, seed, np.zeros(n, bool),
+                                  tol=1e-9, max_iter=100000, random_state=None)
+        prev_C = C
+        check_against_truth(problem, res, solve_svm_dual(C, Q=Q), 1e-8)
+        if C == 0.3:
+            assert starts == [True] and wide.rows is None  # started over, in its buffer
+
+
 def test_compiled_loop_stops_on_a_missing_row_without_changing_it():
     Q = np.array([[2.0, 0.5], [0.5, 1.0]])
     a, g = np.zeros(2), -np.ones(2)
