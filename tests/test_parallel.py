@@ -314,3 +314,92 @@ def test_path_cv_folds_on_threads_share_the_openmp_threads(monkeypatch):
     RegularizationPathCV(SafeSVC(kernel="linear"), values=[0.1, 1.0], cv=2,
                          n_jobs=2).fit(X, y)
     assert seen == [2, 2]
+
+
+def _greedy_problem(n, seed):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 6)
+    sign = np.where(rng.rand(n) < 0.5, -1.0, 1.0)
+    Q = sign[:, None] * np.exp(-0.1 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    Q *= sign[None, :]
+    return Q, sign
+
+
+@pytest.mark.parametrize("n_active_share", [1.0, 0.1])  # masked scans / the listed ones
+@pytest.mark.parametrize("missing", [False, True])  # every row cached / some missing
+def test_the_greedy_loop_is_the_same_on_one_and_on_several_threads(n_active_share,
+                                                                   missing):
+    """The loop's scans and gradient updates shared by a team of threads: fixed chunks
+    of positions merged in their order, so every choice and every gradient value is
+    the same bit for bit whatever the team's size."""
+    from sklearn_safescreen.solvers import _greedy_fast
+
+    n = 1300
+    Q, sign = _greedy_problem(n, 0)
+    diag = Q.diagonal().copy()
+    rng = np.random.RandomState(1)
+    slot = np.arange(n, dtype=np.int64)
+    if missing:
+        slot[rng.rand(n) < 0.3] = -1
+    rows = np.ascontiguousarray(Q[np.flatnonzero(slot >= 0)])
+    slot[slot >= 0] = np.arange(rows.shape[0])
+    n_active = max(2, int(n_active_share * n))
+
+    def run(n_threads):
+        a = np.zeros(n)
+        g = -np.ones(n)
+        active = rng_order.permutation(n).astype(np.int64)
+        out = []
+        calls = 0
+        while calls < 50:
+            res = _greedy_fast.greedy_updates(
+                a, g, np.zeros(n), np.full(n, 2.0), diag, 1.0 / diag, sign, active,
+                n_active, n, rows, slot, np.zeros(rows.shape[0], dtype=np.int64), 0,
+                400, 1e-9, 50, True, 0.9, 0, 2.0, 0, n_threads)
+            out.append((res, a.copy(), g.copy(), active.copy(),
+                        _greedy_fast.last_team_size()))
+            calls += 1
+            if res[0] != _greedy_fast.NEED_ROW:
+                break
+            # stand-in for the solver's fetch: cache the asked row in place of another
+            need = res[5]
+            taken = np.flatnonzero(slot >= 0)
+            evicted = taken[calls % taken.size]
+            rows[slot[evicted]] = Q[need]
+            slot[need], slot[evicted] = slot[evicted], -1
+        return out
+
+    old = _greedy_fast.set_parallel_min(256)
+    try:
+        rows0, slot0 = rows.copy(), slot.copy()
+        rng_order = np.random.RandomState(2)
+        one = run(1)
+        for k in THREADS:
+            rows[:], slot[:] = rows0, slot0
+            rng_order = np.random.RandomState(2)
+            other = run(k)
+            assert len(other) == len(one)
+            for x, y in zip(one, other, strict=True):
+                assert x[0][:4] == y[0][:4] and x[0][5:] == y[0][5:]
+                _same(x[0][4], y[0][4])  # the violation
+                _same(x[1], y[1])
+                _same(x[2], y[2])
+                _same(x[3], y[3])
+            if openmp.openmp_built():
+                assert other[0][4] == k  # the team ran with every thread asked for
+        assert one[0][4] == 1
+        assert one[-1][0][1] > 0  # updates were made
+    finally:
+        _greedy_fast.set_parallel_min(old)
+
+
+def test_an_rbf_path_is_the_same_with_the_greedy_loop_on_a_team(monkeypatch):
+    """The whole path with the loop's team forced on (W of any size): the same model,
+    bit for bit, on one thread and on two."""
+    from sklearn_safescreen.solvers import _greedy_fast
+
+    old = _greedy_fast.set_parallel_min(0)
+    try:
+        test_an_rbf_path_is_the_same_on_one_and_on_two_threads()
+    finally:
+        _greedy_fast.set_parallel_min(old)

@@ -245,4 +245,26 @@ static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_partner(
     *cached_c_out = cached_c;
 }
 
+/* The gradient's update by one or two signed kernel rows: g += d1 r1, then (r2 not
+ * NULL) g += d2 r2, each a product and a sum rounded separately (no fused multiply-add:
+ * the module is built without contraction), so every element is the same whatever
+ * the chunk or the thread that computes it. */
+static SAFESCREEN_UNUSED SAFESCREEN_CLONES void gs_update(
+    ptrdiff_t m, double *g, double d1, const double *r1, double d2, const double *r2)
+{
+    ptrdiff_t j;
+    if (r2 && d2 != 0.0) {
+        if (d1 != 0.0) {
+            for (j = 0; j < m; j++)
+                g[j] = (g[j] + d1 * r1[j]) + d2 * r2[j];
+        } else {
+            for (j = 0; j < m; j++)
+                g[j] = g[j] + d2 * r2[j];
+        }
+    } else if (d1 != 0.0) {
+        for (j = 0; j < m; j++)
+            g[j] = g[j] + d1 * r1[j];
+    }
+}
+
 #endif

@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 from scipy.linalg import LinAlgWarning
 
+from .._utils.openmp import current_n_threads
 from ..problems._box_qp_fast import compact_rows, spread_rows
 from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
@@ -478,6 +479,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     newton_below = NEWTON_BELOW_GAP
     if problem.newton is not None:
         problem.newton.keep_bytes = problem.kernel.cache_bytes
+    n_threads = current_n_threads()  # the loop's results do not depend on it
     while True:
         if inv_diag is None:  # W changed
             inv_diag = _inverse(diag)
@@ -492,7 +494,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                            else 0, True, PREFER_CACHED,
                            cache.capacity if PARTNER_ANY else 0,
                            uncached_gain,
-                           since_shrink)
+                           since_shrink, n_threads)
         updates += done
         objective -= decrease
         if status == NEED_ROW:
