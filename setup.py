@@ -51,7 +51,8 @@ NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 #: Modules with parallel loops (Cython ``prange``): built with the compiler's OpenMP flags
 #: when it has them (see :class:`BuildExt`); without them the loops run on one thread.
 OPENMP_MODULES = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.screening._balls_fast",
-                  f"{PACKAGE}.solvers._greedy_fast", f"{PACKAGE}._utils._openmp_fast"}
+                  f"{PACKAGE}.solvers._greedy_fast", f"{PACKAGE}.solvers._tiled_fast",
+                  f"{PACKAGE}._utils._openmp_fast"}
 
 #: Set (to anything but "" or "0") to build without OpenMP even where the compiler has it:
 #: the single-threaded build of a compiler without OpenMP, for testing that path.

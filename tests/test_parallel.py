@@ -403,3 +403,56 @@ def test_an_rbf_path_is_the_same_with_the_greedy_loop_on_a_team(monkeypatch):
         test_an_rbf_path_is_the_same_on_one_and_on_two_threads()
     finally:
         _greedy_fast.set_parallel_min(old)
+
+
+@pytest.mark.parametrize("size", [(1 << 18) + 1, 3 * (1 << 18) + 7])
+def test_the_rbf_exponential_does_not_depend_on_the_threads(size):
+    """The RBF blocks' exponential in contiguous parts on several threads: each value
+    is NumPy's for that value alone, so the parts give one call's values."""
+    from sklearn_safescreen.problems import _box_qp_fast
+
+    x = -30.0 * np.random.RandomState(0).rand(size)
+    ref = np.exp(x)
+    for nt in (1,) + THREADS:
+        y = x.copy()
+        _box_qp_fast._exp_in_place(y, nt)
+        _same(y, ref)
+
+
+def _tiled_system(n, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 5)
+    sq = (X ** 2).sum(1)
+    A = np.exp(-0.2 * np.maximum(sq[:, None] + sq[None, :] - 2 * X @ X.T, 0))
+    return A + 1e-6 * np.eye(n), rng.randn(n, 3)
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 700])
+def test_tiled_cholesky_and_solves_do_not_depend_on_the_threads(n):
+    """The Newton steps' factor and solutions: each tile computed by one BLAS call, so
+    the same bit for bit on any number of threads, and right (against the matrix)."""
+    from sklearn_safescreen.solvers._tiled_fast import tiled_cho_solve, tiled_cholesky
+
+    A, B = _tiled_system(n)
+    with threadpool_limits(1, user_api="blas"):
+        runs = []
+        for nt in (1,) + THREADS:
+            L = np.array(A, order="F")
+            assert tiled_cholesky(L, nt) == 0
+            X = np.array(B, order="F")
+            tiled_cho_solve(L, X, nt)
+            runs.append((np.tril(L), X))
+    for L, X in runs[1:]:
+        _same(L, runs[0][0])
+        _same(X, runs[0][1])
+    L = runs[0][0]
+    np.testing.assert_allclose(L @ L.T, A, atol=1e-12)
+    np.testing.assert_allclose(A @ runs[0][1], B, atol=1e-8 * np.abs(B).max() * n)
+
+
+def test_tiled_cholesky_reports_the_first_minor_that_is_not_positive_definite():
+    from sklearn_safescreen.solvers._tiled_fast import tiled_cholesky
+
+    A, _ = _tiled_system(600)
+    A[400, 400] = -1.0  # the minor of order 401 is not positive definite
+    assert tiled_cholesky(np.asfortranarray(A), 2) == 401

@@ -6,6 +6,10 @@ the job, and exactly. :class:`NewtonCache` keeps the Cholesky factor of the last
 interior block so that the next systems, whose interior sets usually differ by a few
 variables, cost a few triangular solves (:func:`bordered_solve`) instead of a new
 factorisation.
+
+The factorisations and the solves run in tiles shared by the fit's OpenMP threads
+(:mod:`._tiled_fast`), with the same factor and solutions, bit for bit, on any number of
+threads.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.linalg import LinAlgWarning, cho_factor, cho_solve
+from scipy.linalg import LinAlgWarning
 
+from .._utils.openmp import current_n_threads
 from ..problems.box_qp import BoxQP
 from ..problems.kernels import add_rows
+from ._tiled_fast import tiled_cho_solve, tiled_cholesky
 
 #: Kernel mode: largest interior set a Newton step factorises (512 MB; measured on an
 #: RBF path over make_classification(10000 x 20), 10 values, both caches 2 GB: at 2,500,
@@ -104,10 +110,9 @@ class NewtonCache:
                 if step is not None:
                     return step
         self.clear()
-        self.factor = cho_factor(self._block(Q, interior), lower=True, overwrite_a=True,
-                                 check_finite=False)
+        self.factor = cholesky_factor(self._block(Q, interior))
         self.idx = idx
-        return cho_solve(self.factor, rhs, check_finite=False)
+        return cholesky_solve(self.factor, rhs)
 
 
     def _block(self, Q, interior: np.ndarray) -> np.ndarray:
@@ -124,6 +129,26 @@ class NewtonCache:
                                                       NEWTON_MAX_SYSTEM ** 2)))
         out = self._workspace[:k * k].reshape(k, k)
         return Q.gather_into(out, interior, interior).T
+
+
+def cholesky_factor(block: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of the symmetric ``block`` (its lower triangle read),
+    in place when it is column-major (Fortran-ordered), in tiles on the fit's threads;
+    raises ``LinAlgError`` when it is not positive definite."""
+    A = block if block.flags.f_contiguous else np.asfortranarray(block)
+    info = tiled_cholesky(A, current_n_threads())
+    if info:
+        raise np.linalg.LinAlgError(
+            f"the leading minor of order {info} is not positive definite")
+    return A
+
+
+def cholesky_solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``(L L^T)^{-1} rhs`` (a new array; ``rhs`` one or several columns) with the
+    factor ``L`` of :func:`cholesky_factor`."""
+    B = np.array(rhs, dtype=np.float64, order="F", copy=True)
+    tiled_cho_solve(factor, B.reshape(B.shape[0], -1, order="F"), current_n_threads())
+    return B
 
 
 def signed_block(problem: BoxQP, rows, cols) -> np.ndarray:
@@ -162,7 +187,7 @@ def bordered_solve(problem, F, factor, removed, A, idx, rhs):
     if n_A:
         Bb[:, 1:n_A + 1] = signed_block(problem, F, A)
     Bb[pos_R, 1 + n_A + np.arange(pos_R.size)] = 1.0
-    sol = cho_solve(factor, Bb, check_finite=False)
+    sol = cholesky_solve(factor, Bb)
     y0 = sol[:, 0]
     if k == 0:  # the factorised set itself
         return y0
