@@ -556,9 +556,9 @@ def test_n_jobs_sets_the_threads_of_the_compiled_loops(monkeypatch):
     seen = []
     compute = kernels.KernelMatrix._compute
 
-    def spy(self, rows, cols):
+    def spy(self, rows, cols, out=None):
         seen.append(openmp.current_n_threads())
-        return compute(self, rows, cols)
+        return compute(self, rows, cols, out=out)
 
     monkeypatch.setattr(kernels.KernelMatrix, "_compute", spy)
     rng = np.random.RandomState(0)

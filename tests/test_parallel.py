@@ -233,9 +233,9 @@ def _record_threads(monkeypatch):
     seen = []
     compute = kernels.KernelMatrix._compute
 
-    def spy(self, rows, cols):
+    def spy(self, rows, cols, out=None):
         seen.append(openmp.current_n_threads())
-        return compute(self, rows, cols)
+        return compute(self, rows, cols, out=out)
 
     monkeypatch.setattr(kernels.KernelMatrix, "_compute", spy)
     return seen

@@ -336,7 +336,8 @@ cdef enum:
 
 def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
                            const double[:, ::1] Bt, const double[::1] b_sq, int kind,
-                           double gamma, double coef0, double degree, int n_threads=0):
+                           double gamma, double coef0, double degree, int n_threads=0,
+                           out=None):
     """Kernel values between the rows of ``A`` and the columns of ``Bt`` (the other
     samples, transposed), each a symmetric function of its pair of samples.
 
@@ -350,6 +351,9 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
     On several threads the block is split into sub-blocks of whole columns (or of whole
     rows when it is narrow), each computed by one call of the same routine: every value
     is computed alone, so a sub-block holds the values of the whole block.
+
+    ``out``: a C-contiguous float64 array of shape ``(len(A), Bt.shape[1])`` to write
+    the block into (returned), instead of a new one.
     """
     cdef Py_ssize_t n = A.shape[0], m = Bt.shape[1], d = A.shape[1]
     cdef Py_ssize_t part, n_parts, size, lo, hi, r0, r1, c0, c1
@@ -358,10 +362,17 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
         raise ValueError("symmetric_kernel_block: shapes do not match")
     if kind not in (0, 1, 2):
         raise ValueError(f"symmetric_kernel_block: unknown kernel code {kind}")
-    out_arr = np.empty((n, m))
+    if out is None:
+        out_arr = np.empty((n, m))
+    else:
+        out_arr = out
+        if (out_arr.shape != (n, m) or out_arr.dtype != np.float64
+                or not out_arr.flags.c_contiguous):
+            raise ValueError("symmetric_kernel_block: out must be a C-contiguous float64 "
+                             f"array of shape {(n, m)}")
     if n == 0 or m == 0:
         return out_arr
-    cdef double[:, ::1] out = out_arr
+    cdef double[:, ::1] out_view = out_arr
     # a zero-width memoryview has no element 0 to point at; no feature is never read
     cdef double dummy = 0.0
     cdef const double* a_ptr = &A[0, 0] if d else &dummy
@@ -391,7 +402,7 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
                 c0 = 0
                 c1 = m
             if symk_block(r1 - r0, d, a_ptr + r0 * sd, &a_sq[r0], b_ptr + c0, ldb, c1 - c0,
-                          &b_sq[c0], kind, gamma, coef0, degree, &out[r0, c0], m) != 0:
+                          &b_sq[c0], kind, gamma, coef0, degree, &out_view[r0, c0], m) != 0:
                 failed += 1
     if failed:
         raise MemoryError("symmetric_kernel_block: cannot allocate the packed operands")

@@ -183,8 +183,15 @@ class KernelMatrix:
             step = block_rows(self.n_samples, _CHUNK_ROWS)
             every = np.arange(self.n_samples)
             for start in range(0, missing.size, step):
-                self._rows[slots[start:start + step]] = self._compute(
-                    missing[start:start + step], every)
+                part = slots[start:start + step]
+                if self._kind is not None and bool(np.all(np.diff(part) == 1)):
+                    # consecutive slots (a cold cache fills them in order): computed in
+                    # place, with no block to allocate (a fresh one's first touch cost
+                    # as much as its kernel values at 4,000 samples) and to copy
+                    self._compute(missing[start:start + step], every,
+                                  out=self._rows[part[0]:part[0] + part.size])
+                else:
+                    self._rows[part] = self._compute(missing[start:start + step], every)
             self._slot[missing] = slots
             self._owner[slots] = missing
         slots = self._slot[idx]
@@ -240,12 +247,18 @@ class KernelMatrix:
                 return acc, comp, absum
         every = np.arange(n)
         step = block_rows(n, _DOT2_BLOCK_ROWS)
+        # one buffer for every block (the dense built-in kernels write into it)
+        buf = np.empty((min(step, cols.size), n)) if self._kind is not None else None
         for start in range(0, cols.size, step):
             part = slice(start, start + step)
-            dot2_accumulate(acc, comp, absum, self._compute(cols[part], every), v[part])
+            rows = cols[part]
+            out = None if buf is None else buf[:rows.size]
+            dot2_accumulate(acc, comp, absum, self._compute(rows, every, out=out), v[part])
         return acc, comp, absum
 
-    def _compute(self, rows, cols) -> np.ndarray:
+    def _compute(self, rows, cols, out: np.ndarray | None = None) -> np.ndarray:
+        """``K[rows][:, cols] + bias**2`` as a new array, or written into ``out`` (the
+        dense built-in kernels only)."""
         self.n_evaluations += len(rows) * len(cols)
         if self.kernel == "precomputed":
             K = np.asarray(self.X[np.ix_(rows, cols)], dtype=np.float64)
@@ -255,7 +268,7 @@ class KernelMatrix:
                 cols, np.arange(self.n_samples))
             Bt = self._Xt if every else np.ascontiguousarray(self._Xt[:, cols])
             K = symmetric_kernel_block(self._Xc[rows], self._sq[rows], Bt, self._sq[cols],
-                                       *self._sym_params)
+                                       *self._sym_params, out=out)
         else:
             K = self.cross(self.X[rows], self.X[cols])
             if callable(self.kernel):  # the user's function may return an array it keeps
