@@ -11,9 +11,12 @@ gets the best of ``--repeats`` walks (wall time; CPU time of the same walk).
 
 The parallel parts are timed by wrapping the compiled functions the package calls (wall
 time of every call, summed): kernel blocks (rows of the row caches and of the
-certificate), the compensated margins of the certificate and the next reference, the
-plain row sums of the solvers' gradients, the gap terms and the gap-ball masks. What is
-left is serial: the greedy solver's loop, the Newton steps' factorisations, copies.
+certificate, their exponential included), the compensated margins of the certificate
+and the next reference, the plain row sums of the solvers' gradients, the row copies,
+the gap terms and the gap-ball masks, the greedy solver's loop (its scans and gradient
+updates on a team of threads; the decisions between them are serial) and the Newton
+steps' tiled factorisations and solves. What is left is serial: the Python steps
+between them, the kernel cache's bookkeeping, the Newton blocks' gathers.
 
 Run: python benchmarks/bench_parallel.py [--sizes 16000 32000] [--repeats 2]
 Writes the section "Parallel loops" of doc/benchmarks.md and prints it.
@@ -63,6 +66,9 @@ PARTS = [
     (greedy_cd, "gather_signed_rows", "row copies"),
     (box_qp, "gap_terms", "gap terms"),
     (balls, "gap_ball_masks", "gap-ball masks"),
+    (greedy_cd, "greedy_updates", "greedy loop"),
+    (newton, "tiled_cholesky", "Newton factorisations and solves"),
+    (newton, "tiled_cho_solve", "Newton factorisations and solves"),
 ]
 
 SPENT: dict[str, float] = defaultdict(float)

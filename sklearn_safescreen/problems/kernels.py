@@ -354,6 +354,18 @@ class KernelMatrix:
                     block = self._rows[slots[sl]]
                     out += v[sl] @ (block if every else block[:, rows])
                 return out
+        if self._kind is not None:
+            # symmetric: blocks of the columns' rows over ``rows``, their weighted sum
+            # on the fit's threads (a BLAS product would run on one), in one buffer
+            cols = np.asarray(cols, dtype=np.int64)
+            v = np.ascontiguousarray(v, dtype=np.float64)
+            step = block_rows(len(rows), _CHUNK_ROWS)
+            buf = np.empty((min(step, cols.size), len(rows)))
+            for start in range(0, cols.size, step):
+                part = cols[start:start + step]
+                block = self._compute(part, rows, out=buf[:part.size])
+                add_rows(out, block, np.arange(part.size), v[start:start + step])
+            return out
         step = block_rows(len(cols), _CHUNK_ROWS)
         for start in range(0, len(rows), step):
             sl = slice(start, start + step)
