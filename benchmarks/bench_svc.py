@@ -46,6 +46,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
+from threadpoolctl import threadpool_limits
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen.base import single_blas_thread
@@ -306,7 +307,9 @@ def bench_scale(sizes, repeats: int = 2):
     onedal = _onedal_svc()
     load0 = os.getloadavg()[0]
     results = {}
-    with single_blas_thread():
+    # one thread on every side: BLAS, and SafeSVC's OpenMP loops (the fit reads
+    # threadpoolctl's OpenMP limit of the calling thread)
+    with single_blas_thread(), threadpool_limits(1, user_api="openmp"):
         for n in sizes:
             X, y, X_te, y_te = scale_data(n)
             best = {k: np.full(len(Cs), np.inf)
