@@ -30,6 +30,7 @@ import time
 import numpy as np
 from _doc import write_section  # (benchmarks/ is on sys.path when a script runs)
 from sklearn.svm import SVR
+from threadpoolctl import threadpool_limits
 
 from sklearn_safescreen import SafeLAD
 from sklearn_safescreen.base import single_blas_thread
@@ -78,7 +79,8 @@ def main():
     sizes = [1000] if args.quick else args.sizes
     Cs = np.logspace(-2, 2, 10)
     load0 = os.getloadavg()[0]
-    with single_blas_thread():
+    # one thread on every side: BLAS and the OpenMP loops
+    with single_blas_thread(), threadpool_limits(1, user_api="openmp"):
         results = {n: bench_size(n, Cs) for n in sizes}
     load = os.getloadavg()[0]
     lines = [

@@ -66,6 +66,7 @@ from contextlib import contextmanager
 import numpy as np
 from _doc import write_section  # (benchmarks/ is on sys.path when a script runs)
 from sklearn.datasets import make_classification
+from threadpoolctl import threadpool_limits
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen.base import single_blas_thread
@@ -230,7 +231,7 @@ def full_rel_gap(full_data, C, alpha) -> float:
 # ------------------------------------------------------------------- one row ---
 def bench_set(name, X, y, Cs, params, walks: int):
     clock = PhaseClock()
-    with single_blas_thread():
+    with single_blas_thread(), threadpool_limits(1, user_api="openmp"):
         with clock.active():
             screened = [walk(X, y, Cs, params, "IT", clock) for _ in range(walks)]
         t_scr, phases, alphas, rates, model = best_walk(screened)
