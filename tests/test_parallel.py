@@ -456,3 +456,18 @@ def test_tiled_cholesky_reports_the_first_minor_that_is_not_positive_definite():
     A, _ = _tiled_system(600)
     A[400, 400] = -1.0  # the minor of order 401 is not positive definite
     assert tiled_cholesky(np.asfortranarray(A), 2) == 401
+
+
+def test_greedy_loops_running_at_once_share_the_threads():
+    """Loops on threads of one process (one-vs-rest tasks, folds) split the fit's
+    threads among their teams instead of each taking them all."""
+    from sklearn_safescreen.solvers.greedy_cd import _LoopTeam
+
+    total = openmp.current_n_threads()
+    with _LoopTeam() as first:
+        assert first == total
+        with _LoopTeam() as second:
+            assert second == max(1, total // 2)
+        with _LoopTeam() as third:  # the second is over
+            assert third == max(1, total // 2)
+    assert _LoopTeam.running == 0

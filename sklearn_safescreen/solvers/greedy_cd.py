@@ -27,6 +27,7 @@ constant ``c``, never an ``m x m`` block.
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -416,6 +417,40 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     return to ``W``. The reported gap is always that of every free variable.
     """
     del random_state
+    with _LoopTeam() as n_threads:
+        return _solve_kernel_greedy(
+            problem, alpha, fixed, tol=tol, max_iter=max_iter,
+            dynamic_screen=dynamic_screen, const_fixed_quad=const_fixed_quad,
+            start_margins=start_margins, n_threads=n_threads)
+
+
+class _LoopTeam:
+    """The threads of one greedy loop: the fit's OpenMP threads, shared among the
+    greedy loops running at the same time in this process (one-vs-rest tasks or
+    folds on threads), so that their teams, whose threads spin while they wait for
+    the next scan, do not hold more threads than there are to share. The answer does
+    not depend on it (the loop's results are the same on any number of threads)."""
+
+    _lock = threading.Lock()
+    running = 0
+
+    def __enter__(self) -> int:
+        with _LoopTeam._lock:
+            _LoopTeam.running += 1
+            running = _LoopTeam.running
+        return max(1, current_n_threads() // running)
+
+    def __exit__(self, *exc) -> None:
+        with _LoopTeam._lock:
+            _LoopTeam.running -= 1
+
+
+def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
+                         tol: float, max_iter: int,
+                         dynamic_screen: DynamicScreen | None,
+                         const_fixed_quad: float | None,
+                         start_margins: np.ndarray | None,
+                         n_threads: int) -> SolveResult:
     alpha = alpha.astype(np.float64, copy=True)
     cold = not alpha.any()
     prefetch_rows = PREFETCH_ROWS_COLD if cold else PREFETCH_ROWS
@@ -479,7 +514,6 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     newton_below = NEWTON_BELOW_GAP
     if problem.newton is not None:
         problem.newton.keep_bytes = problem.kernel.cache_bytes
-    n_threads = current_n_threads()  # the loop's results do not depend on it
     while True:
         if inv_diag is None:  # W changed
             inv_diag = _inverse(diag)
