@@ -471,3 +471,39 @@ def test_greedy_loops_running_at_once_share_the_threads():
         with _LoopTeam() as third:  # the second is over
             assert third == max(1, total // 2)
     assert _LoopTeam.running == 0
+
+
+def test_a_team_whose_threads_are_late_is_dismissed_with_the_same_answer():
+    """When the others' cores are busy (here: every wait counted as late), the first
+    thread dismisses the team and goes on alone over the same chunks: the answer is
+    the one-thread answer, bit for bit."""
+    from sklearn_safescreen.solvers import _greedy_fast
+
+    if not openmp.openmp_built():
+        pytest.skip("one thread only in this build")
+    n = 900
+    Q, sign = _greedy_problem(n, 3)
+    diag = Q.diagonal().copy()
+    rows = np.ascontiguousarray(Q)
+
+    def run(n_threads):
+        a, g = np.zeros(n), -np.ones(n)
+        out = _greedy_fast.greedy_updates(
+            a, g, np.zeros(n), np.full(n, 2.0), diag, 1.0 / diag, sign,
+            np.arange(n, dtype=np.int64), n, n, rows, np.arange(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64), 0, 2000, 1e-9, 50, True, 0.9, 0, 2.0, 0,
+            n_threads)
+        return out, a, g, _greedy_fast.team_gave_up()
+
+    old_min = _greedy_fast.set_parallel_min(256)
+    old_patience = _greedy_fast.set_team_patience(0)
+    try:
+        one, two = run(1), run(2)
+    finally:
+        _greedy_fast.set_parallel_min(old_min)
+        _greedy_fast.set_team_patience(old_patience)
+    assert not one[3] and two[3]  # dismissed after its first tasks
+    assert one[0][:4] == two[0][:4] and one[0][5:] == two[0][5:]
+    _same(one[1], two[1])
+    _same(one[2], two[2])
+    assert one[0][1] > 100  # past the tasks after which the team was dismissed

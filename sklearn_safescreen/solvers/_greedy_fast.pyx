@@ -53,6 +53,7 @@ from posix.time cimport CLOCK_THREAD_CPUTIME_ID
 from posix.time cimport clock_gettime, timespec
 
 cdef extern from "sklearn_safescreen/solvers/_greedy_team.h" nogil:
+    int GT_SPINS
     int gt_atomics()
     int gt_thread_num()
     int gt_team_size()
@@ -152,9 +153,29 @@ cdef Py_ssize_t _parallel_min = 2048
 cdef int _last_team = 1
 
 
+cdef bint _team_gave_up = False
+# a wait of the first thread is late past this many spins (``set_team_patience``)
+cdef int _patience = GT_SPINS
+
+
+def set_team_patience(int spins) -> int:
+    """Set the spins past which the first thread's wait for the team counts as late
+    (0: every wait; tests) and return the previous value."""
+    global _patience
+    old = _patience
+    _patience = spins
+    return old
+
+
 def last_team_size() -> int:
-    """The number of threads the last ``greedy_updates`` call ran its scans on."""
+    """The number of threads the last ``greedy_updates`` call started its scans on."""
     return _last_team
+
+
+def team_gave_up() -> bool:
+    """Whether the last ``greedy_updates`` call dismissed its team of threads: the
+    others were too often late (their cores busy with other work)."""
+    return _team_gave_up
 
 
 def set_parallel_min(Py_ssize_t positions) -> int:
@@ -242,6 +263,12 @@ cdef enum:
     _PARTNER = 1
     _UPDATE = 2
     _MAX_TEAM = 16
+    # the team is dismissed when more than one task in _LATE_SHARE made the first
+    # thread wait past its spins, over at least _LATE_WINDOW tasks (measured with a
+    # busy loop on one of two cores: a path at 8,000 samples took 6.6 s on two threads
+    # against 4.8 s on one)
+    _LATE_WINDOW = 64
+    _LATE_SHARE = 8
 
 
 cdef struct _Team:
@@ -254,7 +281,11 @@ cdef struct _Team:
     # runtime (a parallel region per task cost 5-50 us with the passive wait policy).
     long phase  # the task's number; -1: the loop is over
     long done[_MAX_TEAM]
-    int nt
+    int nt  # the threads that share the tasks now
+    int size  # the team's size (when the region started)
+    long tasks  # tasks handed to the team in this call
+    long late  # of which the first thread waited past its spins for
+    bint gave_up  # the team was dismissed (the others were too often late)
     int kind
     _Pos* pos
     _Chunks* ch
@@ -300,6 +331,15 @@ cdef void _team_run(_Team* T, int kind) noexcept nogil:
         spins = 0
         while gt_load(&T.done[w]) != p:
             gt_relax(&spins)
+        if spins >= _patience:
+            T.late += 1
+    T.tasks += 1
+    if T.tasks >= _LATE_WINDOW and T.late * _LATE_SHARE > T.tasks:
+        # the others' cores are taken by other work (each late task cost a time slice
+        # of the scheduler): the first thread goes on alone, with the same chunks
+        gt_store(&T.phase, -1)
+        T.nt = 1
+        T.gave_up = True
 
 
 cdef void _team_work(_Team* T, int tid) noexcept nogil:
@@ -325,7 +365,7 @@ cdef void _team_enter(_Team* T, _Loop* L) noexcept nogil:
     cdef int w
     if tid == 0:
         # the runtime may give fewer threads than asked for: the team is what it gave
-        T.nt = min(gt_team_size(), _MAX_TEAM)
+        T.nt = T.size = min(gt_team_size(), _MAX_TEAM)
         for w in range(_MAX_TEAM):
             T.done[w] = 0
         _loop(L, T)
@@ -907,15 +947,19 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     T.ch = &ch
     T.n_chunks = n_chunks
     T.phase = 0
-    T.nt = 1
+    T.nt = T.size = 1
+    T.tasks = 0
+    T.late = 0
+    T.gave_up = False
     if nt > 1:
         with nogil, parallel(num_threads=nt):
             _team_enter(&T, &L)
     else:
         with nogil:
             _loop(&L, &T)
-    global _last_team
-    _last_team = T.nt
+    global _last_team, _team_gave_up
+    _last_team = T.size
+    _team_gave_up = T.gave_up
     free(L.buf)
     free(L.mark)
     free(L.on)

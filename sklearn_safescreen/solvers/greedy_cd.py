@@ -38,7 +38,7 @@ from ..problems._box_qp_fast import compact_rows, spread_rows
 from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
 from ..problems.kernels import add_rows, block_rows, gather_signed_rows
-from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
+from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates, team_gave_up
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache
 
@@ -531,6 +531,8 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
                            since_shrink, n_threads)
         updates += done
         objective -= decrease
+        if n_threads > 1 and team_gave_up():
+            n_threads = 1  # other work holds the cores: alone for the rest of the solve
         if status == NEED_ROW:
             cache.fetch(problem, _prefetch(a, g, lo, hi, active[:n_active], cache, need,
                                            prefetch_rows))
