@@ -29,6 +29,9 @@ from .constants import KERNEL_RTOL
 #: Built-in kernels computed by :func:`symmetric_kernel_block` on dense inputs (codes).
 _SYMMETRIC_KINDS = {"linear": 0, "rbf": 1, "poly": 2}
 
+#: An empty column list: every column (:func:`gather_signed_rows`).
+_NO_COLUMNS = np.empty(0, dtype=np.int64)
+
 #: Rows per chunk when a kernel block is reduced on the fly (bounded memory).
 _CHUNK_ROWS = 2048
 
@@ -190,8 +193,11 @@ class KernelMatrix:
                     # as much as its kernel values at 4,000 samples) and to copy
                     self._compute(missing[start:start + step], every,
                                   out=self._rows[part[0]:part[0] + part.size])
-                else:
-                    self._rows[part] = self._compute(missing[start:start + step], every)
+                else:  # scattered into their slots on the fit's threads (times 1: exact)
+                    block = self._compute(missing[start:start + step], every)
+                    ones = np.ones(part.size)
+                    gather_signed_rows(self._rows, part, block, np.arange(part.size),
+                                       _NO_COLUMNS, ones, np.ones(self.n_samples))
             self._slot[missing] = slots
             self._owner[slots] = missing
         slots = self._slot[idx]

@@ -675,7 +675,10 @@ class _CachedBlock:
         step = block_rows(cache.W.size, 256)  # bounded temporaries (whole rows over W)
         for start in range(0, rest.size, step):
             part = rest[start:start + step]
-            out[part] = cache.signed(self.problem, rows[part])[:, cols]
+            block = cache.signed(self.problem, rows[part])
+            # the columns gathered into their rows on the fit's threads, no temporary
+            gather_signed_rows(out, part, block, np.arange(part.size), cols,
+                               np.ones(part.size), np.ones(cols.size))
         return out
 
 
