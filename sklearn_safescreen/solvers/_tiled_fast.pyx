@@ -59,7 +59,7 @@ def tiled_cholesky(double[::1, :] A, int n_threads=1) -> int:
     minor of order ``j`` is not positive definite (LAPACK's ``info``; the factor is
     then incomplete)."""
     cdef int n = A.shape[0], lda = A.shape[0], T, p, i, q, info = 0
-    cdef int n_pairs, r, c, kp, bp
+    cdef int n_pairs, r, kp, bp
     cdef double* a
     cdef char uplo = b'L'
     if A.shape[1] != n:
