@@ -342,6 +342,17 @@ cdef void _team_run(_Team* T, int kind) noexcept nogil:
         T.gave_up = True
 
 
+cdef inline void _team_update(_Team* T, double d1, const double* row1, double d2,
+                              const double* row2, bint select) noexcept nogil:
+    # g += d1 row1 + d2 row2 (row2 may be NULL), then the selection scan if ``select``
+    T.d1 = d1
+    T.row1 = row1
+    T.d2 = d2
+    T.row2 = row2
+    T.select = select
+    _team_run(T, _UPDATE)
+
+
 cdef void _team_work(_Team* T, int tid) noexcept nogil:
     # a thread other than the first: run each posted task on its chunks until the end
     cdef long seen = 0, p
@@ -768,12 +779,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                     _prof_n[3] += 1
                     _prof_n[2] += (d1 != 0.0) * m + (d2 != 0.0) * m
                 # the gradient, and the next selection scan with it
-                T.d1 = d1
-                T.row1 = row_i
-                T.d2 = d2
-                T.row2 = rows + slot[partner] * m
-                T.select = dense
-                _team_run(T, _UPDATE)
+                _team_update(T, d1, row_i, d2, rows + slot[partner] * m, dense)
                 fresh = dense
                 if _profile:
                     _prof_t[2] += _now() - t0
@@ -793,12 +799,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                 t0 = _now()
                 _prof_n[4] += 1
                 _prof_n[2] += m
-            T.d1 = delta
-            T.row1 = row_i
-            T.d2 = 0.0
-            T.row2 = NULL
-            T.select = dense
-            _team_run(T, _UPDATE)
+            _team_update(T, delta, row_i, 0.0, NULL, dense)
             fresh = dense
             if _profile:
                 _prof_t[2] += _now() - t0
