@@ -32,6 +32,7 @@ from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
+from threadpoolctl import threadpool_limits
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen.base import single_blas_thread
@@ -344,7 +345,9 @@ def main():
                         help="replay C = 21.5, 46.4, 100 under other rules")
     args = parser.parse_args()
     load0 = os.getloadavg()[0]
-    with single_blas_thread():
+    # one thread on every side: BLAS, and SafeSVC's OpenMP loops (whose waiting
+    # threads' spins would count as CPU time of the process)
+    with single_blas_thread(), threadpool_limits(1, user_api="openmp"):
         for n in args.sizes:
             if args.experiments:
                 rows = experiments(n)

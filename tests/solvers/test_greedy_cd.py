@@ -697,10 +697,11 @@ def test_newton_steps_tried_early_still_reach_the_exact_solution(monkeypatch, be
         check_against_truth(problem, res, truth, 1e-9)
 
 
-def test_an_early_newton_step_that_fails_defers_the_next_ones(monkeypatch):
-    # a Newton step tried early that does not help (here: reported singular) makes the
-    # later ones wait for NEWTON_LATE_GAP (here 0: none), and the solve still ends at
-    # the exact optimum through the greedy updates
+@pytest.mark.parametrize("retries", [0, 1, 2])
+def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries):
+    # NEWTON_RETRIES + 1 Newton steps in a row tried early that do not help (here:
+    # reported singular) make the later ones wait for NEWTON_LATE_GAP (here 0: none),
+    # and the solve still ends at the exact optimum through the greedy updates
     calls = []
 
     def failing_step(*args):
@@ -710,6 +711,7 @@ def test_an_early_newton_step_that_fails_defers_the_next_ones(monkeypatch):
     monkeypatch.setattr(greedy_cd, "_newton_step", failing_step)
     monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
     monkeypatch.setattr(greedy_cd, "NEWTON_LATE_GAP", 0.0)
+    monkeypatch.setattr(greedy_cd, "NEWTON_RETRIES", retries)
     X, y = noisy_data(seed=4, n=400, d=4)
     n = y.size
     problem = _problem(X, y, 10.0, _rows_mb(60, n), newton=NewtonCache())
@@ -717,7 +719,7 @@ def test_an_early_newton_step_that_fails_defers_the_next_ones(monkeypatch):
     res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
                               max_iter=100000, random_state=None)
     check_against_truth(problem, res, truth, 1e-9)
-    assert len(calls) == 1
+    assert len(calls) == retries + 1
 
 
 @pytest.mark.parametrize("columns", ["every", "shuffled", "subset"])
