@@ -38,6 +38,10 @@ _CHUNK_ROWS = 2048
 #: Rows of uncached kernel blocks per compensated product (:meth:`KernelMatrix.dot2_matvec`).
 _DOT2_BLOCK_ROWS = 256
 
+#: :meth:`KernelMatrix.matvec` over cached columns sums their rows whole when the rows
+#: asked for are at least one in this many samples.
+MATVEC_WHOLE_ROWS = 4
+
 #: Most bytes of a kernel block computed outside the row cache at a time (its kernel's
 #: temporaries take about as much again): without it, a chunk's size grew with n and
 #: the columns (2,048 rows against 30,000 columns: 490 MB), and a fit at 50,000 samples
@@ -355,6 +359,14 @@ class KernelMatrix:
                 if every:  # the cached rows added in place, no copies
                     add_rows(out, self._rows, slots, np.asarray(v, dtype=np.float64))
                     return out
+                if MATVEC_WHOLE_ROWS * len(rows) >= self.n_samples:
+                    # many rows: the cached rows added whole, in place, and the rows
+                    # taken from the sum (a copy of each block of rows, then of its
+                    # columns, cost twice as much: 8,000 samples, the pending
+                    # variables' gradient, 30 ms a call)
+                    whole = np.zeros(self.n_samples)
+                    add_rows(whole, self._rows, slots, np.asarray(v, dtype=np.float64))
+                    return whole[rows]
                 for start in range(0, len(slots), 256):  # bounded temporaries
                     sl = slice(start, start + 256)
                     block = self._rows[slots[sl]]

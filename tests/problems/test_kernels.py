@@ -10,9 +10,9 @@ from sklearn_safescreen.problems.kernels import KernelMatrix
 
 
 def test_kernel_matvec_and_block_from_the_cache_equal_direct_evaluation():
-    """The row cache's fast paths (every row cached; all rows added in place) give the
-    kernel products and blocks of direct evaluation; with a cache too small the
-    computed path is taken."""
+    """The row cache's fast paths (every row cached; all rows added in place; many rows
+    taken from the whole sums) give the kernel products and blocks of direct
+    evaluation; with a cache too small the computed path is taken."""
     rng = np.random.RandomState(1)
     X = rng.randn(300, 4)
     K = np.exp(-0.3 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)) + 1.0
@@ -25,9 +25,13 @@ def test_kernel_matvec_and_block_from_the_cache_equal_direct_evaluation():
             v[::5] = 0.0
             np.testing.assert_allclose(km.matvec(every, cols, v), K[:, cols] @ v,
                                        rtol=1e-12, atol=1e-12)
-            rows = np.sort(rng.choice(300, 25, replace=False))
-            np.testing.assert_allclose(km.matvec(rows, cols, v), K[np.ix_(rows, cols)] @ v,
-                                       rtol=1e-12, atol=1e-12)
+            # a few rows (their columns of the cached rows) and many, in any order
+            # (the cached rows summed whole, the rows taken from the sum)
+            for n_rows in (25, 150):
+                rows = rng.choice(300, n_rows, replace=False)
+                np.testing.assert_allclose(km.matvec(rows, cols, v),
+                                           K[np.ix_(rows, cols)] @ v, rtol=1e-12,
+                                           atol=1e-12)
             np.testing.assert_allclose(km.block(cols, rows), K[np.ix_(cols, rows)],
                                        rtol=1e-12, atol=1e-12)
 
