@@ -722,6 +722,30 @@ def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries):
     assert len(calls) == retries + 1
 
 
+def test_gap_checks_come_at_most_a_quarter_epoch_apart(monkeypatch):
+    """However many checks came before, a call of the greedy loop runs at most
+    CHECK_EIGHTHS / 8 epochs of updates before the next gap check (a growing budget
+    once let one call run 17,000 updates past the tolerance at 16,000 samples), and
+    the solve still ends at the exact optimum."""
+    budgets = []
+    original = greedy_cd.greedy_updates
+
+    def recording(*args):
+        budgets.append(args[14])
+        return original(*args)
+
+    monkeypatch.setattr(greedy_cd, "greedy_updates", recording)
+    X, y = noisy_data(seed=5, n=400, d=4)
+    n = y.size
+    problem = _problem(X, y, 50.0, _rows_mb(400, n), newton=None)
+    truth = solve_svm_dual(50.0, Q=_signed_gram(X, y))
+    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-10,
+                              max_iter=100000, random_state=None)
+    check_against_truth(problem, res, truth, 1e-9)
+    assert len(budgets) > greedy_cd.CHECK_EIGHTHS + 2  # the cap was reached
+    assert max(budgets) == greedy_cd.CHECK_EIGHTHS * n // 8
+
+
 @pytest.mark.parametrize("columns", ["every", "shuffled", "subset"])
 @pytest.mark.parametrize("kernel_mb", [50.0, 0.0])
 def test_rows_written_in_place_equal_the_signed_blocks(columns, kernel_mb):
