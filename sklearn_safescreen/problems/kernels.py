@@ -159,6 +159,31 @@ class KernelMatrix:
         """Indices of the samples whose kernel row is in the cache."""
         return np.flatnonzero(self._slot >= 0)
 
+    def every_row_store(self) -> tuple | None:
+        """``(rows, slot, owner, last_use)`` of the row cache, to be read in place, when
+        it has room for the row of every sample (else None): ``rows[slot[i]]`` is
+        ``K[i, :] + bias**2`` once :meth:`ensure_rows` cached it (``owner`` the
+        inverse map), and no row is ever evicted then. ``last_use`` may be updated by
+        the reader, with :attr:`clock`."""
+        if self._rows is None or self._capacity < self.n_samples:
+            return None
+        return self._rows, self._slot, self._owner, self._last_use
+
+    def ensure_rows(self, idx) -> np.ndarray | None:
+        """Cache slots of the rows of ``idx``, the missing ones computed (None when they
+        do not fit in the cache)."""
+        with self._lock:
+            return self._ensure_cached(idx)
+
+    @property
+    def clock(self) -> int:
+        """The row cache's use counter (see :meth:`every_row_store`)."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, value: int) -> None:
+        self._clock = int(value)
+
     def _ensure_cached(self, idx) -> np.ndarray | None:
         """Cache slots of the rows ``K[idx, :] + bias**2`` (computing the missing ones),
         or None when they do not fit in the cache."""

@@ -507,8 +507,10 @@ def test_a_cached_row_nearly_as_good_is_updated_instead_of_computing_a_row():
 def test_rows_over_every_sample_go_through_the_kernel_cache(monkeypatch, share):
     # a cold solve over every sample touches every row; computed through the kernel's
     # row cache, the certificate's margins then read them instead of computing them
-    if not share:
+    if not share:  # rows of its own (neither read in place nor copied from the kernel's)
         monkeypatch.setattr(greedy_cd, "SHARE_FRACTION", 2.0)
+        monkeypatch.setattr(greedy_cd.KernelRowView, "possible",
+                            staticmethod(lambda problem: False))
     X, y = noisy_data(seed=9, n=400, d=4)
     n = y.size
     problem = _problem(X, y, 0.05, 50.0)
@@ -933,3 +935,61 @@ def test_returning_variables_renew_the_newton_budget(monkeypatch):
             if event == "return" and spent >= 2 and "newton" in events[k + 1:]:
                 renewed = True
     assert renewed
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_loop_on_the_kernels_own_rows_makes_the_signed_rows_updates(monkeypatch, seed):
+    """When the kernel's row cache holds every row, the solver reads it in place
+    (unsigned) and runs its loop on b = S alpha: the same updates as on the signed rows
+    of a copy, value for value, and the exact optimum (Newton steps off, whose gradient
+    updates sum in another order)."""
+    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", 0.0)
+    X, y = noisy_data(seed=seed, n=300, d=4)
+    n = y.size
+    truth = solve_svm_dual(5.0, Q=_signed_gram(X, y))
+    answers = []
+    for in_place in (True, False):
+        if not in_place:
+            monkeypatch.setattr(greedy_cd.KernelRowView, "possible",
+                                staticmethod(lambda problem: False))
+        problem = _problem(X, y, 5.0, 50.0, newton=NewtonCache())
+        res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+                                  max_iter=100000, random_state=None)
+        assert isinstance(problem.newton.rows, greedy_cd.KernelRowView) == in_place
+        check_against_truth(problem, res, truth, 1e-9)
+        answers.append(res.alpha)
+    assert np.array_equal(answers[0], answers[1])
+
+
+def test_the_kernels_own_rows_serve_as_signed_rows():
+    """Read in place, the kernel's rows give the signed products, blocks and narrowed
+    copies of Q; the view is dropped for another kernel or other signs."""
+    X, y = noisy_data(seed=3, n=200, d=3)
+    n = y.size
+    Q = _signed_gram(X, y)
+    problem = _problem(X, y, 1.0, 50.0)
+    view = greedy_cd.KernelRowView(problem)
+    rng = np.random.default_rng(0)
+    positions = rng.permutation(n)[:30]
+    view.fetch(problem, positions[:10])
+    out = rng.standard_normal(n)
+    want = out + Q[positions].T @ np.linspace(-1, 1, 30)
+    view.accumulate(problem, out, positions, np.linspace(-1, 1, 30))
+    np.testing.assert_allclose(out, want, atol=1e-12)
+    rows, cols = positions[:7], np.sort(positions[10:])
+    np.testing.assert_allclose(greedy_cd._CachedBlock(problem, view)[rows, cols],
+                               Q[np.ix_(rows, cols)], atol=1e-12)
+    keep = np.sort(rng.permutation(n)[:80])
+    cached = np.flatnonzero(view.slot >= 0)
+    narrow = view.restricted(problem, keep)
+    held = np.flatnonzero(narrow.slot >= 0)
+    assert held.size and narrow.signs is None
+    assert np.array_equal(keep[held], np.intersect1d(keep, cached))
+    np.testing.assert_allclose(narrow.rows[narrow.slot[held]],
+                               Q[np.ix_(keep[held], keep)], atol=1e-12)
+    other = _problem(X, y, 1.0, 50.0)
+    flipped = BoxQP(sign=-y, p=np.ones(n), lo=np.zeros(n), hi=np.ones(n),
+                    sqnorm=problem.sqnorm, kernel=problem.kernel)
+    fresh = greedy_cd.KernelRowView(problem)
+    assert fresh.serves(problem)
+    assert not fresh.serves(other) and not fresh.serves(flipped)
