@@ -220,7 +220,8 @@ class CostModel:
         rules took). A step without solver work (a closed form, a reference already
         optimal) or a cold one (no previous solution: a solve from scratch, or a cold
         fit's internal path) is not comparable with a path step and teaches nothing;
-        the measurement it was to make is made at the next step.
+        the measurement it was to make is made at the next step (after a cold one) or
+        after the current spacing (after one without solver work).
 
         A measurement of the other mode is compared with the favoured mode's steps
         just before and just after it (their mean): the steps' difficulty changes
@@ -231,7 +232,12 @@ class CostModel:
             return
         if n_iter <= 0 or not warm:
             if decision.probe:
-                self.countdown = 0
+                # after a cold step, at the next one; after a step without solver work
+                # (the reference was already optimal), after the current spacing:
+                # such steps come in runs where a path's solution stops changing, and
+                # retrying at each screened every one of them (breast cancer, RBF,
+                # the last 9 of 50 values)
+                self.countdown = 0 if not warm else self.backoff
             return
         elapsed = time.thread_time() - self._start
         # the rules' times are wall-clock (the report's events): their share is of the

@@ -79,6 +79,31 @@ def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monke
     assert sum(chosen) <= 10
 
 
+def test_steps_without_solver_work_do_not_repeat_a_probe_at_each_step(monkeypatch):
+    """Where a path's solution stops changing (no solver work: nothing to compare), a
+    measurement of the losing mode waits for the current spacing instead of being
+    retried at every step; after a cold step it is retried at the next one."""
+    clock = FakeClock(on=1.5 * MS, off=MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel()
+    _walk(model, clock, 30)  # screening dearer: dropped, measured at growing spacings
+    assert not model.screening and model.backoff >= 4
+    screened = []
+    for _ in range(40):
+        d = model.decide()
+        clock.now += clock.on if d.screen else clock.off
+        model.record(n_iter=0)
+        screened.append(d.screen)
+    assert 1 <= sum(screened) <= 40 // model.backoff + 1
+    d = model.decide()
+    while not d.probe:  # the next probe, then a cold step: probed again at once
+        model.record(n_iter=0)
+        d = model.decide()
+    model.record(n_iter=9, warm=False)
+    assert model.decide().probe
+
+
 def test_cheap_screening_is_kept(monkeypatch):
     clock = FakeClock(on=MS, off=3 * MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
