@@ -70,9 +70,9 @@ def test_blocks_outside_the_cache_stay_within_the_block_budget(monkeypatch):
     sizes = []
     compute = KernelMatrix._compute
 
-    def recording_compute(self, rows, cols, out=None):
+    def recording_compute(self, rows, cols, out=None, columns=None):
         sizes.append(8 * len(rows) * len(cols))
-        return compute(self, rows, cols, out=out)
+        return compute(self, rows, cols, out=out, columns=columns)
 
     monkeypatch.setattr(KernelMatrix, "_compute", recording_compute)
     monkeypatch.setattr(kernels, "BLOCK_BYTES", 8 * 100 * n)  # 100 rows of n columns
