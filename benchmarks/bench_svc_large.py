@@ -22,7 +22,8 @@ Writes one section of doc/benchmarks.md per generator ("RBF SafeSVC path at 50,0
 100,000 samples: <generator> data") and prints it.
 
 Run: python benchmarks/bench_svc_large.py [--sizes 50000 100000]
-         [--data classification sphere] [--svc-limit 1800]
+         [--data classification sphere] [--svc-limit 1800] [--sides path|svc]
+         [--svc-from C]
 """
 
 from __future__ import annotations
@@ -113,30 +114,37 @@ def _start(side: str, data: str, n_train: int):
     return proc, here
 
 
-def run(data: str, n_train: int, svc_limit: float, deadline: float, report) -> dict:
-    """Both sides on one data set; SVC's side is stopped at its first value over
-    ``svc_limit`` seconds of wall time, both sides at ``deadline`` (a ``time.time()``).
-    ``report(result)`` is called after every value (so a stopped run keeps its rows)."""
-    procs = {side: _start(side, data, n_train) for side in ("path", "svc")}
+def run(data: str, n_train: int, svc_limit: float, deadline: float, report,
+        sides=("path", "svc"), svc_from: float = 0.0) -> dict:
+    """Both sides (or those in ``sides``) on one data set; SVC's side is stopped at
+    its first value over ``svc_limit`` seconds of wall time, both sides at ``deadline``
+    (a ``time.time()``), and SVC fits only the values from ``svc_from`` on (each of its
+    fits is cold, so a run of SVC's side alone at the later values completes an earlier
+    run whose budget ended). ``report(result)`` is called after every value (so a
+    stopped run keeps its rows)."""
+    procs = {side: _start(side, data, n_train) for side in sides}
     base = {side: conn.recv() for side, (_, conn) in procs.items()}
     result = {"rows": [], "base": base}
-    svc_alive = True
+    svc_alive = "svc" in procs
+    pred_path = None
     for C in CS:
         row = {"C": C}
-        proc, conn = procs["path"]
-        conn.send(C)
-        if not conn.poll(max(deadline - time.time(), 1.0)):
-            proc.terminate()
-            result["stopped"] = f"the path stopped at C = {C:.3g} (time budget)"
-            break
-        row["path"], row["path_mb"], pred_path, row["path_sv"] = conn.recv()
-        if svc_alive:
+        if "path" in procs:
+            proc, conn = procs["path"]
+            conn.send(C)
+            if not conn.poll(max(deadline - time.time(), 1.0)):
+                proc.terminate()
+                result["stopped"] = f"the path stopped at C = {C:.3g} (time budget)"
+                break
+            row["path"], row["path_mb"], pred_path, row["path_sv"] = conn.recv()
+        if svc_alive and C >= svc_from * (1 - 1e-9):
             proc, conn = procs["svc"]
             conn.send(C)
             budget = deadline - time.time()
             if conn.poll(min(svc_limit, max(budget, 1.0))):
                 row["svc"], row["svc_mb"], pred_svc, row["svc_sv"] = conn.recv()
-                row["agree"] = float(np.mean(pred_svc == pred_path))
+                if pred_path is not None:
+                    row["agree"] = float(np.mean(pred_svc == pred_path))
             else:
                 proc.terminate()
                 svc_alive = False
@@ -144,11 +152,13 @@ def run(data: str, n_train: int, svc_limit: float, deadline: float, report) -> d
                     f"stopped ({svc_limit / 60:g}-minute limit)" if budget > svc_limit
                     else "not finished (time budget)")
         result["rows"].append(row)
-        print(f"{data} n={n_train} C={C:.3g}: path {row['path']:.1f} s "
-              f"({row['path_mb']:.0f} MB, {row['path_sv']} SVs), SVC "
-              + (f"{row['svc']:.1f} s ({row['svc_mb']:.0f} MB)" if "svc" in row
-                 else "stopped"), flush=True)
-        report(result)
+        path = (f"path {row['path']:.1f} s ({row['path_mb']:.0f} MB, {row['path_sv']} "
+                "SVs)" if "path" in row else "path not run")
+        svc = (f"SVC {row['svc']:.1f} s ({row['svc_mb']:.0f} MB, {row['svc_sv']} SVs)"
+               if "svc" in row else "SVC " + row.get("svc_stopped", "not run"))
+        print(f"{data} n={n_train} C={C:.3g}: {path}, {svc}", flush=True)
+        if len(procs) == 2:  # a one-sided run completes another: its rows are printed
+            report(result)
     for proc, conn in procs.values():
         if proc.is_alive():
             conn.send(None)
@@ -212,6 +222,11 @@ def main():
                         help="seconds of wall time after which SVC's side is stopped")
     parser.add_argument("--budget", type=float, default=4 * 3600.0,
                         help="seconds of wall time after which both sides are stopped")
+    parser.add_argument("--sides", nargs="+", default=["path", "svc"],
+                        choices=("path", "svc"),
+                        help="run one side only (its rows are printed, not written)")
+    parser.add_argument("--svc-from", type=float, default=0.0,
+                        help="SVC fits the values of C from this one on")
     args = parser.parse_args()
     # the children inherit these before they import numpy or the compiled extensions
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -226,8 +241,12 @@ def main():
                 text = section(data, results, (load0, os.getloadavg()[0]), args.svc_limit)
                 write_section(f"{SECTION}: {data} data", text)
 
-            results[(data, n)] = run(data, n, args.svc_limit, deadline, report)
-        print(section(data, results, (load0, os.getloadavg()[0]), args.svc_limit))
+            results[(data, n)] = run(data, n, args.svc_limit, deadline, report,
+                                     tuple(args.sides), args.svc_from)
+        if len(args.sides) == 2:
+            print(section(data, results, (load0, os.getloadavg()[0]), args.svc_limit))
+    print(f"1-min load average {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the "
+          "end")
 
 if __name__ == "__main__":
     main()
