@@ -16,8 +16,9 @@ and with screening off, and prints a second table: what each rule costs on its o
 Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--papers] [--rules]
          [--repeats 2] [--only TEXT]
 (``--large`` adds the digits metric path, the mnist-shaped metric path and the 3000 x
-4000 doubly sparse regression; ``--papers`` the papers' two largest shapes, the
-Gisette-shaped metric path (6,000 x 5,000, k=15, diagonal; minutes per walk) and the
+4000 doubly sparse regression; ``--papers`` the papers' largest shapes, the
+Gisette-shaped metric path (6,000 x 5,000, k=15, diagonal; minutes per walk), the
+SensIT-shaped one (78,823 x 100, k=3, full metric; minutes per walk) and the
 real-sim-shaped doubly sparse path (72,309 x 20,958 sparse, 100 values); ``--quick``
 runs the small paths only).
 """
@@ -122,6 +123,12 @@ def paths(quick: bool, large: bool, papers: bool = False) -> list[tuple]:
                     "40 values (ratio 0.9)", SafeMetricLearner(k=15, metric="diagonal"),
                     MinMaxScaler((-1, 1)).fit_transform(X), y, None,
                     dict(n_values=40, eps=0.9 ** 39)))
+        X, y = make_classification(78823, 100, n_informative=40, n_redundant=10,
+                                   n_classes=3, n_clusters_per_class=2, random_state=0)
+        out.append(("SafeMetricLearner, SensIT-shaped (78823 x 100, k=3, full), 30 values "
+                    "(ratio 0.9)", SafeMetricLearner(k=3),
+                    MinMaxScaler((-1, 1)).fit_transform(X), y, None,
+                    dict(n_values=30, eps=0.9 ** 29)))
         X, y = make_sparse_text_classification(random_state=0)
         out.append(("SafeDoublySparseSVC, real-sim-shaped (72309 x 20958 sparse), 100 "
                     "values down to 1e-4 alpha_max, tol 1e-9",
