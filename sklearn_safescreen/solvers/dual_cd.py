@@ -243,9 +243,12 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         if slow and stop_when_slow and active.size > STOP_WHEN_SLOW_MIN:
             return SolveResult(alpha, fixed, gap, rel_gap, n_iter, False, events,
                                stopped_slow=True)
-        if (slow and best is not None and rel_gap >= best[0]
-                and (stalled or n_finish >= IPM_MAX_FINISHES)):
-            break  # round-off: the finisher's best point is returned below
+        if (slow and best is not None and (stalled or n_finish >= IPM_MAX_FINISHES)
+                and (rel_gap >= best[0] or _not_progressing(gap_history[:-1], rel_gap))):
+            # round-off: the better of the finisher's best point and CD's is returned
+            # below (CD stuck at one gap after the last finish ran on to max_iter: the
+            # spread SafeLAD set at C = 1000, tol = 1e-8, under numpy 2.4)
+            break
         if (ipm_fits and n_finish < IPM_MAX_FINISHES
                 and active.size > 1  # screening may have emptied it
                 and (polish or slow)):
@@ -278,6 +281,12 @@ def _measure(problem, rows, alpha, w, active) -> tuple[np.ndarray, float, float]
     gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
     dual = float(-0.5 * w @ w + problem.p @ alpha)
     return q_act, gap, gap / max(abs(dual), TINY)
+
+
+def _not_progressing(history, rel_gap: float) -> bool:
+    """Whether CD's gap has not decreased since the middle one of ``history``'s checks
+    (the epochs since then at least doubled it: CD is stuck at round-off)."""
+    return bool(history) and not rel_gap < history[len(history) // 2][1]
 
 
 def _epochs_to_tol(history, n_iter: int, rel_gap: float, tol: float) -> float:
