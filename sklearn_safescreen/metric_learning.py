@@ -510,7 +510,10 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
             w, W = eigh_rows(M)  # (compiled; rows = eigenvectors, unsorted)
             order = np.argsort(w)[::-1]
             self.metric_ = M
-            self.components_ = W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
+            C = W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
+            # rows' signs as metric_factor fixes them (svd_flip's convention)
+            largest = W[order][np.arange(C.shape[0]), np.argmax(np.abs(W[order]), axis=1)]
+            self.components_ = np.where(largest < 0.0, -1.0, 1.0)[:, None] * C
 
     # ------------------------------------------------------------ transform ---
     def transform(self, X) -> np.ndarray:

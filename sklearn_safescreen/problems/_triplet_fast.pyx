@@ -810,6 +810,16 @@ def metric_factor(M):
             for r in range(d):
                 wi = w[order[r]]
                 s = sqrt(wi) if wi > 0.0 else 0.0
+                # each row's sign fixed as scikit-learn's ``svd_flip`` does (its entry
+                # of largest magnitude, the first of equal ones, positive): an
+                # eigenvector's sign is arbitrary, and round-off alone flipped rows
+                # between two fits of the same metric
+                j = 0
+                for c in range(1, d):
+                    if fabs(W[order[r] * d + c]) > fabs(W[order[r] * d + j]):
+                        j = c
+                if W[order[r] * d + j] < 0.0:
+                    s = -s
                 for c in range(d):
                     cv[r, c] = W[order[r] * d + c] * s
     return (Ms, C) if ok else None

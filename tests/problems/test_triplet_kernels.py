@@ -174,7 +174,10 @@ def _components(M):
     M = 0.5 * (M + M.T)
     w, W = eig.eigh_rows(M)
     order = np.argsort(w)[::-1]
-    return M, W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
+    C = W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
+    # each row's entry of largest magnitude (the first of equal ones) made positive
+    largest = W[order][np.arange(len(w)), np.argmax(np.abs(W[order]), axis=1)]
+    return M, np.where(largest < 0.0, -1.0, 1.0)[:, None] * C
 
 
 def test_metric_factor_is_numpys_bit_for_bit_or_declines():
