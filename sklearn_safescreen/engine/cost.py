@@ -79,6 +79,14 @@ DECISIVE = 2.0
 #: spaced accordingly: on a SafeLAD path of 100 values where a step without screening
 #: costs 10x a screened one, it is measured once, not three times).
 MEASURING_SHARE = 0.05
+#: The share of a path's time that measurements of a mode that lost by less than
+#: :data:`DECISIVE` may cost: a measurement that found the other mode ``r`` times
+#: dearer sets the next one at least ``(r - 1) / PROBE_SHARE`` steps later (at most
+#: :data:`MAX_BACKOFF`). On millisecond steps every measurement of screening costs its
+#: own extra and a dearer first step back in the other mode: on standardised iris,
+#: screening 1.3x dearer, doubling the spacing from 1 measured screening 8 times in
+#: 103 steps, 5% of the path.
+PROBE_SHARE = 0.01
 #: A screened step of at most this much CPU time (seconds) may be tried without
 #: screening (see the module docstring) ...
 CHEAP_STEP = 0.005
@@ -153,6 +161,7 @@ class CostModel:
     #: the favoured mode's step cost at the last comparison (``None``: none yet)
     compared_at: float | None = None
     _last: Decision | None = None
+    _why_cache: tuple | None = None
     _start: float = 0.0
     _start_wall: float = 0.0
 
@@ -207,11 +216,17 @@ class CostModel:
                 "without it is not tried)")
 
     def _why(self, screen: bool) -> str:
-        if self.off is None or self.on is None:
+        on, off = self.on, self.off
+        if off is None or on is None:
             return "screening measured, no step without it yet"
-        verb = "cheaper" if screen else "dearer"
-        return (f"screening {verb}: {1e3 * self.on:.3g} ms a step against "
-                f"{1e3 * self.off:.3g} ms without")
+        # formatted once per change of the measurements (on a path of millisecond
+        # steps, formatting at every step was a measurable share of the model's cost)
+        key = (screen, on, off)
+        if self._why_cache is None or self._why_cache[0] != key:
+            verb = "cheaper" if screen else "dearer"
+            self._why_cache = (key, f"screening {verb}: {1e3 * on:.3g} ms a step "
+                                    f"against {1e3 * off:.3g} ms without")
+        return self._why_cache[1]
 
     def record(self, n_iter: int, warm: bool = True, rate: float | None = None,
                rule_seconds: float | None = None) -> None:
@@ -271,11 +286,13 @@ class CostModel:
         if self.pending is not None:
             self._compare(*self.pending, after=elapsed)
             self.pending = None
-        elif (decision.screen and self.compared_at is not None
-              and self.on >= DECISIVE * self.compared_at):
-            # the last screened steps all cost twice what they did when the modes were
-            # compared (the path got harder; one slow step is not enough): compare
-            # again now (if screening may not pay)
+        elif (decision.screen == self.screening and self.compared_at is not None
+              and min(times) >= DECISIVE * self.compared_at):
+            # the favoured mode's last steps all cost twice what they did when the
+            # modes were compared (the path got harder; one slow step is not enough):
+            # compare again now (with screening, if it may not pay). Without
+            # screening this is what notices, on millisecond steps, that screening
+            # came to pay (standardised wine: from about the 60th of 103 values)
             self.countdown, self.backoff = 0, 1
 
     def _compare(self, measured_screen: bool, measured: float, before: float | None,
@@ -299,7 +316,9 @@ class CostModel:
             ratio = measured / max(favoured, 1e-12)
             self.backoff = max(MAX_BACKOFF, int(np.ceil((ratio - 1.0) / MEASURING_SHARE)))
         else:
-            self.backoff = min(2 * self.backoff, MAX_BACKOFF)
+            ratio = measured / max(favoured, 1e-12)
+            spacing = int(np.ceil((ratio - 1.0) / PROBE_SHARE))
+            self.backoff = min(max(2 * self.backoff, spacing), MAX_BACKOFF)
         self.countdown = self.backoff
 
 

@@ -65,18 +65,28 @@ def _walk(model: cost.CostModel, clock: FakeClock, steps: int, rate: float = 0.9
 MS = 1e-3
 
 
-def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monkeypatch):
-    clock = FakeClock(on=1.5 * MS, off=MS)
+@pytest.mark.parametrize("ratio", [1.025, 1.055, 1.5])
+def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monkeypatch,
+                                                                            ratio):
+    """After each measurement that finds screening ``ratio`` times dearer, the next one
+    waits twice the last spacing, or (ratio - 1) / PROBE_SHARE steps if more, at most
+    MAX_BACKOFF: the measurements cost about PROBE_SHARE of the path."""
+    clock = FakeClock(on=ratio * MS, off=MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
     monkeypatch.setattr(cost.time, "perf_counter", clock)
-    chosen = _walk(cost.CostModel(), clock, 150)
+    chosen = _walk(cost.CostModel(), clock, 200)
     assert chosen[:cost.FIRST_PROBE + 1] == [True] * cost.FIRST_PROBE + [False]
     later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
-    gaps = np.diff(later)
-    # measured again after 1, 2, 4, ... plain steps, then every MAX_BACKOFF
-    # (each measurement is followed by the step of the favoured mode it is compared with)
-    assert np.all(np.diff(gaps[:4]) > 0) and gaps[-1] == cost.MAX_BACKOFF + 2
-    assert sum(chosen) <= 10
+    # each measurement is followed by the step of the favoured mode it is compared with
+    # (the first screened step after the first measurement is such a step, not one)
+    gaps = np.diff(later)[1:] - 2
+    floor = int(np.ceil((ratio - 1.0) / cost.PROBE_SHARE))
+    expected, spacing = [], 1
+    for _ in gaps:
+        spacing = min(max(2 * spacing, floor), cost.MAX_BACKOFF)
+        expected.append(spacing)
+    assert gaps.tolist() == expected
+    assert sum(chosen) <= 2 + 200 // (cost.MAX_BACKOFF + 2) + 5
 
 
 def test_steps_without_solver_work_do_not_repeat_a_probe_at_each_step(monkeypatch):
@@ -144,6 +154,26 @@ def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
     # the first dear step, screening measured at once, the step it is compared with,
     # then screening
     assert chosen == [False, True, False, True]
+
+
+def test_millisecond_steps_growing_without_screening_measure_it_again(monkeypatch):
+    """On steps too cheap for the single-step trigger above, the steps without
+    screening costing twice what they did at the last comparison (the least of the last
+    HISTORY) bring the next measurement forward; a single slow step does not."""
+    clock = FakeClock(on=1.5 * MS, off=MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel()
+    _walk(model, clock, 40)
+    assert not model.screening and model.countdown > 10
+    clock.off = 3 * MS  # one slow step: no measurement
+    _walk(model, clock, 1)
+    clock.off = MS
+    assert model.countdown > 8 and not _walk(model, clock, 1)[0]
+    clock.on, clock.off = 2 * MS, 3 * MS  # the path got harder: screening now pays
+    chosen = _walk(model, clock, cost.HISTORY + 4)
+    assert chosen[:cost.HISTORY] == [False] * cost.HISTORY
+    assert chosen[cost.HISTORY] and model.screening
 
 
 def test_a_change_along_the_path_is_followed(monkeypatch):
