@@ -220,7 +220,9 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
     metric_ : ndarray of shape (n_features, n_features)
         The learned Mahalanobis matrix :math:`M`.
     components_ : ndarray of shape (n_features, n_features)
-        :math:`L` with :math:`M=L^\top L` (from the eigendecomposition of M).
+        :math:`L` with :math:`M=L^\top L`: the rows :math:`\sqrt{w_k}v_k^\top` of the
+        eigendecomposition of M, eigenvalues descending, each row's entry of largest
+        magnitude positive (an eigenvector's sign is otherwise arbitrary).
     n_iter_ : int
         Projected-gradient iterations of the last fit.
     dual_gap_ : float
