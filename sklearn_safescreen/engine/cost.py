@@ -10,14 +10,16 @@ never deflated, by other work, so a mode's cost is the least of its last
 :data:`HISTORY` measurements. The other mode is tried
 again after 1, 2, 4, ... steps (at most :data:`MAX_BACKOFF`) while it keeps losing, so
 that a change along the path (the problem shrinking or growing with the regularisation)
-is noticed, and a path that gains from screening spends few steps without it (after
-:data:`MAX_BACKOFF` steps straight away when the losing mode cost :data:`DECISIVE`
-times the favoured one). A path running without screening measures
-screening again at once when a step costs :data:`DECISIVE` times what steps without
-screening were measured at (and more than :data:`CHEAP_STEP`): the path got harder, and
-screening may pay there; and a path running with screening compares again as soon as
-a screened step costs :data:`DECISIVE` times what it did at the last comparison (if a
-step without screening may pay, as below).
+is noticed, and a path that gains from screening spends few steps without it: a
+measurement that cost ``r`` times the favoured mode waits at least
+``(r - 1) / PROBE_SHARE`` steps (:data:`PROBE_SHARE`), and :data:`MAX_BACKOFF` steps
+straight away when the losing mode cost :data:`DECISIVE` times the favoured one. A
+path running without screening measures screening again at once when a step costs
+:data:`DECISIVE` times what steps without screening were measured at (and more than
+:data:`CHEAP_STEP`): the path got harder, and screening may pay there; and a path
+compares again as soon as the last :data:`HISTORY` steps of its mode all cost
+:data:`DECISIVE` times what they did at the last comparison (with screening, if a step
+without it may pay, as below).
 
 **Which steps are measured without screening.** A step without screening is itself a
 cost: where screening pays, it is a step at several times the price. And its
