@@ -158,6 +158,23 @@ def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
     assert not chosen[0] and chosen[1] and chosen[3] and model.screening
 
 
+def test_a_close_comparison_is_repeated_once_the_winner_grows_past_its_margin(
+        monkeypatch):
+    """Screening won by 15%: once the screened steps (the least of the last ones) cost
+    GROWTH_MARGIN times more while the plain ones stay, the modes are compared again
+    and screening is left (the mnist-shaped metric path's second half), long before
+    the spacing or a doubling would have."""
+    clock = FakeClock(on=MS, off=1.15 * MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel()
+    _walk(model, clock, 12)
+    assert model.screening and model.compared_margin == cost.GROWTH_MARGIN
+    clock.on = 1.3 * MS  # screening's steps grew by 30%: dearer than the plain ones
+    chosen = _walk(model, clock, cost.HISTORY + 4)
+    assert not model.screening and not all(chosen)
+
+
 def test_the_first_step_without_screening_is_a_warm_up(monkeypatch):
     """The path's first unscreened step grows the solver's buffers to the whole problem
     (a one-time cost, here 3x a step): it is not the measurement, the next one is, so
