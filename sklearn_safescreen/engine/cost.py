@@ -60,7 +60,7 @@ import numpy as np
 
 #: Steps run with screening before the first step without it is measured (the first
 #: fits of a path are the least representative: a cold start, the closed form).
-FIRST_PROBE = 1
+FIRST_PROBE = 2
 #: Most steps between two measurements of the mode that lost.
 MAX_BACKOFF = 32
 #: Measurements of each mode kept; a mode's cost is the least of them.
@@ -81,6 +81,9 @@ DECISIVE = 2.0
 #: spaced accordingly: on a SafeLAD path of 100 values where a step without screening
 #: costs 10x a screened one, it is measured once, not three times).
 MEASURING_SHARE = 0.05
+#: A step whose wall time exceeds its CPU time by this factor waited for the processor:
+#: its rules' share of its (wall) time is not measured.
+PREEMPTED = 1.5
 #: The favoured mode's steps growing by the margin it won by at the last comparison
 #: (at least this factor, at most :data:`DECISIVE`) bring the next comparison forward
 #: (see :meth:`CostModel.record`): a closer comparison is repeated sooner.
@@ -157,10 +160,11 @@ class CostModel:
     #: the mode the measurements favour (screening until shown dearer)
     screening: bool = True
     #: the last screened step's CPU time, screening rate and the share of its time
-    #: its rules took (``None``: not known)
+    #: its rules took (the lesser of the last two steps'; ``None``: not known)
     last_on: float | None = None
     last_rate: float | None = None
     last_rule_share: float | None = None
+    _share: float | None = None  # the last screened step's own rule share
     #: a measurement of the other mode waiting for the favoured mode's next step:
     #: ``(mode measured, its time, the favoured mode's step before it)``
     pending: tuple | None = None
@@ -215,7 +219,12 @@ class CostModel:
         """Whether a step without screening is worth measuring: the last screened step
         was cheap, its rules fixed few variables or took much of its time (see the
         module docstring)."""
-        return (self.last_on is None or self.last_on <= CHEAP_STEP
+        # (cheap: every one of the last screened steps, for a path's first steps grow
+        # fast: the cross-validated linear SafeSVC path from C_min, 4 ms then 8, 13,
+        # 18 ms, where a step without screening measured at 6 ms after the first
+        # compared well with the mean of 4 and 13 ms and screening was left at a cost
+        # of 100 ms a step a few values later)
+        return (self.last_on is None or max(self.on_times, default=self.last_on) <= CHEAP_STEP
                 or (self.last_rate is not None and self.last_rate < LOW_RATE)
                 or (self.last_rule_share is not None
                     and self.last_rule_share >= RULE_SHARE))
@@ -271,8 +280,18 @@ class CostModel:
         wall = time.perf_counter() - self._start_wall
         if decision.screen:
             self.last_on, self.last_rate = elapsed, rate
-            self.last_rule_share = None if rule_seconds is None \
-                else rule_seconds / max(wall, 1e-9)
+            share = None if rule_seconds is None else rule_seconds / max(wall, 1e-9)
+            if share is not None and wall > PREEMPTED * elapsed:
+                # the step waited for the processor (its wall time well above its CPU
+                # time): where in it the waits fell is unknown, so its share says
+                # nothing (the cross-validated linear SafeSVC path on a loaded
+                # machine: one share of 0.63 among 0.04-0.12 opened the gate, and
+                # the plain steps it measured cost 7x a screened one each)
+                share = self._share
+            # and the lesser of the last two shares: one step is not enough
+            self.last_rule_share = share if share is None or self._share is None \
+                else min(share, self._share)
+            self._share = share
         if (not decision.screen and not decision.probe and self.pending is None
                 and self.off is not None
                 and elapsed > max(CHEAP_STEP, DECISIVE * self.off)):
@@ -291,10 +310,14 @@ class CostModel:
             # 40,000 samples, 1.01 s for a step that costs 0.60 s once they have grown
             # (never to be paid again). It measured screening as the cheaper mode
             # where it cost 1.5x and the path stayed screened (0.94x of screening
-            # off). So it is a warm-up, and the measurement is the next step's.
+            # off). So it is a warm-up, and the measurement is the next step's, unless
+            # it settles the question anyway (twice a screened step or more: on the
+            # cross-validated linear SafeSVC path, 104 ms against 15 ms, and a second
+            # such step cost as much again).
             self.off_warmed = True
-            self.countdown = 0
-            return
+            if self.on is None or elapsed < DECISIVE * self.on:
+                self.countdown = 0
+                return
         times = self.on_times if decision.screen else self.off_times
         before = (self.on_times if self.screening else self.off_times) or [None]
         if decision.probe:
