@@ -315,7 +315,10 @@ class CostModel:
             # cross-validated linear SafeSVC path, 104 ms against 15 ms, and a second
             # such step cost as much again).
             self.off_warmed = True
-            if self.on is None or elapsed < DECISIVE * self.on:
+            # (against the last screened step: the least of the last ones is an
+            # easier step where the path's steps grow, and on the SensIT-shaped path
+            # it made the warm-up look decisive)
+            if self.last_on is None or elapsed < DECISIVE * self.last_on:
                 self.countdown = 0
                 return
         times = self.on_times if decision.screen else self.off_times
