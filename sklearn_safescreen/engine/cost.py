@@ -18,8 +18,9 @@ path running without screening measures screening again at once when a step cost
 :data:`DECISIVE` times what steps without screening were measured at (and more than
 :data:`CHEAP_STEP`): the path got harder, and screening may pay there; and a path
 compares again as soon as its mode's last steps all cost more than that mode won by at
-the last comparison (between :data:`GROWTH_MARGIN` and :data:`DECISIVE` times what they
-cost then; with screening, if a step without it may pay, as below).
+the last comparison (at least :data:`GROWTH_MARGIN` times what they cost then, twice
+that after each such comparison that kept the mode; with screening, if a step without
+it may pay, as below).
 
 **Which steps are measured without screening.** A step without screening is itself a
 cost: where screening pays, it is a step at several times the price. And its
@@ -85,8 +86,9 @@ MEASURING_SHARE = 0.05
 #: its rules' share of its (wall) time is not measured.
 PREEMPTED = 1.5
 #: The favoured mode's steps growing by the margin it won by at the last comparison
-#: (at least this factor, at most :data:`DECISIVE`) bring the next comparison forward
-#: (see :meth:`CostModel.record`): a closer comparison is repeated sooner.
+#: (at least this factor; doubled after each comparison so brought forward that kept
+#: the mode) bring the next comparison forward (see :meth:`CostModel.record`): a closer
+#: comparison is repeated sooner.
 GROWTH_MARGIN = 1.25
 #: The share of a path's time that measurements of a mode that lost by less than
 #: :data:`DECISIVE` may cost: a measurement that found the other mode ``r`` times
@@ -172,6 +174,10 @@ class CostModel:
     #: the growth of its steps that brings the next comparison forward
     compared_at: float | None = None
     compared_margin: float = 2.0
+    #: whether the comparison under way was brought forward by growth, and how many
+    #: such comparisons in a row kept the mode
+    _grown: bool = False
+    _growth_level: int = 0
     #: whether a step without screening has run since the path's first step (the first
     #: one is a warm-up, see :meth:`record`)
     off_warmed: bool = False
@@ -338,8 +344,8 @@ class CostModel:
               and len(times) >= 2
               and min(times) >= self.compared_margin * self.compared_at):
             # the favoured mode's last steps all cost more than it won by when the
-            # modes were compared (at least GROWTH_MARGIN, at most DECISIVE times what
-            # they cost then; one slow step is not enough): if the other mode's steps
+            # modes were compared (at least GROWTH_MARGIN times what they cost then;
+            # one slow step is not enough): if the other mode's steps
             # did not grow alike, it is the cheaper one now. Compare again now (with
             # screening, if it may not pay). Without screening this notices, on
             # millisecond steps, that screening came to pay (standardised wine: from
@@ -347,6 +353,7 @@ class CostModel:
             # that the screened steps grew past the plain ones (from 118 to 170 ms in
             # ten steps while the plain ones stayed at 110 ms)
             self.countdown, self.backoff = 0, 1
+            self._grown = True
 
     def _compare(self, measured_screen: bool, measured: float, before: float | None,
                  after: float) -> None:
@@ -360,8 +367,15 @@ class CostModel:
         # the mode chosen now, what its steps cost and by how much it won
         winner, loser = (measured, favoured) if switch else (favoured, measured)
         self.compared_at = winner
-        self.compared_margin = min(max(loser / max(winner, 1e-12), GROWTH_MARGIN),
-                                   DECISIVE)
+        # a comparison brought forward by growth that kept the mode found the other
+        # mode grown alike: the next needs twice the growth (on the digits metric path
+        # both modes' steps grow 100-fold along the path, and comparisons at each
+        # 1.7-3.8-fold growth cost 5% of it)
+        self._growth_level = (self._growth_level + 1) if self._grown and not switch \
+            else 0
+        self._grown = False
+        self.compared_margin = (max(loser / max(winner, 1e-12), GROWTH_MARGIN)
+                                * 2.0 ** self._growth_level)
         if switch:
             self.screening = measured_screen
             self.backoff = 1

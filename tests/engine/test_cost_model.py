@@ -176,6 +176,21 @@ def test_a_close_comparison_is_repeated_once_the_winner_grows_past_its_margin(
     assert not model.screening and not all(chosen)
 
 
+def test_growth_that_both_modes_share_is_compared_ever_more_rarely(monkeypatch):
+    """Both modes' steps grow along the path (5% a step, 130-fold over 100 steps) with
+    screening 3x cheaper: each comparison brought forward by the growth finds the
+    plain steps grown alike, so the next waits for twice the growth (the digits metric
+    path: five dear comparisons, now three)."""
+    clock = FakeClock(on=MS, off=3 * MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model, chosen = cost.CostModel(), []
+    for i in range(100):
+        clock.on, clock.off = MS * 1.05 ** i, 3 * MS * 1.05 ** i
+        chosen += _walk(model, clock, 1, rate=0.3)  # (the gate open throughout)
+    assert model.screening and chosen.count(False) <= 3  # six before
+
+
 def test_the_first_step_without_screening_is_a_warm_up(monkeypatch):
     """The path's first unscreened step grows the solver's buffers to the whole problem
     (a one-time cost, here 2.5x a plain step, 1.7x a screened one): it is not the
