@@ -191,6 +191,27 @@ def test_growth_that_both_modes_share_is_compared_ever_more_rarely(monkeypatch):
     assert model.screening and chosen.count(False) <= 3  # six before
 
 
+def test_steps_held_up_by_other_work_do_not_open_the_gate(monkeypatch):
+    """The rules' share of a step is wall-clock: on a loaded machine a step waiting for
+    the processor during its rules shows a large share. Dear, mostly screened steps
+    whose wall time exceeds 1.5x their CPU time do not measure it, so two of them in a
+    row (rules 80% of the wall time) still never bring a step without screening."""
+    cpu, wall = FakeClock(on=20 * MS, off=100 * MS), FakeClock(on=0, off=0)
+    monkeypatch.setattr(cost.time, "thread_time", cpu)
+    monkeypatch.setattr(cost.time, "perf_counter", wall)
+    model, chosen = cost.CostModel(), []
+    for i in range(30):
+        d = model.decide()
+        step = cpu.on if d.screen else cpu.off
+        held = 3.0 if i in (10, 11) else 1.0
+        cpu.now += step
+        wall.now += held * step
+        model.record(n_iter=9, rate=0.9 if d.screen else None,
+                     rule_seconds=(0.8 if held > 1 else 0.1) * held * step)
+        chosen.append(d.screen)
+    assert all(chosen)
+
+
 def test_the_first_step_without_screening_is_a_warm_up(monkeypatch):
     """The path's first unscreened step grows the solver's buffers to the whole problem
     (a one-time cost, here 2.5x a plain step, 1.7x a screened one): it is not the
