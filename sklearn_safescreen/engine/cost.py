@@ -12,7 +12,9 @@ again after 1, 2, 4, ... steps (at most :data:`MAX_BACKOFF`) while it keeps losi
 that a change along the path (the problem shrinking or growing with the regularisation)
 is noticed, and a path that gains from screening spends few steps without it: a
 measurement that cost ``r`` times the favoured mode waits at least
-``(r - 1) / PROBE_SHARE`` steps (:data:`PROBE_SHARE`), and :data:`MAX_BACKOFF` steps
+``(r - 1) / PROBE_SHARE`` steps (:data:`PROBE_SHARE`; after a change of mode, that
+many and at least one, ``r`` being what the mode left cost against the mode chosen,
+instead of one), and :data:`MAX_BACKOFF` steps
 straight away when the losing mode cost :data:`DECISIVE` times the favoured one. A
 path running without screening measures screening again at once when a step costs
 :data:`DECISIVE` times what steps without screening were measured at (and more than
