@@ -59,6 +59,15 @@ from .report import ScreeningEvent, ScreeningReport
 FULL_PASS_SHARE = 0.5
 #: At most this many fits without the certificate from bounds after it did not pay.
 MAX_BOUNDS_BACKOFF = 16
+#: Two fits whose solvers read at least this share of the pairs each (a step without
+#: screening reads them all) solve problems of the same curvature: the next carries
+#: the last one's step whatever their modes. The BB steps alternate long and short from
+#: one iteration to the next, and a fit that starts from the step of an older fit starts
+#: out of phase: on a Gisette-shaped diagonal path (no pair removed after the first
+#: values), the cost model's choices with a step kept per mode took 134 iterations
+#: where the same choices with the last step took 122, those of the path without
+#: screening.
+SAME_PAIRS = 0.9
 #: The certificate from bounds (and the reference screening from bounded values) is
 #: tried only when a pass over every pair costs at least this many multiply-adds
 #: (``n_pairs * d`` for a diagonal metric, ``n_pairs * d**2`` for a full one). Below,
@@ -141,12 +150,15 @@ class TripletPath:
         # G_+ = 0: no direction separates any triplet, M* = 0 for every alpha > 0
         self._separable = bool(np.any(self.G_pos))
         self.reference: TripletReference | None = None
-        # the solver's last step (for a warm start), with screening and without: the
-        # reduced problems' curvature is not the whole problem's, and a step carried
-        # from one to the other made the next solve backtrack (a mnist-shaped path at
-        # 20,000 samples: the first unscreened steps after screened ones 386 and 203 ms
-        # for one iteration that costs 116 ms with its own step)
+        # the solver's last step (for a warm start), with screening and without: a
+        # reduced problem that reads a good share fewer pairs has another curvature
+        # than the whole problem, and a step carried from one to the other made the
+        # next solve backtrack (a mnist-shaped path at 20,000 samples: the first
+        # unscreened steps after screened ones 386 and 203 ms for one iteration that
+        # costs 116 ms with its own step). Between problems that read the same pairs
+        # the last fit's step is carried whatever its mode (see SAME_PAIRS)
         self.steps: dict[bool, float | None] = {True: None, False: None}
+        self._last_step: float | None = None
         # the compiled solver loop's work buffers, kept between the fits of the path
         # (they hold no state, and the path itself is never pickled)
         self.workspace = pg.SpgWorkspace()
@@ -275,6 +287,7 @@ class TripletPath:
                 ts.X.shape[1] if diag else (ts.X.shape[1],) * 2))
         else:
             problem = self._problem(status)
+        previous_share = self._solver_pair_share
         self._solver_pair_share = problem.cdiff.shape[0] / max(ts.n_pairs, 1)
         if bound is not None and not diag:
             # the reference's statuses move little from one fit to the next, while the
@@ -283,14 +296,17 @@ class TripletPath:
             # fit's H_L is an update of this one's, not a sum from scratch
             count = 0 if self._hl_state is None else self._hl_state[2]
             self._hl_start = (problem.status.copy(), np.array(problem.HL, copy=True), count)
-        step = self.steps[bound is not None]
-        if step is None:  # the first step of this mode: the other mode's, if any
-            step = self.steps[bound is None]
+        if min(previous_share, self._solver_pair_share) >= SAME_PAIRS:
+            step = self._last_step
+        else:
+            step = self.steps[bound is not None]
+            if step is None:  # the first step of this mode: the other mode's, if any
+                step = self.steps[bound is None]
         reduced = _ReducedTriplets(problem, start_point(ref0, alpha), alpha, hook, step,
                                    report, settings, self.workspace, prior)
         result = certified_solve(reduced, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=f"SafeMetricLearner at alpha={alpha:.6g}")
-        self.steps[bound is not None] = reduced.step
+        self.steps[bound is not None] = self._last_step = reduced.step
         if reduced.bounded is not None:
             self._bounds_backoff = 1 if reduced.bounded else min(2 * self._bounds_backoff,
                                                                  MAX_BOUNDS_BACKOFF)

@@ -424,3 +424,49 @@ def test_metric_steps_alternating_with_unscreened_ones_keep_their_state(monkeypa
                            if not any(e.moment == "skipped" for e in res.reports[k].events)
                            and any(e.moment == "skipped" for e in res.reports[k - 1].events)]
     assert screened_after_skip and any(ranged[k] for k in screened_after_skip)
+
+
+def _metric_steps(monkeypatch, schedule: str, same_pairs: float):
+    """(screened, step passed to the solver, step it returned) of each solver call of a
+    metric path whose modes follow ``schedule`` ("S" screened, "." not)."""
+    from sklearn_safescreen.engine import triplet
+    from sklearn_safescreen.solvers import psd_gradient
+
+    calls, decisions = [], iter(schedule)
+
+    def decide(self):
+        return cost.Decision(next(decisions, ".") == "S", "test schedule")
+
+    def solve(problem, M0, lam, **kw):
+        res = original(problem, M0, lam, **kw)
+        calls.append((kw["callback"] is not None, kw["step"], res.step))
+        return res
+
+    original = psd_gradient.solve
+    monkeypatch.setattr(cost.CostModel, "decide", decide)
+    monkeypatch.setattr(triplet.pg, "solve", solve)
+    monkeypatch.setattr(triplet, "SAME_PAIRS", same_pairs)
+    X, y = make_classification(120, 5, n_informative=3, n_redundant=0, random_state=0)
+    estimator_path(SafeMetricLearner(k=3, metric="diagonal"), X, y, None, n_values=12,
+                   eps=0.7 ** 11, attributes=[])
+    return calls
+
+
+def test_metric_steps_carried_between_modes_only_between_alike_problems(monkeypatch):
+    """A fit starts from the last fit's step when both read the same pairs (at least
+    SAME_PAIRS of them), and from the last step of its own mode otherwise."""
+    schedule = "SSS.S..SS.S."
+    shared = _metric_steps(monkeypatch, schedule, 0.0)
+    assert len(shared) >= 8
+    for before, now in zip(shared, shared[1:]):
+        assert now[1] == before[2]
+    own = _metric_steps(monkeypatch, schedule, 1.01)
+    changes = 0
+    for i in range(1, len(own)):
+        same_mode = [c for c in own[:i] if c[0] == own[i][0]]
+        if same_mode:
+            assert own[i][1] == same_mode[-1][2]
+            changes += own[i - 1][0] != own[i][0]
+    assert changes >= 3
+    # (the two rules differ on this path: not a schedule where they coincide)
+    assert [c[1] for c in own] != [c[1] for c in shared]
