@@ -458,7 +458,7 @@ def test_metric_steps_carried_between_modes_only_between_alike_problems(monkeypa
     schedule = "SSS.S..SS.S."
     shared = _metric_steps(monkeypatch, schedule, 0.0)
     assert len(shared) >= 8
-    for before, now in zip(shared, shared[1:]):
+    for before, now in zip(shared[:-1], shared[1:], strict=True):
         assert now[1] == before[2]
     own = _metric_steps(monkeypatch, schedule, 1.01)
     changes = 0
