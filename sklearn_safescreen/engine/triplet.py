@@ -145,7 +145,9 @@ class TripletPath:
 
     def __init__(self, ts: TripletSet, gamma: float, diagonal: bool):
         self.ts, self.gamma, self.diagonal = ts, gamma, diagonal
-        self.cost = CostModel()
+        # (a warm fit is a few gradient passes over the pairs, and screening makes the
+        # passes cheaper, not fewer: the modes are compared per iteration)
+        self.cost = CostModel(per_iteration=True)
         self.critical_alpha, self.G_pos = closed_form(ts, gamma, diagonal)
         # G_+ = 0: no direction separates any triplet, M* = 0 for every alpha > 0
         self._separable = bool(np.any(self.G_pos))

@@ -470,3 +470,21 @@ def test_metric_steps_carried_between_modes_only_between_alike_problems(monkeypa
     assert changes >= 3
     # (the two rules differ on this path: not a schedule where they coincide)
     assert [c[1] for c in own] != [c[1] for c in shared]
+
+
+@pytest.mark.parametrize("per_iteration", [False, True])
+def test_per_iteration_comparison_sees_through_the_iteration_counts(monkeypatch,
+                                                                     per_iteration):
+    """Steps of a few iterations: the screened ones happen to take 2 at 0.8 ms, the
+    plain ones 3 at 0.6 ms. Per step screening looks cheaper (1.6 against 1.8 ms) and
+    is kept; per iteration it is 1.33x dearer and the model leaves it."""
+    clock = FakeClock(on=1.6 * MS, off=1.8 * MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel(per_iteration=per_iteration)
+    for _ in range(12):
+        d = model.decide()
+        clock.now += clock.on if d.screen else clock.off
+        model.record(n_iter=2 if d.screen else 3, rate=0.9 if d.screen else None,
+                     rule_seconds=0.1 * clock.on if d.screen else None)
+    assert model.screening is not per_iteration
