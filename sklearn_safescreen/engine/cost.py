@@ -12,9 +12,11 @@ again after 1, 2, 4, ... steps (at most :data:`MAX_BACKOFF`) while it keeps losi
 that a change along the path (the problem shrinking or growing with the regularisation)
 is noticed, and a path that gains from screening spends few steps without it: a
 measurement that cost ``r`` times the favoured mode waits at least
-``(r - 1) / PROBE_SHARE`` steps (:data:`PROBE_SHARE`; after a change of mode, the
-mode left is measured again at the next step), and :data:`MAX_BACKOFF` steps
-straight away when the losing mode cost :data:`DECISIVE` times the favoured one. A
+``(r - 1) / PROBE_SHARE`` steps (:data:`PROBE_SHARE`), and at least
+:data:`MAX_BACKOFF` steps when the losing mode cost :data:`DECISIVE` times the
+favoured one. After a switch to screening, the plain mode is measured again at the
+next step (a switch made on one noisy step would cost more than screening off);
+after a switch away from it, screening waits like a mode that lost. A
 path running without screening measures screening again at once when a step costs
 :data:`DECISIVE` times what steps without screening were measured at (and more than
 :data:`CHEAP_STEP`): the path got harder, and screening may pay there; and a path
@@ -67,9 +69,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Steps run with screening before the first step without it is measured (the first
-#: fits of a path are the least representative: a cold start, the closed form).
-FIRST_PROBE = 2
+#: Warm steps run with screening before the first step without it (a path's cold
+#: first fit, or its closed form, is not measured). One: on the millisecond paths
+#: where screening does not pay, each screened step before the first comparison cost
+#: 0.1-0.6 ms more than a plain one.
+FIRST_PROBE = 1
 #: Most steps between two measurements of the mode that lost.
 MAX_BACKOFF = 32
 #: Measurements of each mode kept; a mode's cost is the least of them.
@@ -83,13 +87,9 @@ HISTORY = 3
 #: screening).
 SWITCH_MARGIN = 0.9
 #: A measurement of the losing mode that costs this many times the favoured one settles
-#: the question for :data:`MAX_BACKOFF` steps, unless the favoured mode's steps grow by
-#: this factor meanwhile (the path got harder: compared again).
+#: the question for at least :data:`MAX_BACKOFF` steps, unless the favoured mode's
+#: steps grow by this factor meanwhile (the path got harder: compared again).
 DECISIVE = 2.0
-#: The share of a path's time that measurements of a much dearer mode may cost (they are
-#: spaced accordingly: on a SafeLAD path of 100 values where a step without screening
-#: costs 10x a screened one, it is measured once, not three times).
-MEASURING_SHARE = 0.05
 #: A step whose wall time exceeds its CPU time by this factor waited for the processor:
 #: its rules' share of its (wall) time is not measured.
 PREEMPTED = 1.5
@@ -98,13 +98,14 @@ PREEMPTED = 1.5
 #: the mode) bring the next comparison forward (see :meth:`CostModel.record`): a closer
 #: comparison is repeated sooner.
 GROWTH_MARGIN = 1.25
-#: The share of a path's time that measurements of a mode that lost by less than
-#: :data:`DECISIVE` may cost: a measurement that found the other mode ``r`` times
-#: dearer sets the next one at least ``(r - 1) / PROBE_SHARE`` steps later (at most
-#: :data:`MAX_BACKOFF`). On millisecond steps every measurement of screening costs its
-#: own extra and a dearer first step back in the other mode: on standardised iris,
+#: The share of a path's time that measurements of the mode that lost may cost: a
+#: measurement that found the other mode ``r`` times dearer sets the next one at least
+#: ``(r - 1) / PROBE_SHARE`` steps later (at most :data:`MAX_BACKOFF` when ``r`` is
+#: below :data:`DECISIVE`). On millisecond steps every measurement of screening costs
+#: its own extra and a dearer first step back in the other mode: on standardised iris,
 #: screening 1.3x dearer, doubling the spacing from 1 measured screening 8 times in
-#: 103 steps, 5% of the path.
+#: 103 steps, 5% of the path; on a SafeLAD path of 100 values where a step without
+#: screening costs 10x a screened one, it is measured once.
 PROBE_SHARE = 0.01
 #: A screened step of at most this much CPU time (seconds) may be tried without
 #: screening (see the module docstring) ...
@@ -422,22 +423,35 @@ class CostModel:
         self._grown = False
         ratio = loser / max(winner, 1e-12)
         self.compared_margin = max(ratio, GROWTH_MARGIN) * 2.0 ** self._growth_level
-        if switch:
-            # (the mode left is measured again at the next step: a switch made on one
-            # noisy step is undone at once. Spaced like the measurements that kept the
-            # mode, (ratio - 1) / PROBE_SHARE steps, one of seven walks of the breast
-            # cancer path ran 37 of its 50 steps screened, each dearer than a plain one)
-            self.screening = measured_screen
+        # the measurements of the mode that lost cost (r - 1) favoured steps each:
+        # spaced by at least (r - 1) / PROBE_SHARE steps, they cost PROBE_SHARE of the
+        # path. What a measurement costs is its whole step: compared per iteration,
+        # r is the steps' ratio where it is the larger (on standardised iris a
+        # screened step after 30 plain ones cost 2.1-2.6 plain steps, 1.5 per pass,
+        # and was measured again 32 steps later instead of 110-160)
+        step_winner, step_loser = (measured, favoured) if switch else (favoured, measured)
+        r = max(ratio, step_loser / max(step_winner, 1e-12))
+        floor = int(np.ceil((r - 1.0) / PROBE_SHARE))
+        if switch and measured_screen:
+            # (a switch to screening: the plain mode left is measured again at the
+            # next step, so that a switch made on one noisy step is undone at once.
+            # Spaced like the measurements that kept the mode, one of seven walks of
+            # the breast cancer path ran 37 of its 50 steps screened, each dearer than
+            # a plain one)
+            self.screening = True
             self.backoff = 1
-        elif ratio >= DECISIVE:
+        elif r >= DECISIVE:
             # the favoured mode costs half the other or less: measured again rarely
-            # (and at once if the favoured steps double, see :meth:`record`), and no
-            # more often than keeps the measurements' extra cost, (ratio - 1) favoured
-            # steps each, within MEASURING_SHARE of the path
-            self.backoff = max(MAX_BACKOFF, int(np.ceil((ratio - 1.0) / MEASURING_SHARE)))
+            # (and at once if the favoured steps double, see :meth:`record`)
+            self.screening = self.screening and not switch
+            self.backoff = max(MAX_BACKOFF, floor)
         else:
-            spacing = int(np.ceil((ratio - 1.0) / PROBE_SHARE))
-            self.backoff = min(max(2 * self.backoff, spacing), MAX_BACKOFF)
+            # a switch away from screening is spaced like a measurement that kept the
+            # mode (from 1): a wrong one runs a few steps as without screening, where
+            # measuring screening again at the next step cost a screened step at
+            # 1.2-1.4x on every millisecond path that switched
+            self.screening = self.screening and not switch
+            self.backoff = min(max(1 if switch else 2 * self.backoff, floor), MAX_BACKOFF)
         self.countdown = self.backoff
 
 

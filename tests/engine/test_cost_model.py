@@ -68,20 +68,27 @@ MS = 1e-3
 @pytest.mark.parametrize("ratio", [1.025, 1.055, 1.5])
 def test_dear_screening_is_dropped_and_measured_again_at_growing_intervals(monkeypatch,
                                                                             ratio):
-    """After each measurement that finds screening ``ratio`` times dearer, the next one
-    waits twice the last spacing, or (ratio - 1) / PROBE_SHARE steps if more, at most
-    MAX_BACKOFF: the measurements cost about PROBE_SHARE of the path."""
+    """Screening ``ratio`` times dearer is dropped at the first comparison and measured
+    again (ratio - 1) / PROBE_SHARE steps later (at least 1, at most MAX_BACKOFF);
+    after each measurement that finds it dearer again, the next one waits twice the
+    last spacing, or that many steps if more, at most MAX_BACKOFF: the measurements
+    cost about PROBE_SHARE of the path."""
     clock = FakeClock(on=ratio * MS, off=MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
     monkeypatch.setattr(cost.time, "perf_counter", clock)
     chosen = _walk(cost.CostModel(), clock, 200)
-    assert chosen[:cost.FIRST_PROBE + 1] == [True] * cost.FIRST_PROBE + [False]
-    later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
-    # each measurement is followed by the step of the favoured mode it is compared with
-    # (the first screened step after the first measurement is such a step, not one)
-    gaps = np.diff(later)[1:] - 2
+    # the first plain step is a warm-up, the second the measurement
+    assert chosen[:cost.FIRST_PROBE + 2] == [True] * cost.FIRST_PROBE + [False, False]
+    screened = [i for i, s in enumerate(chosen) if s]
+    # the screened step closing the first comparison, where screening is dropped
+    closing = screened[cost.FIRST_PROBE]
+    assert closing == cost.FIRST_PROBE + 2
     floor = int(np.ceil((ratio - 1.0) / cost.PROBE_SHARE))
-    expected, spacing = [], 1
+    spacing = min(max(1, floor), cost.MAX_BACKOFF)
+    assert screened[cost.FIRST_PROBE + 1] - closing == spacing + 1
+    # each later measurement is followed by the plain step it is compared with
+    gaps = np.diff(screened[cost.FIRST_PROBE + 1:]) - 2
+    expected = []
     for _ in gaps:
         spacing = min(max(2 * spacing, floor), cost.MAX_BACKOFF)
         expected.append(spacing)
@@ -123,24 +130,64 @@ def test_cheap_screening_is_kept(monkeypatch):
 
 
 def test_a_decisive_measurement_is_repeated_rarely(monkeypatch):
-    # cheap steps (the model may try either mode), screening 3x cheaper: after the one
-    # measurement without it, the next comes MAX_BACKOFF steps later
+    """A measurement that finds the other mode 3x dearer waits (3 - 1) / PROBE_SHARE
+    steps (at least MAX_BACKOFF): the measurements' extra cost, 2 favoured steps each,
+    stays within PROBE_SHARE of the path, with screening 3x cheaper or 3x dearer (a
+    switch away from screening waits as long)."""
+    spacing = max(cost.MAX_BACKOFF, int(np.ceil(2 / cost.PROBE_SHARE)))
+    assert spacing > cost.MAX_BACKOFF
+    # cheap steps (the model may try either mode), screening 3x cheaper: the first step
+    # without screening settles it (no warm-up repeated)
     clock = FakeClock(on=MS, off=3 * MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
     monkeypatch.setattr(cost.time, "perf_counter", clock)
-    chosen = _walk(cost.CostModel(), clock, 3 * cost.MAX_BACKOFF)
+    chosen = _walk(cost.CostModel(), clock, 2 * spacing + 10)
     plain = [i for i, s in enumerate(chosen) if not s]
-    # the measurements' extra cost, 2 screened steps each, is kept within the share
-    # (the first step without screening, at 3x, settles it: no warm-up is repeated)
-    spacing = max(cost.MAX_BACKOFF, int(np.ceil(2 / cost.MEASURING_SHARE)))
     assert plain[0] == cost.FIRST_PROBE and plain[1] - plain[0] == spacing + 2
-    # and the same the other way: screening 3x dearer than the plain step
+    # screening 3x dearer: dropped at the first comparison, then measured every
+    # spacing + 2 steps
     clock = FakeClock(on=3 * MS, off=MS)
     monkeypatch.setattr(cost.time, "thread_time", clock)
     monkeypatch.setattr(cost.time, "perf_counter", clock)
-    chosen = _walk(cost.CostModel(), clock, 3 * spacing)
+    chosen = _walk(cost.CostModel(), clock, 3 * spacing + 10)
     later = [i for i, s in enumerate(chosen) if s and i > cost.FIRST_PROBE]
+    assert later[1] - later[0] == spacing + 1
     assert list(np.diff(later)[-2:]) == [spacing + 2] * 2
+
+
+def test_a_switch_to_screening_is_checked_at_once_and_a_switch_away_waits(monkeypatch):
+    """Switching to screening on one noisy measurement would cost more than screening
+    off: the plain mode is measured again at the next steps. Switching away from it
+    costs at most screening's gain for a while: screening waits (r - 1) / PROBE_SHARE
+    steps like a mode that lost (here 20), instead of a screened step at 1.2x at once."""
+    clock = FakeClock(on=1.3 * MS, off=MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel()
+    _walk(model, clock, 10)
+    assert not model.screening
+    clock.on = 0.5 * MS  # screening now pays: switched to at its next measurement
+    for _ in range(3 * cost.MAX_BACKOFF):
+        _walk(model, clock, 1)
+        if model.screening:
+            break
+    assert model.screening
+    assert not all(_walk(model, clock, 3))  # the plain mode measured again at once
+    # the other way: screening favoured, then 1.2x dearer than a plain step
+    clock = FakeClock(on=MS, off=1.3 * MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel()
+    _walk(model, clock, 10)
+    assert model.screening
+    clock.on = 1.2 * MS * 1.3
+    for _ in range(3 * cost.MAX_BACKOFF):
+        _walk(model, clock, 1)
+        if not model.screening:
+            break
+    assert not model.screening
+    chosen = _walk(model, clock, 25)
+    assert chosen.index(True) == 20
 
 
 def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
@@ -480,3 +527,25 @@ def test_per_iteration_comparison_sees_through_the_iteration_counts(monkeypatch,
         model.record(n_iter=2 if d.screen else 3, rate=0.9 if d.screen else None,
                      rule_seconds=0.1 * clock.on if d.screen else None)
     assert model.screening is not per_iteration
+
+
+def test_per_iteration_measurements_are_spaced_by_what_their_step_cost(monkeypatch):
+    """Compared per iteration, screening is 1.05x dearer (3 iterations at 0.525 ms per
+    pass against 1 at 0.5 ms, the start's pass counted) and is left; but measuring it
+    again costs a whole step, 2.1 ms against 1 ms. The next measurement is spaced by
+    the steps' ratio, 2.1: (2.1 - 1) / PROBE_SHARE = 110 steps, not 5."""
+    clock = FakeClock(on=2.1 * MS, off=1.0 * MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model, chosen = cost.CostModel(per_iteration=True), []
+    for _ in range(130):
+        d = model.decide()
+        clock.now += clock.on if d.screen else clock.off
+        model.record(n_iter=3 if d.screen else 1, rate=0.9 if d.screen else None,
+                     rule_seconds=0.1 * clock.on if d.screen else None)
+        chosen.append(d.screen)
+    screened = [i for i, s in enumerate(chosen) if s]
+    # the first warm step, the one closing the comparison (screening left there), and
+    # the next measurement
+    assert screened[:2] == [0, 3] and len(screened) == 3 and not model.screening
+    assert abs(screened[2] - 3 - 1.1 / cost.PROBE_SHARE) <= 2
