@@ -70,10 +70,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: Warm steps run with screening before the first step without it (a path's cold
-#: first fit, or its closed form, is not measured). One: on the millisecond paths
-#: where screening does not pay, each screened step before the first comparison cost
-#: 0.1-0.6 ms more than a plain one.
-FIRST_PROBE = 1
+#: first fit, or its closed form, is not measured). Two, so that the gate below sees
+#: whether the screened steps grow: with one, the cross-validated linear SafeSVC path
+#: of the command line (a first warm step of 4 ms, then 8, 13, 18 ms) measured steps
+#: without screening and took 2.26-2.47 s against 2.16-2.18 s.
+FIRST_PROBE = 2
 #: Most steps between two measurements of the mode that lost.
 MAX_BACKOFF = 32
 #: Measurements of each mode kept; a mode's cost is the least of them.

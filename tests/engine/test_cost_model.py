@@ -545,7 +545,10 @@ def test_per_iteration_measurements_are_spaced_by_what_their_step_cost(monkeypat
                      rule_seconds=0.1 * clock.on if d.screen else None)
         chosen.append(d.screen)
     screened = [i for i, s in enumerate(chosen) if s]
-    # the first warm step, the one closing the comparison (screening left there), and
-    # the next measurement
-    assert screened[:2] == [0, 3] and len(screened) == 3 and not model.screening
-    assert abs(screened[2] - 3 - 1.1 / cost.PROBE_SHARE) <= 2
+    # the first warm steps, the one closing the comparison (after the plain warm-up
+    # and measurement; screening left there), and the next measurement
+    f = cost.FIRST_PROBE
+    closing = f + 2
+    assert screened[:f + 1] == [*range(f), closing] and len(screened) == f + 2
+    assert abs(screened[-1] - closing - 1.1 / cost.PROBE_SHARE) <= 2
+    assert not model.screening
