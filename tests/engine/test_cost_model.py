@@ -327,6 +327,22 @@ def test_dear_mostly_screened_steps_never_run_unscreened(monkeypatch):
     assert "screening kept" in model.decide().reason
 
 
+def test_a_cheap_first_step_of_a_growing_path_does_not_open_the_gate(monkeypatch):
+    """The command line's cross-validated linear SafeSVC path: screened steps of 4, 8,
+    13, 18 ms ... (99% screened, 9% of the time in the rules), plain ones 5x dearer.
+    The first warm step alone is cheap; the gate waits for two screened steps, sees
+    them grow past CHEAP_STEP, and no step runs without screening."""
+    clock = FakeClock(on=0.0, off=0.0)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model, chosen = cost.CostModel(), []
+    for i in range(20):
+        clock.on = 1e-3 * (4.0 + 4.5 * i)
+        clock.off = 5.0 * clock.on
+        chosen += _walk(model, clock, 1, rate=0.99, rule_share=0.09)
+    assert all(chosen)
+
+
 @pytest.mark.parametrize("on, rate, rule_share", [
     (20 * MS, 0.1, 0.1),  # few variables screened
     (2 * MS, 0.99, 0.1),  # cheap steps
