@@ -39,6 +39,13 @@ the variables, or where they took at least :data:`RULE_SHARE` of the step's time
 path whose steps are dear, mostly screened and spent in the solver keeps screening at
 every step without trying the other mode.
 
+**A prior.** A family whose screening is not expected to pay gives its paths a model
+made by :meth:`CostModel.without_screening_first`: the cold fit and the first
+:data:`FIRST_PROBE` warm steps run without screening (the report says why), then
+screening is measured like a mode that lost. (The kernel box-QP paths: their solver's
+work is on the free samples, which no rule fixes; each screening step there is the
+rule's pass and the reduced problem's bookkeeping.)
+
 **Per step or per iteration.** A family whose warm steps are a few solver iterations
 that screening makes cheaper but not fewer (the metric learner: each iteration is a pass
 over the pairs) compares the modes by the cost of an iteration
@@ -206,10 +213,23 @@ class CostModel:
     #: whether a step without screening has run since the path's first step (the first
     #: one is a warm-up, see :meth:`record`)
     off_warmed: bool = False
+    #: why the path starts without screening (``None``: it starts with it; see
+    #: :meth:`without_screening_first`)
+    prior: str | None = None
     _last: Decision | None = None
     _why_cache: tuple | None = None
     _start: float = 0.0
     _start_wall: float = 0.0
+
+    @classmethod
+    def without_screening_first(cls, reason: str) -> CostModel:
+        """A model whose prior is that screening does not pay (``reason``, which the
+        report records): the path's cold fit and its first :data:`FIRST_PROBE` warm
+        steps run without screening, then screening is measured like a mode that lost
+        (a probe, compared with the steps without it around it)."""
+        # (its steps without screening have run: no warm-up of that mode is left)
+        return cls(screening=False, countdown=FIRST_PROBE + 1, prior=reason,
+                   off_warmed=True)
 
     @property
     def on(self) -> float | None:
@@ -229,9 +249,13 @@ class CostModel:
         elif self.pending is not None:
             # the favoured mode's step that closes the comparison with the measurement
             decision = Decision(self.screening, self._why(self.screening))
+        elif self.on is None and self.prior is not None and self.countdown > 0:
+            self.countdown -= 1
+            decision = Decision(False, self.prior)
         elif self.on is None:
-            # (after stale measurements were dropped, a measurement of screening
-            # against the mode in use: a probe)
+            # (after stale measurements were dropped, or after the prior's steps, a
+            # measurement of screening against the mode in use: a probe)
+            self.prior = None
             decision = Decision(True, "not measured yet", probe=not self.screening)
         elif self.countdown > 0:
             self.countdown -= 1

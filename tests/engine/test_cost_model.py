@@ -190,6 +190,47 @@ def test_a_switch_to_screening_is_checked_at_once_and_a_switch_away_waits(monkey
     assert chosen.index(True) == 20
 
 
+@pytest.mark.parametrize("on, kept", [(0.5, True), (1.3, False)])
+def test_a_prior_without_screening_runs_the_first_steps_plain_then_measures(
+        monkeypatch, on, kept):
+    """A model whose prior is that screening does not pay (kernel paths) runs the cold
+    fit and FIRST_PROBE warm steps without screening, saying why, then measures
+    screening once: kept where it costs less than SWITCH_MARGIN of a plain step, else
+    measured again (r - 1) / PROBE_SHARE steps later."""
+    clock = FakeClock(on=on * MS, off=MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel.without_screening_first("the prior's reason")
+    first = model.decide()  # the cold fit: not measured
+    assert not first.screen and first.reason == "the prior's reason"
+    clock.now += clock.off
+    model.record(n_iter=9, warm=False)
+    chosen = _walk(model, clock, 60)
+    assert chosen[:cost.FIRST_PROBE + 1] == [False] * cost.FIRST_PROBE + [True]
+    assert model.screening is kept
+    if kept:  # (the plain mode measured again once after the switch)
+        assert chosen[cost.FIRST_PROBE + 1:].count(False) == 2
+    else:
+        later = [i for i, s in enumerate(chosen) if s]
+        assert later[1] - later[0] == int(np.ceil(0.3 / cost.PROBE_SHARE)) + 2
+
+
+def test_kernel_paths_start_without_screening(monkeypatch):
+    """Kernel SafeSVC and SafeLAD paths start with the prior (the kernel solver's work
+    is on the free samples): their cold fit is reported as skipped with its reason;
+    linear ones start screened."""
+    X, y = make_classification(80, 8, n_informative=4, random_state=0)
+    for model, screened_first in ((SafeSVC(kernel="rbf", warm_start=True), False),
+                                  (SafeSVC(kernel="linear", warm_start=True), True),
+                                  (SafeLAD(kernel="rbf", warm_start=True), False)):
+        model.fit(X, y.astype(float))
+        report = model.screening_report_
+        assert bool(report.skipped) is not screened_first
+        if not screened_first:
+            assert "free samples" in report.skipped[0]
+            assert not any(e.moment == "reference" for e in report.events)
+
+
 def test_a_path_getting_harder_measures_screening_again_at_once(monkeypatch):
     clock = FakeClock(on=2 * MS, off=MS)  # cheap steps: screening dropped
     monkeypatch.setattr(cost.time, "thread_time", clock)
