@@ -43,8 +43,8 @@ every step without trying the other mode.
 made by :meth:`CostModel.without_screening_first`: the cold fit and the first
 :data:`FIRST_PROBE` warm steps run without screening (the report says why), then
 screening is measured like a mode that lost. (The kernel box-QP paths: their solver's
-work is on the free samples, which no rule fixes; each screening step there is the
-rule's pass and the reduced problem's bookkeeping.)
+work is on the free samples, which no rule fixes; the LP-SVM paths: column-and-row
+generation solves only what its pricing brings in.)
 
 **Per step or per iteration.** A family whose warm steps are a few solver iterations
 that screening makes cheaper but not fewer (the metric learner: each iteration is a pass

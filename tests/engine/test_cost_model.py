@@ -215,19 +215,22 @@ def test_a_prior_without_screening_runs_the_first_steps_plain_then_measures(
         assert later[1] - later[0] == int(np.ceil(0.3 / cost.PROBE_SHARE)) + 2
 
 
-def test_kernel_paths_start_without_screening(monkeypatch):
-    """Kernel SafeSVC and SafeLAD paths start with the prior (the kernel solver's work
-    is on the free samples): their cold fit is reported as skipped with its reason;
-    linear ones start screened."""
+def test_kernel_and_lp_paths_start_without_screening():
+    """Kernel SafeSVC and SafeLAD paths and LP-SVM paths start with the prior (the
+    kernel solver's work is on the free samples; column-and-row generation solves only
+    what it prices in): their first fit is reported as skipped with its reason; linear
+    SVM and LAD paths start screened."""
     X, y = make_classification(80, 8, n_informative=4, random_state=0)
-    for model, screened_first in ((SafeSVC(kernel="rbf", warm_start=True), False),
-                                  (SafeSVC(kernel="linear", warm_start=True), True),
-                                  (SafeLAD(kernel="rbf", warm_start=True), False)):
-        model.fit(X, y.astype(float))
+    for model, prior in ((SafeSVC(kernel="rbf", warm_start=True), "free samples"),
+                         (SafeSVC(kernel="linear", warm_start=True), None),
+                         (SafeLAD(kernel="rbf", warm_start=True), "free samples"),
+                         (SafeLAD(warm_start=True), None),
+                         (SafeLPSVC(alpha=0.05, warm_start=True), "prices in")):
+        model.fit(X, y if isinstance(model, (SafeSVC, SafeLPSVC)) else y.astype(float))
         report = model.screening_report_
-        assert bool(report.skipped) is not screened_first
-        if not screened_first:
-            assert "free samples" in report.skipped[0]
+        assert bool(report.skipped) is (prior is not None)
+        if prior is not None:
+            assert prior in report.skipped[0]
             assert not any(e.moment == "reference" for e in report.events)
 
 
