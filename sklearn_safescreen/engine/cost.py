@@ -42,9 +42,10 @@ every step without trying the other mode.
 **A prior.** A family whose screening is not expected to pay gives its paths a model
 made by :meth:`CostModel.without_screening_first`: the cold fit and the first
 :data:`FIRST_PROBE` warm steps run without screening (the report says why), then
-screening is measured like a mode that lost. (The kernel box-QP paths: their solver's
-work is on the free samples, which no rule fixes; the LP-SVM paths: column-and-row
-generation solves only what its pricing brings in.)
+screening is measured like a mode that lost. (The kernel box-QP paths whose rows all
+fit in the cache: their solver's work is then on the free samples, which no rule
+fixes; the LP-SVM paths: column-and-row generation solves only what its pricing brings
+in.)
 
 **Per step or per iteration.** A family whose warm steps are a few solver iterations
 that screening makes cheaper but not fewer (the metric learner: each iteration is a pass

@@ -216,12 +216,16 @@ def test_a_prior_without_screening_runs_the_first_steps_plain_then_measures(
 
 
 def test_kernel_and_lp_paths_start_without_screening():
-    """Kernel SafeSVC and SafeLAD paths and LP-SVM paths start with the prior (the
-    kernel solver's work is on the free samples; column-and-row generation solves only
-    what it prices in): their first fit is reported as skipped with its reason; linear
-    SVM and LAD paths start screened."""
-    X, y = make_classification(80, 8, n_informative=4, random_state=0)
+    """Kernel SafeSVC and SafeLAD paths whose kernel rows all fit in the cache and
+    LP-SVM paths start with the prior (the kernel solver's work is on the free samples;
+    column-and-row generation solves only what it prices in): their first fit is
+    reported as skipped with its reason. Linear SVM and LAD paths, and kernel paths
+    whose rows do not fit (screening also spares recomputed rows), start screened."""
+    X, y = make_classification(1200, 8, n_informative=4, random_state=0)
+    tiny_cache = 1200 * 8 * 300 / 2**20  # MB: 300 of the 1200 rows
     for model, prior in ((SafeSVC(kernel="rbf", warm_start=True), "free samples"),
+                         (SafeSVC(kernel="rbf", cache_size=tiny_cache, warm_start=True),
+                          None),
                          (SafeSVC(kernel="linear", warm_start=True), None),
                          (SafeLAD(kernel="rbf", warm_start=True), "free samples"),
                          (SafeLAD(warm_start=True), None),
