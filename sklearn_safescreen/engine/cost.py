@@ -173,6 +173,13 @@ class Decision:
     screen: bool
     reason: str
     probe: bool = False
+    #: fixed by :func:`forced` or the environment: not measured
+    forced: bool = False
+
+
+#: The decisions of the forced modes (shared: nothing changes a decision once made).
+_FORCED_DECISIONS = {"always": Decision(True, "forced: always", forced=True),
+                     "never": Decision(False, "forced: never", forced=True)}
 
 
 @dataclass
@@ -245,11 +252,12 @@ class CostModel:
     def decide(self) -> Decision:
         """The mode of the next step."""
         chosen = mode()
-        if chosen != "auto":
-            decision = Decision(chosen == "always", f"forced: {chosen}")
-        elif self.pending is not None:
+        if chosen != "auto":  # (not measured: no clock read)
+            self._last = _FORCED_DECISIONS[chosen]
+            return self._last
+        if self.pending is not None:
             # the favoured mode's step that closes the comparison with the measurement
-            decision = Decision(self.screening, self._why(self.screening))
+            decision = self._favoured()
         elif self.on is None and self.prior is not None and self.countdown > 0:
             self.countdown -= 1
             decision = Decision(False, self.prior)
@@ -260,7 +268,7 @@ class CostModel:
             decision = Decision(True, "not measured yet", probe=not self.screening)
         elif self.countdown > 0:
             self.countdown -= 1
-            decision = Decision(self.screening, self._why(self.screening))
+            decision = self._favoured()
         elif self.screening and not self._may_not_pay():
             decision = Decision(True, self._why_kept())
         else:  # measure the other mode again
@@ -291,17 +299,20 @@ class CostModel:
         return (f"screening kept: {1e3 * self.last_on:.3g} ms a step{rate} (a step "
                 "without it is not tried)")
 
-    def _why(self, screen: bool) -> str:
-        on, off = self.on, self.off
-        if off is None or on is None:
-            return "screening measured, no step without it yet"
-        # formatted once per change of the measurements (on a path of millisecond
-        # steps, formatting at every step was a measurable share of the model's cost)
+    def _favoured(self) -> Decision:
+        """The decision of a step in the favoured mode, with why. Made once per change
+        of the measurements (on a path of steps of a third of a millisecond, iris, the
+        model's bookkeeping, formatting and all, was 1% of the path)."""
+        screen, on, off = self.screening, self.on, self.off
         key = (screen, on, off)
         if self._why_cache is None or self._why_cache[0] != key:
-            verb = "cheaper" if screen else "dearer"
-            self._why_cache = (key, f"screening {verb}: {1e3 * on:.3g} ms a step "
-                                    f"against {1e3 * off:.3g} ms without")
+            if off is None or on is None:
+                reason = "screening measured, no step without it yet"
+            else:
+                verb = "cheaper" if screen else "dearer"
+                reason = (f"screening {verb}: {1e3 * on:.3g} ms a step against "
+                          f"{1e3 * off:.3g} ms without")
+            self._why_cache = (key, Decision(screen, reason))
         return self._why_cache[1]
 
     def record(self, n_iter: int, warm: bool = True, rate: float | None = None,
@@ -319,7 +330,7 @@ class CostModel:
         along the path, and a comparison with older steps would favour whichever mode
         ran the easier ones."""
         decision, self._last = self._last, None
-        if decision is None or decision.reason.startswith("forced"):
+        if decision is None or decision.forced:
             return
         if n_iter <= 0 or not warm:
             if decision.probe:
