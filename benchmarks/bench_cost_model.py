@@ -14,8 +14,14 @@ screening; the mean screening rate of the always-screened walk. The ratios
 each rule (``screening=<rule>``, screening at every step), alternated with the others
 and with screening off, and prints a second table: what each rule costs on its own.
 
+``--runs R`` repeats the whole best-of-``--repeats`` measurement R times: the table
+shows the run whose off / default is the median, and the range of that ratio over the
+runs. ``--spread`` adds a second walk without screening to every repetition (a fourth
+mode, alternated with the others) and shows the range of off against itself over the
+runs: the run-to-run spread a ratio is to be read against.
+
 Run: python benchmarks/bench_cost_model.py [--quick] [--large] [--papers] [--rules]
-         [--repeats 2] [--only TEXT]
+         [--repeats 2] [--runs 1] [--spread] [--only TEXT]
 (``--large`` adds the digits metric path, the mnist-shaped metric path and the 3000 x
 4000 doubly sparse regression; ``--papers`` the papers' largest shapes, the
 Gisette-shaped metric path (6,000 x 5,000, k=15, diagonal; minutes per walk), the
@@ -154,6 +160,34 @@ def walk(est, X, y, values, grid, mode):
     return elapsed, skipped, float(np.nanmean(res.screening_rates[1:]))
 
 
+def _measure(est, X, y, values, grid, modes, rules, repeats):
+    """One run: the best of ``repeats`` walks in each mode (and with each rule), and
+    what the first walk of each reported (unscreened steps, screening rate)."""
+    best = {m: np.inf for m in modes}
+    info = {}
+    for r in range(repeats):
+        # alternated within each repetition, and the first walk rotated: the first walk
+        # of a process touches its memory afresh (a Gisette-shaped walk without
+        # screening: 103.2 s first, 98.6 s next, 15.2 s and 13.4 s of it in the system)
+        k = r % len(modes)
+        for mode in modes[k:] + modes[:k]:
+            t, skipped, rate = walk(est, X, y, values, grid,
+                                    "never" if mode == "never again" else mode)
+            best[mode] = min(best[mode], t)
+            info.setdefault(mode, (skipped, rate))
+        for rule in rules:
+            t, _, rate = walk(clone(est).set_params(screening=rule), X, y, values, grid,
+                              "always")
+            best[rule] = min(best.get(rule, np.inf), t)
+            info.setdefault(rule, (0, rate))
+    return best, info
+
+
+def _range(ratios) -> str:
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x" if len(ratios) > 1 else \
+        f"{ratios[0]:.2f}x"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -163,54 +197,60 @@ def main() -> None:
     ap.add_argument("--only", default="", help="run the paths whose name contains this")
     ap.add_argument("--rules", action="store_true",
                     help="also walk each path with each of its rules at every step")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="repeat the best-of-repeats measurement; report the median run "
+                         "and the range of off / default over the runs")
+    ap.add_argument("--spread", action="store_true",
+                    help="add a second walk without screening to each repetition: the "
+                         "range of off against itself over the runs")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     rows, rule_rows = [], []
+    modes = cost.MODES + (("never again",) if args.spread else ())
     with threadpool_limits(1):
         for name, est, X, y, values, grid in paths(args.quick, args.large, args.papers):
             if args.only not in name:
                 continue
-            best = {m: np.inf for m in cost.MODES}
-            info = {}
             rules = rules_of(est) if args.rules else []
-            for r in range(args.repeats):
-                # alternated within each repetition, and the first walk rotated: the
-                # first walk of a process touches its memory afresh (a Gisette-shaped
-                # walk without screening: 103.2 s first, 98.6 s next, 15.2 s and 13.4 s
-                # of it in the system)
-                k = r % len(cost.MODES)
-                for mode in cost.MODES[k:] + cost.MODES[:k]:
-                    t, skipped, rate = walk(est, X, y, values, grid, mode)
-                    best[mode] = min(best[mode], t)
-                    info.setdefault(mode, (skipped, rate))
-                for rule in rules:
-                    t, _, rate = walk(clone(est).set_params(screening=rule), X, y, values,
-                                      grid, "always")
-                    best[rule] = min(best.get(rule, np.inf), t)
-                    info.setdefault(rule, (0, rate))
+            runs = [_measure(est, X, y, values, grid, modes, rules, args.repeats)
+                    for _ in range(args.runs)]
+            # the run whose off / default is the median (the lower middle one)
+            runs.sort(key=lambda run: run[0]["never"] / run[0]["auto"])
+            best, info = runs[(len(runs) - 1) // 2]
+            ratios = [run[0]["never"] / run[0]["auto"] for run in runs]
+            spread = [run[0]["never"] / run[0]["never again"] for run in runs] \
+                if args.spread else []
             for rule in rules:
                 rule_rows.append((name, rule, best[rule], best["never"], info[rule][1],
                                   rule == est.screening))
             row = (name, best["auto"], best["always"], best["never"], info["auto"][0],
-                   info["always"][1])
+                   info["always"][1], ratios, spread)
             rows.append(row)
             print(f"{name}: cost model {row[1]:.3f}s, always {row[2]:.3f}s, never "
-                  f"{row[3]:.3f}s, off/cost model {row[3] / row[1]:.2f}x, off/always "
-                  f"{row[3] / row[2]:.2f}x, skipped {row[4]}", flush=True)
+                  f"{row[3]:.3f}s, off/cost model {row[3] / row[1]:.2f}x "
+                  f"({_range(ratios)} over {len(runs)} runs), off/always "
+                  f"{row[3] / row[2]:.2f}x, skipped {row[4]}"
+                  + (f", off/off {_range(spread)}" if spread else ""), flush=True)
     load1 = os.getloadavg()[0]
     print()
     print(f"Measured {datetime.date.today()} on {platform.machine()}, "
           f"{os.cpu_count()} cores, 1-min load average {load0:.2f} at the start, "
           f"{load1:.2f} at the end; CPU time, one thread, best of {args.repeats}, modes "
-          "alternated (the first rotated).")
+          "alternated (the first rotated)"
+          + (f"; the median of {args.runs} runs" if args.runs > 1 else "") + ".")
     print()
+    extra = args.runs > 1 or args.spread
     print("| path | default: cost model (s) | screening at every step (s) | screening off "
           "(s) | off / default | off / every step | steps the cost model ran unscreened | "
-          "mean screening rate (every step) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, auto, always, never, skipped, rate in rows:
+          "mean screening rate (every step) |"
+          + (" off / default over the runs | off / off again over the runs |" if extra
+             else ""))
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if extra else ""))
+    for name, auto, always, never, skipped, rate, ratios, spread in rows:
         print(f"| {name} | {auto:.3f} | {always:.3f} | {never:.3f} | {never / auto:.2f}x | "
-              f"{never / always:.2f}x | {skipped} | {rate:.1%} |")
+              f"{never / always:.2f}x | {skipped} | {rate:.1%} |"
+              + (f" {_range(ratios)} | {_range(spread) if spread else ''} |" if extra
+                 else ""))
     if rule_rows:
         print()
         print("| path | rule (screening at every step) | time (s) | off / rule | mean "
