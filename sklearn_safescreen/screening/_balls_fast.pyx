@@ -141,3 +141,39 @@ def ball_two_terms(const double[::1] q, const double[::1] e_q, const double[::1]
             proj[i] = 0.5 * (q[i] + C * qv[i])
             err[i] = 0.5 * (e_q[i] + C * e_v[i]) + 4 * u * (fabs(q[i]) + C * aq)
     return (s_b, s_s, s_ae, s_aq, s_ve, s_vq, s_xi, s_xe, s_v), proj_arr, err_arr
+
+
+def reference_ball_masks(const double[::1] margins, const double[::1] margin_error,
+                         double c, double radius, const double[::1] znorm,
+                         const double[::1] targets, const unsigned char[::1] active,
+                         double rtol, double u):
+    """:func:`~.balls.reference_ball`'s projections and their error bound,
+    :func:`~.balls.ball_bounds` and :func:`~.balls.decide` fused in one pass, with the
+    same arithmetic in the same order (a rule's whole per-sample work on a path step;
+    on a 2000-sample SafeLAD path, 18 NumPy operations cost 35 microseconds a step).
+    ``margins`` are the reference's, ``c`` the centre's scale, ``u`` the unit
+    round-off. Returns ``(at_lower, at_upper, lower, upper)``."""
+    cdef Py_ssize_t i, n = margins.shape[0]
+    lower_arr = np.empty(n)
+    upper_arr = np.empty(n)
+    at_lower = np.empty(n, dtype=np.bool_)
+    at_upper = np.empty(n, dtype=np.bool_)
+    cdef double[::1] lower = lower_arr, upper = upper_arr
+    cdef unsigned char[::1] lo_m = at_lower.view(np.uint8)
+    cdef unsigned char[::1] hi_m = at_upper.view(np.uint8)
+    cdef double proj, error, spread, lo, up, t, slack
+    cdef double grow = 1.0 + 4 * u, four_u = 4 * u
+    with nogil:
+        for i in range(n):
+            proj = c * margins[i]
+            error = c * margin_error[i] * grow + four_u * fabs(proj)
+            spread = radius * znorm[i] + error
+            lo = proj - spread
+            up = proj + spread
+            lower[i] = lo
+            upper[i] = up
+            t = targets[i]
+            slack = rtol * (fabs(lo) + fabs(up) + fabs(t) + 1.0)
+            lo_m[i] = active[i] and lo > t + slack
+            hi_m[i] = active[i] and up < t - slack
+    return at_lower, at_upper, lower_arr, upper_arr

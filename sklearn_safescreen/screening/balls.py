@@ -15,7 +15,7 @@ import numpy as np
 
 from ..problems.box_qp import BoxQPReference
 from ..problems.constants import SCREEN_RTOL, UNIT_ROUNDOFF
-from ._balls_fast import gap_ball_masks, two_ball_core
+from ._balls_fast import gap_ball_masks, reference_ball_masks, two_ball_core
 
 
 @dataclass
@@ -107,15 +107,45 @@ def reference_ball(ref: BoxQPReference, C: float) -> tuple[np.ndarray, float, fl
     plus its error bound, and the radius is rounded up; the projections carry the
     margins' error bound times ``c``.
     """
+    c, radius = _reference_radius(ref, C)
+    proj = c * ref.margins
+    error = c * ref.margin_error * (1.0 + 4 * UNIT_ROUNDOFF) \
+        + 4 * UNIT_ROUNDOFF * np.abs(proj)
+    return proj, radius, c, error
+
+
+def _reference_radius(ref, C: float) -> tuple[float, float]:
+    """The centre's scale ``c`` and the radius of :func:`reference_ball`."""
     c = (C + ref.C) / (2.0 * ref.C)
     rho = abs(C - ref.C) / (2.0 * ref.C)
     delta = gap_radius(ref.safe_gap)
     norm_w = np.sqrt(ref.sq_norm_w + ref.sq_norm_w_error)
     radius = (rho * (norm_w + delta) + c * delta) * (1.0 + 16 * UNIT_ROUNDOFF)
-    proj = c * ref.margins
-    error = c * ref.margin_error * (1.0 + 4 * UNIT_ROUNDOFF) \
-        + 4 * UNIT_ROUNDOFF * np.abs(proj)
-    return proj, radius, c, error
+    return c, radius
+
+
+def reference_ball_screen(ref, C: float, znorm: np.ndarray, targets, active: np.ndarray
+                          ) -> ScreeningResult:
+    """:func:`reference_ball`, :func:`ball_bounds` and :func:`decide` with the
+    threshold ``targets`` (an array, or one value for every sample) over the samples of
+    the mask ``active``, in one compiled pass with the same arithmetic (BT1 for the SVM,
+    DVI for LAD). ``info`` holds the radius."""
+    c, radius = _reference_radius(ref, C)
+    n = ref.margins.shape[0]
+    at_lower, at_upper, lower, upper = reference_ball_masks(
+        _f64(ref.margins, n), _f64(ref.margin_error, n), float(c), float(radius),
+        _f64(znorm, n), _f64(targets, n), np.ascontiguousarray(active).view(np.uint8),
+        SCREEN_RTOL, UNIT_ROUNDOFF)
+    return ScreeningResult(at_lower, at_upper, lower, upper, {"radius": radius, "c": c})
+
+
+def _f64(x, n: int) -> np.ndarray:
+    """``x`` (an array, or one value for every sample) as a contiguous float64 array of
+    length ``n``."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,) \
+            and x.flags.c_contiguous:
+        return x  # the common case, without numpy's conversion calls
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)))
 
 
 def two_ball_bounds(proj1, r1, proj2, r2, proj_phi, phi_norm, znorm, error1=0.0,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..problems.box_qp import BoxQPReference
-from .balls import ScreeningResult, ball_bounds, decide, reference_ball
+from .balls import ScreeningResult, reference_ball_screen
 
 LAD_RULES = ("DVI",)
 
@@ -84,11 +84,9 @@ def dvi_lad(ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,
     ScreeningResult
         ``info`` holds the radius of the (inflated) ball.
     """
-    xnorm = np.sqrt(sqnorm)
-    centre, radius, _, error = reference_ball(ref, C)
-    lower, upper = ball_bounds(centre, radius, xnorm, error)
-    at_lower, at_upper = decide(lower, upper, y, weights > 0)
-    return ScreeningResult(at_lower, at_upper, lower, upper, {"radius": radius})
+    res = reference_ball_screen(ref, C, np.sqrt(sqnorm), y, weights > 0)
+    res.info = {"radius": res.info["radius"]}
+    return res
 
 
 def screen_lad(rule: str, ref: BoxQPReference, C: float, sqnorm: np.ndarray, y: np.ndarray,

@@ -40,10 +40,12 @@ from ..problems.constants import UNIT_ROUNDOFF
 from ._balls_fast import ball_two_terms
 from .balls import (
     ScreeningResult,
+    _f64,
     ball_bounds,
     decide,
     gap_radius,
     reference_ball,
+    reference_ball_screen,
     two_ball_bounds,
 )
 
@@ -55,11 +57,9 @@ SVM_RULES = ("IT", "BT1", "BT2", "DVI")
 def ball_test_1(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
                 ) -> ScreeningResult:
     """Ball Test 1 (Ogawa et al. 2013, Theorem 6), gap-inflated."""
-    znorm = np.sqrt(sqnorm)
-    proj, radius, _, error = reference_ball(ref, C)
-    lower, upper = ball_bounds(proj, radius, znorm, error)
-    at_lower, at_upper = decide(lower, upper, 1.0, weights > 0)
-    return ScreeningResult(at_lower, at_upper, lower, upper, {"r1": radius})
+    res = reference_ball_screen(ref, C, np.sqrt(sqnorm), 1.0, weights > 0)
+    res.info = {"r1": res.info["radius"]}
+    return res
 
 
 def dvi(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray
@@ -132,15 +132,6 @@ def _ball_two(ref: BoxQPReference, C: float, weights: np.ndarray, c: float,
     e_r2 = 2.0 * (e_m2 + C * (e_xi + e_vsum) + gamma(3) * (m2_terms + C * (xi_ref + v_sum)))
     r2 = np.sqrt(max(r2_sq + e_r2, 0.0)) * (1.0 + 4 * _U)
     return proj, r2, B, S, int(s_hat.sum()), (e_proj, e_A, e_B, e_S)
-
-
-def _f64(x, n: int) -> np.ndarray:
-    """``x`` (an array, or one bound for every sample) as a contiguous float64 array of
-    length ``n``."""
-    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,) \
-            and x.flags.c_contiguous:
-        return x  # the common case, without numpy's conversion calls
-    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)))
 
 
 def ball_test_2(ref: BoxQPReference, C: float, sqnorm: np.ndarray, weights: np.ndarray,

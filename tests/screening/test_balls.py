@@ -12,9 +12,13 @@ import pytest
 from _svm_truth import few_cd_epochs, noisy_data, signed_gram, solve_svm_dual
 from scipy.optimize import minimize
 
+from sklearn_safescreen.problems.box_qp import BoxQPReference
 from sklearn_safescreen.screening.balls import (
     ball_bounds,
+    decide,
     gap_ball_screen,
+    reference_ball,
+    reference_ball_screen,
     two_ball_bounds,
 )
 
@@ -294,3 +298,36 @@ def test_compiled_gap_ball_and_gap_terms_equal_the_numpy_formulas(seed):
     rows = np.sort(rng.choice(n, 50, replace=False))
     np.testing.assert_array_equal(problem.gap_terms(alpha, margins[rows], rows),
                                   (np.maximum(-lo * g, -hi * g) + alpha * g)[rows])
+
+
+@pytest.mark.parametrize("scalar_error", [False, True])
+@pytest.mark.parametrize("C", [0.3, 1.0, 4.0])
+def test_reference_ball_screen_is_the_numpy_composition_bit_for_bit(C, scalar_error):
+    """The compiled pass of BT1 / LAD's DVI (``reference_ball_screen``) rounds every
+    operation as :func:`reference_ball`, :func:`ball_bounds` and :func:`decide` do, so
+    its bounds and decisions are theirs exactly (the error terms assume that rounding),
+    including samples on a threshold and inactive ones."""
+    rng = np.random.RandomState(int(10 * C) + scalar_error)
+    n = 500
+    margins = rng.randn(n) * 3.0
+    alpha = rng.uniform(-1.0, 1.0, n)
+    error = 1e-12 if scalar_error else rng.uniform(0.0, 1e-10, n)
+    ref = BoxQPReference(C=1.0, alpha=alpha, margins=margins, gap=1e-6,
+                         margin_error=error, gap_error=1e-14)
+    znorm = rng.uniform(0.1, 2.0, n)
+    targets = rng.randn(n)
+    targets[:20] = margins[:20] * (C + 1.0) / 2.0  # centres on the threshold
+    active = rng.rand(n) > 0.1
+    res = reference_ball_screen(ref, C, znorm, targets, active)
+    proj, radius, _, err = reference_ball(ref, C)
+    lower, upper = ball_bounds(proj, radius, znorm, err)
+    at_lower, at_upper = decide(lower, upper, targets, active)
+    np.testing.assert_array_equal(res.lower, lower)
+    np.testing.assert_array_equal(res.upper, upper)
+    np.testing.assert_array_equal(res.at_lower, at_lower)
+    np.testing.assert_array_equal(res.at_upper, at_upper)
+    assert res.info["radius"] == radius
+    assert at_lower.any() and at_upper.any() and not (at_lower | at_upper).all()
+    # one threshold for every sample (the SVM's 1)
+    one = reference_ball_screen(ref, C, znorm, 1.0, active)
+    np.testing.assert_array_equal(one.at_lower, decide(lower, upper, 1.0, active)[0])

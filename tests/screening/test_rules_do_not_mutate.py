@@ -217,7 +217,11 @@ def lad_and_ball_calls(seed):
                  r1, 0.8 * r1, True, 0.3 * r1, 0.1 * r1, 0.5 * r1, -1.0, 1.0, 1e-12, 1e-9,
                  1e-12, 1e-12, 1e-9 * r1, 1.1e-16, False),
             call(_balls_fast.ball_two_terms, margins, e1, proj2, e1, alpha, weights,
-                 np.where(margins < 1.0, weights, 0.0), 2.5, 1.1e-16)]
+                 np.where(margins < 1.0, weights, 0.0), 2.5, 1.1e-16),
+            call(balls.reference_ball_screen, ref, 2.4, znorm, y, weights > 0.5),
+            call(balls.reference_ball_screen, ref, 2.4, znorm, 1.0, weights > 0.5),
+            call(_balls_fast.reference_ball_masks, ref.margins, np.full(n, 1e-13), 1.1,
+                 0.3, znorm, y, (weights > 0.5).view(np.uint8), 1e-9, 1.1e-16)]
     return out
 
 
