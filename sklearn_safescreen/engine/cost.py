@@ -39,6 +39,15 @@ the variables, or where they took at least :data:`RULE_SHARE` of the step's time
 path whose steps are dear, mostly screened and spent in the solver keeps screening at
 every step without trying the other mode.
 
+**Tiny steps.** Measuring a step costs two reads of the thread's CPU clock and the
+model's bookkeeping, a few microseconds: 1.5% of a path of steps of a third of a
+millisecond (iris). So the steady steps (the favoured mode, no measurement due) that
+cost less than :data:`TINY_STEP` are measured one in :data:`MEASURE_EVERY`, and always
+the one before a due measurement of the other mode (which it is compared with); a step
+not measured whose wall time exceeds :data:`TINY_STEP` has the next one measured. The
+growth of such steps is noticed a few steps later (a few tiny steps); the model's
+decision for the steady steps is made once per comparison.
+
 **A prior.** A family whose screening is not expected to pay gives its paths a model
 made by :meth:`CostModel.without_screening_first`: the cold fit and the first
 :data:`FIRST_PROBE` warm steps run without screening (the report says why), then
@@ -60,10 +69,11 @@ way. The choice is recorded in the report (a ``"skipped"`` event naming the reas
 
 The model is the default (``"auto"``). The environment variable
 ``SKLEARN_SAFESCREEN_COST_MODEL`` fixes the choice for every path of the process and of
-the worker processes it starts: ``"always"`` screens at every step, ``"never"`` at
-none. Which steps screen depends on the machine's speed, so two runs may differ in the
-last digits of the solutions (each certified to ``tol``). :func:`forced` sets the mode
-within a block (for tests); the answers do not depend on it.
+the worker processes it starts (read at a path's first step): ``"always"`` screens at
+every step, ``"never"`` at none. Which steps screen depends on the machine's speed, so
+two runs may differ in the last digits of the solutions (each certified to ``tol``).
+:func:`forced` sets the mode within a block (for tests); the answers do not depend on
+it.
 """
 
 from __future__ import annotations
@@ -126,6 +136,15 @@ LOW_RATE = 0.5
 #: doubly sparse one where it paid 3.5x and 1.5x).
 RULE_SHARE = 0.3
 
+#: Steady steps (the favoured mode, no measurement due) cheaper than this (CPU
+#: seconds) are measured one in :data:`MEASURE_EVERY`, and always the one before a due
+#: measurement of the other mode (which it is compared with): on steps of a third of a
+#: millisecond (iris) the measurement itself, two reads of the thread's CPU clock and
+#: the model's bookkeeping, cost 5 microseconds a step, 1.5% of the path; what the
+#: steady steps' times serve (noticing that the path's steps grew) can wait a few steps.
+TINY_STEP = 0.002
+MEASURE_EVERY = 4
+
 #: The passes over the data a fit makes besides one per solver iteration (its start
 #: point's evaluation), for the comparisons per iteration (:attr:`CostModel.per_iteration`):
 #: without it, a step of more iterations looks cheaper per iteration, and on a
@@ -177,6 +196,9 @@ class Decision:
     forced: bool = False
 
 
+#: What :meth:`CostModel.record` finds for a steady step not measured (see
+#: :data:`TINY_STEP`).
+_UNMEASURED = Decision(False, "not measured")
 #: The decisions of the forced modes (shared: nothing changes a decision once made).
 _FORCED_DECISIONS = {"always": Decision(True, "forced: always", forced=True),
                      "never": Decision(False, "forced: never", forced=True)}
@@ -226,6 +248,13 @@ class CostModel:
     prior: str | None = None
     _last: Decision | None = None
     _why_cache: tuple | None = None
+    #: the decision of the favoured mode's steps while no measurement is due, made
+    #: once per comparison (``None``: none yet, see :meth:`decide`)
+    _steady: Decision | None = None
+    #: the environment's mode, read at the path's first step
+    _environment: str | None = None
+    #: steady steps left to run without being measured (see :data:`TINY_STEP`)
+    _unmeasured: int = 0
     _start: float = 0.0
     _start_wall: float = 0.0
 
@@ -237,7 +266,7 @@ class CostModel:
         (a probe, compared with the steps without it around it)."""
         # (its steps without screening have run: no warm-up of that mode is left)
         return cls(screening=False, countdown=FIRST_PROBE + 1, prior=reason,
-                   off_warmed=True)
+                   off_warmed=True, _steady=Decision(False, reason))
 
     @property
     def on(self) -> float | None:
@@ -251,11 +280,24 @@ class CostModel:
 
     def decide(self) -> Decision:
         """The mode of the next step."""
-        chosen = mode()
+        chosen = _FORCED[-1] if _FORCED else self._environment or self._read_environment()
         if chosen != "auto":  # (not measured: no clock read)
             self._last = _FORCED_DECISIONS[chosen]
             return self._last
-        if self.pending is not None:
+        if self.countdown > 0 and self._steady is not None and self.pending is None:
+            # the usual step: the favoured mode, no measurement due. (Its bookkeeping
+            # is most of what the model costs a path that never screens: on iris,
+            # 0.33 ms steps, 8-9 microseconds a step in all were 2.5% of the path.)
+            self.countdown -= 1
+            if self._unmeasured and self.countdown:
+                # not measured (see TINY_STEP); its wall time, which costs nothing to
+                # read, says whether it was still tiny
+                self._unmeasured -= 1
+                self._last = _UNMEASURED
+                self._start_wall = time.perf_counter()
+                return self._steady
+            decision = self._steady
+        elif self.pending is not None:
             # the favoured mode's step that closes the comparison with the measurement
             decision = self._favoured()
         elif self.on is None and self.prior is not None and self.countdown > 0:
@@ -264,7 +306,7 @@ class CostModel:
         elif self.on is None:
             # (after stale measurements were dropped, or after the prior's steps, a
             # measurement of screening against the mode in use: a probe)
-            self.prior = None
+            self.prior = self._steady = None
             decision = Decision(True, "not measured yet", probe=not self.screening)
         elif self.countdown > 0:
             self.countdown -= 1
@@ -276,8 +318,14 @@ class CostModel:
                                 probe=True)
         self._last = decision
         self._start = time.thread_time()
-        self._start_wall = time.perf_counter()
+        if decision.screen:  # (the rules' share of a screened step's wall time)
+            self._start_wall = time.perf_counter()
         return decision
+
+    def _read_environment(self) -> str:
+        """The environment's mode, kept for the path's later steps (see :func:`mode`)."""
+        self._environment = mode()
+        return self._environment
 
     def _may_not_pay(self) -> bool:
         """Whether a step without screening is worth measuring: the last screened step
@@ -332,6 +380,10 @@ class CostModel:
         decision, self._last = self._last, None
         if decision is None or decision.forced:
             return
+        if decision is _UNMEASURED:
+            if time.perf_counter() - self._start_wall > TINY_STEP:
+                self._unmeasured = 0  # (no longer tiny: the next step is measured)
+            return
         if n_iter <= 0 or not warm:
             if decision.probe:
                 # after a cold step, at the next one; after a step without solver work
@@ -342,10 +394,20 @@ class CostModel:
                 self.countdown = 0 if not warm else self.backoff
             return
         elapsed = time.thread_time() - self._start
-        # the rules' times are wall-clock (the report's events): their share is of the
-        # step's wall time (under load, wall time grows and CPU time does not)
-        wall = time.perf_counter() - self._start_wall
+        if decision is self._steady:
+            self._unmeasured = MEASURE_EVERY - 1 if elapsed < TINY_STEP else 0
+        if decision is self._steady and not decision.screen and (
+                not self.off_times
+                or elapsed <= max(CHEAP_STEP, DECISIVE * min(self.off_times))):
+            # the usual step without screening (the cases below, in short)
+            self.off_times.append(elapsed)
+            self._iters[False] = n_iter
+            self._notice_growth(self.off_times)
+            return
         if decision.screen:
+            # the rules' times are wall-clock (the report's events): their share is of
+            # the step's wall time (under load, wall time grows and CPU time does not)
+            wall = time.perf_counter() - self._start_wall
             self.last_on, self.last_rate = elapsed, rate
             share = None if rule_seconds is None else rule_seconds / max(wall, 1e-9)
             if share is not None and wall > PREEMPTED * elapsed:
@@ -367,6 +429,7 @@ class CostModel:
             # measured at the next step, against this step
             self.on_times.clear()
             self.off_times.clear()
+            self._steady, self._unmeasured = None, 0
             self.off_times.append(elapsed)
             self._iters[False] = n_iter
             self.countdown, self.backoff = 0, 1
@@ -390,8 +453,8 @@ class CostModel:
                 self.countdown = 0
                 return
         times = self.on_times if decision.screen else self.off_times
-        before = (self.on_times if self.screening else self.off_times) or [None]
         if decision.probe:
+            before = (self.on_times if self.screening else self.off_times) or [None]
             # the mode measured now was last measured steps ago, on a problem of
             # another difficulty: only the new measurement stands
             times.clear()
@@ -405,18 +468,21 @@ class CostModel:
         if self.pending is not None:
             self._compare(*self.pending, after=elapsed, after_iters=n_iter)
             self.pending = None
-        elif (decision.screen == self.screening and self.compared_at is not None
-              and len(times) >= 2
-              and min(times) >= self.compared_margin * self.compared_at):
-            # the favoured mode's last steps all cost more than it won by when the
-            # modes were compared (at least GROWTH_MARGIN times what they cost then;
-            # one slow step is not enough): if the other mode's steps
-            # did not grow alike, it is the cheaper one now. Compare again now (with
-            # screening, if it may not pay). Without screening this notices, on
-            # millisecond steps, that screening came to pay (standardised wine: from
-            # about the 60th of 103 values); with it, on a mnist-shaped metric path,
-            # that the screened steps grew past the plain ones (from 118 to 170 ms in
-            # ten steps while the plain ones stayed at 110 ms)
+        elif decision.screen == self.screening:
+            self._notice_growth(times)
+
+    def _notice_growth(self, times: deque) -> None:
+        """Bring the next comparison forward when the favoured mode's last steps
+        (``times``) all cost more than it won by when the modes were compared (at least
+        GROWTH_MARGIN times what they cost then; one slow step is not enough): if the
+        other mode's steps did not grow alike, it is the cheaper one now. Compared again
+        at the next step (with screening, if it may not pay). Without screening this
+        notices, on millisecond steps, that screening came to pay (standardised wine:
+        from about the 60th of 103 values); with it, on a mnist-shaped metric path, that
+        the screened steps grew past the plain ones (from 118 to 170 ms in ten steps
+        while the plain ones stayed at 110 ms)."""
+        if (self.compared_at is not None and len(times) >= 2
+                and min(times) >= self.compared_margin * self.compared_at):
             self.countdown, self.backoff = 0, 1
             self._grown = True
 
@@ -435,8 +501,10 @@ class CostModel:
         favoured = after if before is None else 0.5 * (before + after)
         cost_of = measured
         favoured_cost = favoured
+        unit = "a step"
         if self.per_iteration and measured_iters > 0 and after_iters > 0 and (
                 before is None or before_iters):
+            unit = "a pass over the data"
             # (per pass over the data: a fit evaluates its start point, then one point
             # per iteration)
             def per(seconds, iters):
@@ -490,6 +558,11 @@ class CostModel:
             self.screening = self.screening and not switch
             self.backoff = min(max(1 if switch else 2 * self.backoff, floor), MAX_BACKOFF)
         self.countdown = self.backoff
+        on, off = (cost_of, favoured_cost) if measured_screen else (favoured_cost, cost_of)
+        self._unmeasured = 0
+        self._steady = Decision(self.screening, (
+            f"screening {'cheaper' if self.screening else 'dearer'}: {1e3 * on:.3g} ms "
+            f"{unit} against {1e3 * off:.3g} ms without"))
 
 
 def skipped_event(rule: str, value: float, n_variables: int, reason: str, task: str = "",
