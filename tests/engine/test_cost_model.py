@@ -511,7 +511,7 @@ def test_metric_steps_alternating_with_unscreened_ones_keep_their_state(monkeypa
     the last screened step's H_L and RRPB ranges: the answers are those of the path
     without screening, and the range rule still screens after every unscreened step."""
     X, y = make_classification(80, 6, n_informative=4, random_state=3)
-    est = SafeMetricLearner(k=3, tol=1e-9)
+    est = SafeMetricLearner(k=3, tol=1e-9, range_screening=True)
     with cost.forced("never"):
         ref = estimator_path(est, X, y, None, n_values=12, eps=0.05)
     calls = []
