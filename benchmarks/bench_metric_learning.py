@@ -8,8 +8,8 @@
        screening follows the paper: off in its Sec. 7.1-7.2 path experiments, whose
        RRPB and RRPB+PGB times give the 5.4x of issue 5 (a), on in its Sec. 7.3 active-set
        experiments; "rrpb+pgb+range" is RRPB+PGB with it (the estimator's default,
-       ``range_screening="auto"``, keeps the ranges only with ``rule="sdp"`` or on sets
-       large enough for the certificate from bounds: "rrpb+pgb" is the default here).
+       ``range_screening="auto"``, keeps the ranges only with ``rule="sdp"``:
+       "rrpb+pgb" is the default here).
        The screened metrics are compared with the unscreened ones at every step
        (relative Frobenius difference).
 (c)    Scale: digits (1797 x 64, k=10, 179,700 triplets) and a synthetic set with half
@@ -288,8 +288,8 @@ def analysis(wine, iris) -> list[str]:
         "their update after each fit costs "
         f"{wine['rrpb+pgb+range']['cpu'] - safe['cpu']:.3f} s over the path. They save "
         "work with rules that cost more per triplet (rule='sdp' evaluates only the "
-        "triplets that no range covers) or where the stored values are bounds (large "
-        "sets): the estimator keeps them there only (range_screening='auto').",
+        "triplets that no range covers): the estimator keeps them with that rule only "
+        "(range_screening='auto').",
     ]
 
 

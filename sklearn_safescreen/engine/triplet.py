@@ -337,18 +337,18 @@ class TripletPath:
                 ref0.range_label, ref0.range_lo, ref0.range_hi)
         return StepOutcome(ref, cert.gap, cert.rel_gap, result.n_iter, result.converged)
 
-    def uses_ranges(self, settings: TripletSettings) -> bool:
+    @staticmethod
+    def uses_ranges(settings: TripletSettings) -> bool:
         """Whether the path keeps RRPB ranges (``range_screening``; ``"auto"``: with the
-        SDP rule, whose test of a triplet costs O(d^3), and on sets where the
-        reference's values may be bounds, :data:`BOUNDS_MIN_WORK`, so that a range
-        saves evaluating a triplet again; elsewhere the reference's values are exact,
-        its own RRPB test costs O(1) a triplet and decides the triplets the ranges
-        would: on standardised iris and wine the same triplets at every step, while
-        the ranges' update after each fit took a fifth of a screened path)."""
+        SDP rule only, whose test of a triplet costs O(d^3). With the other rules the
+        previous solution's own RRPB test, O(1) a triplet from its stored values (or
+        their bounds, then the undecided triplets evaluated), screened exactly the
+        triplets the ranges did at every step of every path measured, and the ranges'
+        update after each fit cost up to a fifth of a screened path: see
+        ``doc/benchmarks.md``, "Screening on against off")."""
         if settings.range_screening != "auto":
             return bool(settings.range_screening)
-        return (settings.rule == "sdp"
-                or pass_work(self.ts, self.diagonal) >= BOUNDS_MIN_WORK)
+        return settings.rule == "sdp"
 
     def _screen_bounded(self, ref0: TripletReference, ball, status: np.ndarray):
         """The reference's sphere rule when some of its values are bounds (``zrad >
