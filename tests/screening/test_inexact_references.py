@@ -212,7 +212,9 @@ def test_metric_learner_steps_from_loose_references(triplet_calls, ratio, gamma)
     screening) is where the exact optimum at the target puts it."""
     X, y = _metric_data()
     loss = "hinge" if gamma == 0.0 else "smoothed_hinge"
-    kw = dict(k=2, loss=loss, tol=0.05, warm_start=True, max_iter=100000)
+    # (range screening on: the ranges of a loose reference are under test too)
+    kw = dict(k=2, loss=loss, tol=0.05, warm_start=True, max_iter=100000,
+              range_screening=True)
     if gamma:
         kw["smoothing"] = gamma
     model = SafeMetricLearner(alpha=1.0, **kw).fit(X, y)
@@ -231,6 +233,7 @@ def test_metric_learner_steps_from_loose_references(triplet_calls, ratio, gamma)
     assert excess > 1e-6 * abs(p_star0), "the reference is not inexact enough"
     need = np.sqrt(2 * excess / lam0)
     assert ball["eps"] >= need * (1 - 1e-6)
+    assert triplet_calls["ranges"]
     for rec in triplet_calls["ranges"]:
         assert rec["eps"] > 0
     # decisions at the target against the exact optimum
