@@ -537,3 +537,32 @@ def test_active_set_paths_keep_every_optimum(seed, metric, ratio):
         full = tp.TripletProblem(ts, 0.05, metric == "diagonal").evaluate(M, lam)
         assert full.rel_gap <= 1e-9 * (1 + 1e-6)
         assert safe.loss_ == pytest.approx(tp.loss_values(full.z, 0.05).sum(), rel=1e-9)
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_small_sets_sum_hl_from_scratch(monkeypatch, small):
+    """On a set whose pass over every pair is under HL_UPDATE_MIN_WORK multiply-adds
+    the screened fits sum H_L from scratch (cheaper than the update's passes over the
+    triplets); on a larger one (here: made so) they update it. The metrics are the
+    same either way."""
+    from sklearn_safescreen.engine import triplet
+
+    calls = []
+    update = triplet.update_hl
+
+    def recording(*args, **kw):
+        calls.append(1)
+        return update(*args, **kw)
+
+    monkeypatch.setattr(triplet, "update_hl", recording)
+    if not small:
+        monkeypatch.setattr(triplet, "HL_UPDATE_MIN_WORK", 0.0)
+    X, y = scaled(load_wine, every=2)
+    ml = SafeMetricLearner(k=3, warm_start=True, tol=1e-8)
+    plain = SafeMetricLearner(k=3, warm_start=True, tol=1e-8, screening=None)
+    for lam in [100.0, 50.0, 25.0, 12.5]:
+        ml.set_params(alpha=lam).fit(X, y)
+        plain.set_params(alpha=lam).fit(X, y)
+    assert bool(calls) is not small
+    assert np.linalg.norm(ml.metric_ - plain.metric_) <= 1.01 * (
+        dgb_tol(ml) + dgb_tol(plain)) + 1e-12

@@ -28,12 +28,13 @@ GAMMA = 0.05
 @pytest.fixture(autouse=True, scope="module")
 def _bounds_on_every_share():
     """The small problems' undecided triplets use most pairs, and a pass over all their
-    pairs is cheaper than the bounds: the engine would rather make that pass. Test the
-    bounded path whatever the share and the size."""
-    share, work = et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK
-    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK = 1.0, 0.0
+    pairs is cheaper than the bounds (and a sum of H_L from scratch cheaper than its
+    update): the engine would rather make that pass. Test the bounded path and the
+    updates whatever the share and the size."""
+    share, work, hl = et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK
+    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK = 1.0, 0.0, 0.0
     yield
-    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK = share, work
+    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK = share, work, hl
 
 
 def _settings():
