@@ -44,7 +44,7 @@ DIRECTIVES = {
 #: of ``a * b + c`` into an FMA, which compilers may otherwise do where the instruction
 #: set has one.
 EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.screening._balls_fast",
-                  f"{PACKAGE}.solvers._greedy_fast"}
+                  f"{PACKAGE}.screening._lp_svm_fast", f"{PACKAGE}.solvers._greedy_fast"}
 NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 
 

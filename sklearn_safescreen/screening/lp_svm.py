@@ -22,9 +22,10 @@ feasible :math:`\hat a` (so inexact references are safe), with
   one-variable LPs. Both steps are alternated to their fixpoint.
 
 Every quantity carries a bound of its rounding error, each region is enlarged by it, and
-every decision needs the relative slack ``SCREEN_RTOL``. Vectorised: one sort of the
-columns per data set (:attr:`LPSVMData.sorted_columns`), then each step is a few passes
-over the stored entries.
+every decision needs the relative slack ``SCREEN_RTOL``. Cost: one sort of the columns
+per data set (:attr:`LPSVMData.sorted_columns`), then each step is one compiled pass over
+the stored entries (``_lp_svm_fast``: the knapsacks column by column, the one-variable
+LPs row by row) and a few operations on vectors of the features.
 """
 
 from __future__ import annotations
@@ -35,14 +36,10 @@ import numpy as np
 
 from ..problems.constants import SCREEN_RTOL
 from ..problems.lp_svm import LPSVMData, U, gamma
-from ._lp_svm_fast import knapsack_min
+from ._lp_svm_fast import knapsack_bounds, margin_bounds_csr, margin_bounds_dense
 
 #: ``screening`` values of the LP-SVM.
 LP_SVM_RULES = ("simultaneous", "features", "samples")
-
-#: Entries per block of the dense sample rule (bounds its temporary memory).
-BLOCK = 1 << 21
-
 
 @dataclass
 class LPReference:
@@ -123,34 +120,22 @@ def correlation_bounds(data: LPSVMData, lam: float, ref: LPReference,
         return correlation_bounds(data, lam, ref)
     hi_mass = min(hi_mass, total)
     sc = data.sorted_columns
-    low, low_err = _knapsack_min(sc, weights, lo_mass, hi_mass, total, data.col_max,
-                                 negate=False)
-    # the maximum is minus the minimum of -Z (each column's entries read backwards)
-    neg_high, high_err = _knapsack_min(sc, weights, lo_mass, hi_mass, total,
-                                       data.col_max, negate=True)
+    low, low_err, neg_high, high_err = knapsack_bounds(
+        sc.values, sc.rows, sc.start, weights, lo_mass, hi_mass, total, data.col_max, U)
     return const + low - low_err - const_err, const - neg_high + high_err + const_err
 
 
-def _knapsack_min(sc, weights, lo_mass, hi_mass, total, col_max, negate):
-    """Per column :math:`j`, :math:`\\min\\{\\sum_k v_ka_k: 0\\le a\\le\\text{weights},\\
-    lo\\le\\mathbf 1^\\top a\\le hi\\}` over its sorted entries (``negate``: over the
-    negated entries), and a bound of the error of the computed value.
-
-    The minimum fills mass in ascending order: its mass is
-    :math:`m=\\mathrm{clip}(N_-,lo,hi)`, :math:`N_-` the mass of the negative entries.
-    When :math:`N_->hi` the fill stops inside the negatives; when :math:`N_-<lo` it goes
-    through the zeros (stored or not) and into the smallest positives. The computed fill
-    is always a prefix plus one fractional entry (the running masses are non-decreasing
-    even in floating point), hence the exact minimum at its own mass; its distance to
-    :math:`m` times the column's largest :math:`|z_{ij}|` bounds what that costs, and the
-    sums of at most the column's entries plus :math:`n` terms their rounding.
-    """
-    value, mass, aim, abs_sum = knapsack_min(sc.values, sc.rows, sc.start, weights,
-                                             lo_mass, hi_mass, total, negate)
-    nnz = np.diff(sc.start) + 4
-    err = col_max * (np.abs(mass - aim) + gamma(nnz + len(weights)) * 4.0 * (total + hi_mass)) \
-        + gamma(nnz) * 2.0 * abs_sum
-    return value, err
+# The knapsacks (compiled: ``_lp_svm_fast.knapsack_bounds``). Per column :math:`j`,
+# :math:`\min\{\sum_k v_ka_k: 0\le a\le\text{weights},\ lo\le\mathbf 1^\top a\le
+# hi\}` over its sorted entries, and the same over the negated entries (the maximum is
+# minus that minimum). The minimum fills mass in ascending order: its mass is
+# m = clip(N_-, lo, hi), N_- the mass of the negative entries. When N_- > hi the fill
+# stops inside the negatives; when N_- < lo it goes through the zeros (stored or not) and
+# into the smallest positives. The computed fill is always a prefix plus one fractional
+# entry (the running masses are non-decreasing even in floating point), hence the exact
+# minimum at its own mass; its distance to m times the column's largest |z_ij| bounds
+# what that costs, and the sums of at most the column's entries plus n terms their
+# rounding.
 
 
 def screen_features(data: LPSVMData, lam: float, ref: LPReference,
@@ -218,107 +203,15 @@ def margin_bounds(data: LPSVMData, cut: PrimalCut, free_features: np.ndarray | N
     with np.errstate(divide="ignore"):
         inv_m = np.where(free & (cm > 0.0), 1.0 / cm, 0.0)
         inv_p = np.where(free & (cp > 0.0), 1.0 / cp, 0.0)
-    bad = free & ((cm < 0.0) | (cp < 0.0))
+    negative = free & ((cm < 0.0) | (cp < 0.0))
     if data.sparse:
-        lo_l, lo_u, hi_l, hi_u = _mu_limits_sparse(data.Z, inv_m, inv_p, bad, cm, cp)
-    else:
-        lo_l, lo_u, hi_l, hi_u = _mu_limits_dense(data.Z, inv_m, inv_p, bad, cm, cp)
-    lower = _bound(lo_l, hi_l, cut.k, sign=-1.0)
-    upper = _bound(lo_u, hi_u, cut.k, sign=1.0)
-    return lower, upper
-
-
-def _bound(mu_lo, mu_hi, k, sign):
-    """``sign=-1``: :math:`\\max_\\mu -\\mu k`; ``sign=+1``: :math:`\\min_\\mu \\mu k`, over
-    the computed interval (rounded inward); no bound (:math:`\\mp\\infty`) when it is
-    empty or the best end is infinite."""
-    mu_lo = np.maximum(mu_lo, 0.0) * (1.0 + 8 * U)
-    mu_hi = mu_hi * (1.0 - 8 * U)
-    feasible = mu_lo <= mu_hi
-    mu = mu_lo if k >= 0.0 else mu_hi
-    with np.errstate(invalid="ignore"):
-        value = sign * mu * k
-    ok = feasible & np.isfinite(value)
-    return np.where(ok, value, sign * np.inf)
-
-
-def _mu_limits_dense(Z, inv_m, inv_p, bad, cm, cp):
-    """Per row: the lower and upper limits of :math:`\\mu` of the lower-bound LP
-    (``lo_l``, ``hi_l``) and of the upper-bound LP (``lo_u``, ``hi_u``)."""
-    n, d = Z.shape
+        Z = data.Z
+        return margin_bounds_csr(Z.data, Z.indices, Z.indptr, inv_m, inv_p,
+                                 negative.view(np.uint8), int(negative.sum()), cm, cp,
+                                 cut.k, U)
     cols = np.flatnonzero((inv_m != 0.0) | (inv_p != 0.0))
-    badc = np.flatnonzero(bad)
-    lo_l = np.zeros(n)
-    lo_u = np.zeros(n)
-    hi_l = np.full(n, np.inf)
-    hi_u = np.full(n, np.inf)
-    step = max(1, BLOCK // max(len(cols), 1))
-    im, ip = inv_m[cols], inv_p[cols]
-    for start in range(0, n, step):  # blocks of rows, to bound the temporaries
-        Zb = Z[start:start + step][:, cols]
-        a = Zb * im  # z / (lambda - g)
-        b = Zb * ip  # z / (lambda + g)
-        lo_l[start:start + step] = np.maximum(a.max(axis=1, initial=0.0),
-                                              (-b).max(axis=1, initial=0.0))
-        lo_u[start:start + step] = np.maximum((-a).max(axis=1, initial=0.0),
-                                              b.max(axis=1, initial=0.0))
-    if len(badc):
-        Zb = Z[:, badc]
-        hl, hu = _upper_limits(Zb, cm[badc], cp[badc])
-        hi_l, hi_u = hl.min(axis=1), hu.min(axis=1)
-    return lo_l, lo_u, hi_l, hi_u
-
-
-def _upper_limits(r, cm, cp):
-    """Upper limits of :math:`\\mu` from the constraints with a negative coefficient:
-    :math:`\\mu c\\ge r` with :math:`c<0` is :math:`\\mu\\le r/c` (negative, i.e.
-    infeasible, when :math:`r>0`). Lower-bound LP: :math:`(c_-, r)` and :math:`(c_+,-r)`;
-    upper-bound LP: :math:`(c_-,-r)` and :math:`(c_+, r)`. A non-negative coefficient gives
-    no upper limit."""
-    inf = np.inf
-    qm = np.where(cm < 0.0, r / np.where(cm < 0.0, cm, -1.0), inf)
-    qp = np.where(cp < 0.0, r / np.where(cp < 0.0, cp, -1.0), inf)
-    # (c_-, r): r/c_- ; (c_+, -r): -r/c_+ ; (c_-, -r): -r/c_- ; (c_+, r): r/c_+
-    neg_qm = np.where(cm < 0.0, -qm, inf)
-    neg_qp = np.where(cp < 0.0, -qp, inf)
-    return np.minimum(qm, neg_qp), np.minimum(neg_qm, qp)
-
-
-def _mu_limits_sparse(Z, inv_m, inv_p, bad, cm, cp):
-    """As :func:`_mu_limits_dense` on CSR ``Z``: an unstored entry is 0, which limits
-    nothing except through a feature with a negative coefficient (then
-    :math:`\\mu\\le0`)."""
-    n = Z.shape[0]
-    data, idx, ptr = Z.data, Z.indices, Z.indptr
-    a = data * inv_m[idx]
-    b = data * inv_p[idx]
-    lo_l = _row_reduce(np.maximum, np.maximum(a, -b), ptr, 0.0)
-    lo_u = _row_reduce(np.maximum, np.maximum(-a, b), ptr, 0.0)
-    hi_l = np.full(n, np.inf)
-    hi_u = np.full(n, np.inf)
-    n_bad = int(bad.sum())
-    if n_bad:
-        is_bad = bad[idx]
-        hl, hu = _upper_limits(np.where(is_bad, data, 0.0), np.where(is_bad, cm[idx], 1.0),
-                               np.where(is_bad, cp[idx], 1.0))
-        hi_l = _row_reduce(np.minimum, hl, ptr, np.inf)
-        hi_u = _row_reduce(np.minimum, hu, ptr, np.inf)
-        stored_bad = np.add.reduceat(np.r_[is_bad.astype(np.intp), 0], ptr[:-1]) \
-            if len(data) else np.zeros(n, dtype=np.intp)
-        stored_bad = np.where(np.diff(ptr) > 0, stored_bad, 0)
-        missing = stored_bad < n_bad  # an unstored zero in a bad column: mu <= 0
-        hi_l = np.where(missing, np.minimum(hi_l, 0.0), hi_l)
-        hi_u = np.where(missing, np.minimum(hi_u, 0.0), hi_u)
-    return lo_l, lo_u, hi_l, hi_u
-
-
-def _row_reduce(ufunc, values, ptr, empty):
-    """``ufunc.reduceat`` over the rows of a CSR layout, ``empty`` for empty rows."""
-    n = len(ptr) - 1
-    if len(values) == 0:
-        return np.full(n, empty)
-    out = ufunc.reduceat(np.r_[values, empty], np.minimum(ptr[:-1], len(values)))
-    return np.where(np.diff(ptr) > 0, ufunc(out, empty), empty)
+    return margin_bounds_dense(data.Z, cols, inv_m, inv_p, np.flatnonzero(negative), cm,
+                               cp, cut.k, U)
 
 
 def screen_samples(data: LPSVMData, cut: PrimalCut,

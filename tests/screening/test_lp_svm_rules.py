@@ -137,6 +137,60 @@ def test_margin_bounds_hold_over_the_cut(sparse):
 
 
 # ------------------------------------------------------------------- safety ---
+def one_variable_lp(z, cm, cp, free, k, sign):
+    """The one-variable LP of a margin bound solved by HiGHS: over :math:`\\mu\\ge0`
+    with :math:`\\mu c_-\\ge sz_j` and :math:`\\mu c_+\\ge -sz_j` on the free
+    features (``sign`` :math:`s=1`: the lower bound's, -1: the upper bound's), the
+    minimum of :math:`\\mu k` (the bound is minus it, resp. it); None when infeasible or
+    unbounded."""
+    A = np.r_[-cm[free], -cp[free]][:, None]
+    b = np.r_[-sign * z[free], sign * z[free]]
+    res = linprog([k], A_ub=A, b_ub=b, bounds=(0, None), method="highs")
+    return res.fun if res.status == 0 else None
+
+
+@pytest.mark.parametrize("sparse", [False, "int32", "int64"])
+def test_margin_bounds_solve_the_one_variable_lps(sparse):
+    """The compiled margin bounds equal the one-variable LPs they stand for, solved
+    directly, on cuts far from the optimum (coefficients of both signs), with features
+    left out, and on CSR data with explicit zeros, empty rows and 64-bit indices (an
+    unstored entry of a column with a negative coefficient still sets :math:`\\mu\\le0`)."""
+    import scipy.sparse as sp
+
+    rng = np.random.RandomState(3)
+    X, y, s = make_problem(5, n=40, d=12, sparse=bool(sparse), weights=True)
+    if sparse:
+        X = sp.csr_matrix(X)
+        X.data[X.indptr[3]:X.indptr[4]] = 0.0
+        X.eliminate_zeros()  # an empty row
+        X.data[::5] = 0.0  # explicit zeros
+    data = LPSVMData(X, y, s)
+    if sparse:
+        # scipy builds 32-bit indices below 2**31 entries: the 64-bit kernel on demand
+        data.Z.indices = data.Z.indices.astype(sparse)
+        data.Z.indptr = data.Z.indptr.astype(sparse)
+        assert np.diff(data.Z.indptr)[3] == 0 and np.any(data.Z.data == 0.0)
+    Z = dense(data.Z)
+    checked = {"finite": 0, "none": 0, "negative": 0}
+    for trial in range(12):
+        lam = data.lambda_max() * rng.uniform(0.02, 0.5)
+        ref = LPReference.build(data, lam, rng.randn(12), y * s * rng.rand(40))
+        cut = PrimalCut.build(data, lam, ref, rng.rand(40))
+        free = rng.rand(12) < 0.7 if trial % 2 else np.ones(12, dtype=bool)
+        checked["negative"] += int(np.any(free & ((cut.c_minus < 0) | (cut.c_plus < 0))))
+        lower, upper = margin_bounds(data, cut, free)
+        for i in range(40):
+            for sign, bound in ((1.0, -lower[i]), (-1.0, upper[i])):
+                best = one_variable_lp(Z[i], cut.c_minus, cut.c_plus, free, cut.k, sign)
+                if best is None or abs(best) > 1e12:
+                    checked["none"] += 1
+                    assert bound == np.inf
+                else:
+                    checked["finite"] += 1
+                    assert bound == pytest.approx(best, rel=1e-9, abs=1e-12)
+    assert min(checked.values()) > 0, checked
+
+
 @settings(max_examples=examples(60))
 @given(seed=st.integers(0, 10**6), frac=st.sampled_from([0.9, 0.6, 0.3, 0.1, 0.03]),
        w_noise=st.sampled_from([0.0, 1e-8, 1e-4, 1e-2, 0.3]),

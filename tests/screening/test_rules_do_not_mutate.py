@@ -272,16 +272,29 @@ def lp_svm_calls(seed, sparse, weights):
     at_zero = rng.rand(y.size) < 0.2
     at_box = (rng.rand(y.size) < 0.2) & ~at_zero
     features = rng.rand(opt.w.size) < 0.3
+    # the margin kernels' inputs, as lps.margin_bounds prepares them (dense and CSR)
+    Zd = np.ascontiguousarray(data.Z.toarray() if sp.issparse(data.Z) else data.Z)
+    Zs = sp.csr_matrix(Zd)
+    positive_m, positive_p = cut.c_minus > 0.0, cut.c_plus > 0.0
+    inv_m = np.where(positive_m, 1.0 / np.where(positive_m, cut.c_minus, 1.0), 0.0)
+    inv_p = np.where(positive_p, 1.0 / np.where(positive_p, cut.c_plus, 1.0), 0.0)
+    negative = (cut.c_minus < 0.0) | (cut.c_plus < 0.0)
     out = [call(lps.LPReference.build, data, lam, w, alpha),
            call(lps.correlation_bounds, data, lam, ref),
            call(lps.correlation_bounds, data, lam, ref, at_zero, at_box),
-           call(_lp_svm_fast.knapsack_min, data.sorted_columns.values,
+           call(_lp_svm_fast.knapsack_bounds, data.sorted_columns.values,
                 data.sorted_columns.rows, data.sorted_columns.start, data.s.copy(), 1.0,
-                5.0, float(data.s.sum()), True),
+                5.0, float(data.s.sum()), data.col_max, lps.U),
            call(lps.screen_features, data, lam, ref, at_zero, at_box),
            call(lps.PrimalCut.build, data, lam, ref),
            call(lps.PrimalCut.build, data, lam, ref, rng.rand(y.size)),
            call(lps.margin_bounds, data, cut, ~features),
+           call(_lp_svm_fast.margin_bounds_dense, Zd, np.flatnonzero(inv_m + inv_p),
+                inv_m, inv_p, np.flatnonzero(negative), cut.c_minus, cut.c_plus, cut.k,
+                lps.U),
+           call(_lp_svm_fast.margin_bounds_csr, Zs.data, Zs.indices, Zs.indptr, inv_m,
+                inv_p, negative.view(np.uint8), int(negative.sum()), cut.c_minus,
+                cut.c_plus, cut.k, lps.U),
            call(lps.screen_samples, data, cut, features),
            call(lps.screen_lp_svm, data, lam, w, alpha, reference=ref),
            call(lps.screen_lp_svm, data, lam, w, alpha, "samples", synergy=False)]
