@@ -390,7 +390,8 @@ class BoxQPData:
     given ``C`` (family-specific: :class:`SVMData`, :class:`LADData`).
 
     Owns the cache of :meth:`q_matvec`: along a path, the product with a vector that
-    changed in a few entries costs the kernel columns of those entries only.
+    changed in a few entries costs the kernel columns of those entries only (or of its
+    non-zero entries, when they are fewer).
     """
 
     def __init__(self, X, kernel: KernelMatrix | None, sign: np.ndarray, p: np.ndarray,
@@ -424,7 +425,8 @@ class BoxQPData:
                      newton=newton)
 
     def q_matvec(self, v: np.ndarray) -> np.ndarray:
-        """``Q v``; in kernel mode incrementally from the previous call."""
+        """``Q v``; in kernel mode updated from the previous call's product, or afresh
+        when ``v`` has fewer non-zero entries than entries changed since."""
         s, zn = self.sign, self._znorm
         if self.kernel is None:
             # two ordinary products of at most n + d terms (Cauchy-Schwarz per entry)
@@ -433,12 +435,21 @@ class BoxQPData:
             return s * np.asarray(self.X @ np.asarray(self.X.T @ (s * v)).ravel()).ravel()
         changed = np.flatnonzero(v != self._v)
         if changed.size:
-            dv = s[changed] * (v[changed] - self._v[changed])
-            self._qv = self._qv + s * self.kernel.matvec(np.arange(s.size), changed, dv)
+            nonzero = np.flatnonzero(v)
+            if nonzero.size < changed.size:
+                # afresh when that reads fewer kernel columns than the update: a path's
+                # first product after steps without it (RBF, 5,000 samples: 1,204
+                # columns against 3,796 changed ones since the closed form, 9 ms)
+                changed, dv, base, base_error = nonzero, s[nonzero] * v[nonzero], 0.0, 0.0
+            else:
+                dv = s[changed] * (v[changed] - self._v[changed])
+                base, base_error = self._qv, self._qv_error
+            self._qv = base + s * self.kernel.matvec(np.arange(s.size), changed, dv)
             self._v = v.copy()
             # each update adds the error of its product (and of the kernel values) and
-            # the rounding of the addition: the bound accumulates along the path
-            self._qv_error = self._qv_error + 2.0 * (
+            # the rounding of the addition: the bound accumulates along the path (and
+            # starts again from a product afresh)
+            self._qv_error = base_error + 2.0 * (
                 (gamma(changed.size + 1) + self.kernel.entry_rtol) * zn
                 * float(np.abs(dv) @ zn[changed])
                 + UNIT_ROUNDOFF * np.abs(self._qv))

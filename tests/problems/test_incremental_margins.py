@@ -225,3 +225,49 @@ def test_an_update_whose_bound_would_weigh_in_the_gap_is_recomputed(monkeypatch)
     # the same certificates, each now from a fresh product
     assert refused["calls"] == kept["calls"]
     assert refused["fresh"] == refused["calls"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_q_matvec_holds_its_bound_updated_or_afresh(seed):
+    """``BoxQPData.q_matvec`` along a sequence of vectors, each product within its
+    reported bound of the exact rational sum: updates from the previous vector (few
+    entries changed), and a product afresh where the vector has fewer non-zeros than
+    changed entries (the rules' first product after steps without screening), whose
+    bound starts again from the fresh product's instead of accumulating."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    X = rng.standard_normal((n, 3))
+    km = KernelMatrix(X, "rbf", {"gamma": 0.5}, 1.0)
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    data = box_qp.SVMData(X, km, sign, rng.uniform(0.5, 2.0, n))
+    K = km.block(np.arange(n), np.arange(n))
+    v = data.weights.copy()
+    read = []
+    original = km.matvec
+
+    def counting(rows, cols, w):
+        read.append(len(cols))
+        return original(rows, cols, w)
+
+    km.matvec = counting
+    sequence = []
+    for _ in range(4):  # small updates
+        v = v.copy()
+        idx = rng.choice(n, 5, replace=False)
+        v[idx] = np.where(rng.random(5) < 0.5, 0.0, data.weights[idx])
+        sequence.append(v)
+    sparse_v = np.zeros(n)
+    few = rng.choice(n, 6, replace=False)
+    sparse_v[few] = data.weights[few]  # most entries changed, few non-zeros
+    sequence.append(sparse_v)
+    errors = []
+    for v in sequence:
+        qv = data.q_matvec(v)
+        exact = _exact_margins(K, sign, v)
+        bound = data.q_matvec_error()
+        assert np.all(np.abs(qv - exact) <= bound), "a product outside its bound"
+        errors.append(float(bound.max()))
+    changed_last = int(np.count_nonzero(sequence[-1] != sequence[-2]))
+    assert changed_last > 6 and read[-1] == 6  # the fresh product read 6 columns
+    # the fresh bound is that of a 6-term product, below the accumulated one
+    assert errors[-1] < errors[-2]
