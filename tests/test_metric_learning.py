@@ -566,3 +566,31 @@ def test_small_sets_sum_hl_from_scratch(monkeypatch, small):
     assert bool(calls) is not small
     assert np.linalg.norm(ml.metric_ - plain.metric_) <= 1.01 * (
         dgb_tol(ml) + dgb_tol(plain)) + 1e-12
+
+
+def test_path_keeps_the_solver_buffers_until_it_ends(monkeypatch):
+    """A path walked with warm starts keeps the solver loop's buffers from one fit to
+    the next whatever their size (``KEPT_BYTES`` is 0 here, so that every buffer counts
+    as large); a fit without a warm start releases them at its end."""
+    from sklearn_safescreen.engine.triplet import TripletPath
+    from sklearn_safescreen.solvers import _spg_fast
+
+    monkeypatch.setattr(_spg_fast, "KEPT_BYTES", 0)
+    ends = []
+    end_fit = TripletPath.end_fit
+
+    def recording_end_fit(self, keep):
+        end_fit(self, keep)
+        ends.append((keep, self.workspace.nbytes))
+
+    monkeypatch.setattr(TripletPath, "end_fit", recording_end_fit)
+    X, y = scaled(load_wine, every=2)
+    lam_L = SafeMetricLearner(k=3)._critical_value(X, y)
+    ml = SafeMetricLearner(k=3, warm_start=True)
+    for alpha in (0.3, 0.2):
+        ml.set_params(alpha=alpha * lam_L).fit(X, y)
+    workspace = ml._path.paths[0].workspace
+    assert workspace.nbytes > 0 and workspace.kept_bytes > 2**40
+    SafeMetricLearner(k=3, alpha=0.2 * lam_L).fit(X, y)
+    assert [keep for keep, _ in ends] == [True, True, False]
+    assert ends[0][1] > 0 and ends[1][1] > 0 and ends[2][1] == 0

@@ -117,6 +117,14 @@ PREEMPTED = 1.5
 #: the mode) bring the next comparison forward (see :meth:`CostModel.record`): a closer
 #: comparison is repeated sooner.
 GROWTH_MARGIN = 1.25
+#: ... and at most this factor (before the doubling): a mode that won by more is
+#: compared again once its steps grew this much. A path's first step without screening
+#: is dearer than the later ones (its buffers grow), and where it settles the question
+#: its ratio overstates the plain mode's cost: on a mnist-shaped metric path 1,057 ms
+#: against 310-330 ms, 38x a screened step of 28 ms where the steady ratio is 11x; the
+#: screened steps then grew to 400-500 ms, 1.3-1.6x the plain ones, without reaching
+#: 38x and a comparison.
+MAX_GROWTH_MARGIN = 8.0
 #: The share of a path's time that measurements of the mode that lost may cost: a
 #: measurement that found the other mode ``r`` times dearer sets the next one at least
 #: ``(r - 1) / PROBE_SHARE`` steps later (at most :data:`MAX_BACKOFF` when ``r`` is
@@ -527,7 +535,8 @@ class CostModel:
             else 0
         self._grown = False
         ratio = loser / max(winner, 1e-12)
-        self.compared_margin = max(ratio, GROWTH_MARGIN) * 2.0 ** self._growth_level
+        self.compared_margin = (min(max(ratio, GROWTH_MARGIN), MAX_GROWTH_MARGIN)
+                                * 2.0 ** self._growth_level)
         # the measurements of the mode that lost cost (r - 1) favoured steps each:
         # spaced by at least (r - 1) / PROBE_SHARE steps, they cost PROBE_SHARE of the
         # path. What a measurement costs is its whole step: compared per iteration,

@@ -45,9 +45,10 @@ SUFFICIENT = 1e-4
 MAX_BACKTRACK = 60
 #: Pairs are compacted once this fraction of them is no longer used by any triplet.
 PAIR_SLACK = 0.25
-#: A kept :class:`SpgWorkspace` larger than this after a call is released: keeping
-#: saves an allocation per buffer, which counts for small solves only, and the buffers
-#: of a large one (several bytes per triplet and per pair) are not held between fits.
+#: A kept :class:`SpgWorkspace` larger than this after a call is released, unless its
+#: owner raised its ``kept_bytes`` (a path walked with warm starts keeps its buffers from
+#: one fit to the next, and releases them when it ends: see
+#: :meth:`..engine.triplet.TripletPath.end_fit`).
 KEPT_BYTES = 8 * 2**20
 
 cdef enum:
@@ -64,7 +65,8 @@ cdef class SpgWorkspace:
 
     Sized by the largest call so far (pairs, triplets, recorded checks) at one
     dimension d: a larger call grows it, a call at another d rebuilds it, and buffers
-    of more than ``KEPT_BYTES`` in all are released after the call (bounded). It carries
+    of more than ``kept_bytes`` in all (``KEPT_BYTES`` unless the owner sets it) are
+    released after the call (bounded). It carries
     nothing from one call to the next (every buffer is written before it is read), so
     a kept workspace gives the same results as a fresh one. A cache, not state: it
     pickles empty. One call at a time: :func:`spg` uses a fresh one while it is busy
@@ -75,6 +77,8 @@ cdef class SpgWorkspace:
     cdef Py_ssize_t cap_pairs, cap_triplets, cap_checks
     cdef bint busy
     cdef Py_ssize_t total_bytes
+    #: the buffers' total above which they are released after a call
+    cdef public Py_ssize_t kept_bytes
     # the numpy arrays (slices of results are copied from them) and their views
     cdef object z_arr, out_arr, checks_arr
     cdef double[:, ::1] diff, T, T2, mats
@@ -86,6 +90,7 @@ cdef class SpgWorkspace:
 
     def __cinit__(self):
         self.d = -1
+        self.kept_bytes = KEPT_BYTES
 
     def __reduce__(self):
         return (SpgWorkspace, ())
@@ -197,7 +202,7 @@ def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in
                     M_in, eta, max_steps, tol, interval, use_gb, use_pgb, use_dgb, screen)
     finally:
         ws.busy = False
-        if ws.total_bytes > KEPT_BYTES:
+        if ws.total_bytes > ws.kept_bytes:
             ws.release()
 
 

@@ -273,6 +273,26 @@ def test_a_close_comparison_is_repeated_once_the_winner_grows_past_its_margin(
     assert not model.screening and not all(chosen)
 
 
+def test_a_lopsided_comparison_is_repeated_once_the_winner_grows_past_a_bounded_margin(
+        monkeypatch):
+    """Screening won by 40x (a first plain step dearer than the later ones, the
+    mnist-shaped metric path): its steps are compared again once they grew
+    MAX_GROWTH_MARGIN-fold, not 40-fold; the plain steps, cheaper than the grown
+    screened ones by then, are found and taken."""
+    clock = FakeClock(on=20 * MS, off=800 * MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    model = cost.CostModel(per_iteration=True)
+    _walk(model, clock, 8, rule_share=0.5)  # (the gate open: rules half of a step)
+    assert model.screening and model.compared_margin == cost.MAX_GROWTH_MARGIN
+    clock.off = 100 * MS  # the steady plain steps
+    clock.on = 0.9 * cost.MAX_GROWTH_MARGIN * 20 * MS  # grown, not past the margin
+    assert all(_walk(model, clock, 40, rule_share=0.5))
+    clock.on = 1.1 * cost.MAX_GROWTH_MARGIN * 20 * MS  # past it: compared, and left
+    chosen = _walk(model, clock, cost.HISTORY + 4, rule_share=0.5)
+    assert not model.screening and not all(chosen)
+
+
 def test_growth_that_both_modes_share_is_compared_ever_more_rarely(monkeypatch):
     """Both modes' steps grow along the path (5% a step, 130-fold over 100 steps) with
     screening 3x cheaper: each comparison brought forward by the growth finds the
