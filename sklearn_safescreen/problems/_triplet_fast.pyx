@@ -428,9 +428,16 @@ cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:,
     cdef int[::1] cn = cneg
     cdef int[::1] ri
     cdef double[:, ::1] cd
+    # every pair used (a step without screening): the pairs themselves, in place and
+    # read-only, instead of a copy in the same order (154 MB at 600,000 pairs of 32
+    # features, 17 ms of a 280 ms step)
+    cdef bint whole = not rows and count == n_pairs
     if rows:
         cdiff = np.empty(count, dtype=np.int32)
         ri = cdiff
+    elif whole:
+        cdiff = np.asarray(diff).view()
+        cdiff.flags.writeable = False
     else:
         cdiff = np.empty((count, d))
         cd = cdiff
@@ -439,7 +446,7 @@ cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:,
             for p in range(n_pairs):
                 if mark[p]:
                     ri[remap[p]] = <int>p
-        elif d:
+        elif d and not whole:
             for p in range(n_pairs):
                 if mark[p]:
                     memcpy(&cd[remap[p], 0], &diff[p, 0], d * sizeof(double))

@@ -307,3 +307,22 @@ def test_hl_from_scratch_is_summed_in_blocks(monkeypatch, block):
     direct = (P * wL[:, None]).T @ P
     np.testing.assert_allclose(HL, direct, rtol=1e-13, atol=1e-13 * np.abs(direct).max())
     assert np.array_equal(HL, HL.T)
+
+
+def test_every_pair_used_is_read_in_place_and_read_only():
+    """A problem whose triplets use every pair (a step without screening) reads the
+    pairs in place instead of copying them in the same order: the same values, the
+    same memory, read-only (a write would change the triplet set); a subset of the
+    pairs is a copy, as before."""
+    rng = np.random.RandomState(3)
+    P = rng.randn(20, 4)
+    pos = np.arange(20, dtype=np.int32)
+    neg = np.arange(19, -1, -1).astype(np.int32)
+    status = np.zeros(20, dtype=np.int8)
+    for cdiff in (kn.status_split(status, pos, neg, P)[3],
+                  kn.compact_work(pos, neg, P, np.arange(20, dtype=np.int32))[2]):
+        assert np.shares_memory(cdiff, P) and np.array_equal(cdiff, P)
+        assert not cdiff.flags.writeable and P.flags.writeable
+    status[[0, 19]] = 2  # pairs 0 and 19 no longer used
+    cdiff = kn.status_split(status, pos, neg, P)[3]
+    assert not np.shares_memory(cdiff, P) and np.array_equal(cdiff, P[1:19])
