@@ -134,6 +134,23 @@ def knapsack_bounds(const double[::1] values, const Py_ssize_t[::1] rows,
     return out_arr[0], out_arr[1], out_arr[2], out_arr[3]
 
 
+cdef inline void _positive_limits(double z, double inv_m, double inv_p, double* lo_l,
+                                  double* lo_u) noexcept nogil:
+    """The lower limits of :math:`\\mu` an entry ``z`` sets through the constraints
+    with a positive coefficient (``inv_m`` :math:`=1/c_-`, ``inv_p`` :math:`=1/c_+`, 0
+    where not positive): :math:`z/c_-` and :math:`-z/c_+` for the lower-bound LP,
+    :math:`-z/c_-` and :math:`z/c_+` for the upper-bound LP."""
+    cdef double a = z * inv_m, b = z * inv_p
+    if a > lo_l[0]:
+        lo_l[0] = a
+    if -b > lo_l[0]:
+        lo_l[0] = -b
+    if -a > lo_u[0]:
+        lo_u[0] = -a
+    if b > lo_u[0]:
+        lo_u[0] = b
+
+
 cdef inline void _negative_limits(double r, double cm, double cp, double* hl,
                                   double* hu) noexcept nogil:
     """The upper limits of :math:`\\mu` a constraint pair with a negative coefficient
@@ -185,24 +202,14 @@ def margin_bounds_dense(const double[:, ::1] Z, const Py_ssize_t[::1] cols,
     lower_arr = np.empty(n)
     upper_arr = np.empty(n)
     cdef double[::1] lower = lower_arr, upper = upper_arr
-    cdef double z, a, b, lo_l, lo_u, hi_l, hi_u, u = unit_roundoff
+    cdef double lo_l, lo_u, hi_l, hi_u, u = unit_roundoff
     with nogil:
         for i in range(n):
             lo_l = 0.0
             lo_u = 0.0
             for t in range(cols.shape[0]):
                 j = cols[t]
-                z = Z[i, j]
-                a = z * inv_m[j]  # z / (lambda - g)
-                b = z * inv_p[j]  # z / (lambda + g)
-                if a > lo_l:
-                    lo_l = a
-                if -b > lo_l:
-                    lo_l = -b
-                if -a > lo_u:
-                    lo_u = -a
-                if b > lo_u:
-                    lo_u = b
+                _positive_limits(Z[i, j], inv_m[j], inv_p[j], &lo_l, &lo_u)
             hi_l = INFINITY
             hi_u = INFINITY
             for t in range(neg_cols.shape[0]):
@@ -226,7 +233,7 @@ def margin_bounds_csr(const double[::1] data, const csr_index[::1] indices,
     lower_arr = np.empty(n)
     upper_arr = np.empty(n)
     cdef double[::1] lower = lower_arr, upper = upper_arr
-    cdef double z, a, b, lo_l, lo_u, hi_l, hi_u, u = unit_roundoff
+    cdef double z, lo_l, lo_u, hi_l, hi_u, u = unit_roundoff
     with nogil:
         for i in range(n):
             lo_l = 0.0
@@ -237,16 +244,7 @@ def margin_bounds_csr(const double[::1] data, const csr_index[::1] indices,
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
                 z = data[p]
-                a = z * inv_m[j]
-                b = z * inv_p[j]
-                if a > lo_l:
-                    lo_l = a
-                if -b > lo_l:
-                    lo_l = -b
-                if -a > lo_u:
-                    lo_u = -a
-                if b > lo_u:
-                    lo_u = b
+                _positive_limits(z, inv_m[j], inv_p[j], &lo_l, &lo_u)
                 if negative[j]:
                     stored_negative += 1
                     _negative_limits(z, cm[j], cp[j], &hi_l, &hi_u)
