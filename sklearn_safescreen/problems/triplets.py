@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._utils import memory
+from .._utils.openmp import current_n_threads
+from ._knn_fast import nearest_in_tiles
 from ._triplet_fast import hnorms
 
 #: Bytes per triplet at the peak of a fit: two int32 pair indices, the norm, z (reference
@@ -123,75 +125,60 @@ def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
 
 
 # -------------------------------------------------------------- construction ---
-#: Candidates per block in the bound of :func:`_nearest`.
-_BLOCK = 64
+#: Relative error bound, per unit of :math:`(\|a\|+\|c\|)^2` and per feature plus 8, of
+#: a single-precision approximate distance against the double-precision one (below).
+_SINGLE_TOL = 16 * 2.0 ** -24
 
 
 def _nearest(X, anchors, candidates, k, exclude_self):
     r"""Indices (into ``candidates``) of the k nearest candidates of every anchor.
 
     The order is that of the exact squared distances computed from differences
-    (:math:`\sum_j(a_j-c_j)^2`, so ties are true ties), ties broken by candidate
-    position (a deterministic rule; ``candidates`` are index-sorted). Chunked over
-    anchors to bound the temporary memory (about 64 MB).
+    (:math:`\sum_j(a_j-c_j)^2` in NumPy's summation order, so ties are true ties), ties
+    broken by candidate position (a deterministic rule; ``candidates`` are
+    index-sorted). ``exclude_self``: ``candidates`` are ``anchors`` and an anchor is not
+    its own neighbour.
 
-    Finding them is cheap: squared distances through one matrix product per chunk
-    (:math:`\|a\|^2+\|c\|^2-2a^\top c`, BLAS), whose rounding error is at most
-    ``tol`` per anchor (below), keep only the candidates within ``2 tol`` of an upper
-    bound ``U`` of the k-th smallest of these approximate distances, and rank those by
-    their exact distances. Every true k-nearest candidate is kept: its exact distance
-    is at most the k-th exact distance, which is at most the k-th approximate one plus
-    ``tol``, so its approximate distance is at most ``U + 2 tol``. ``U`` is the k-th
-    smallest of the minima of blocks of ``_BLOCK`` candidates (tight in practice: about
-    k candidates per anchor are kept).
+    The search (:func:`._knn_fast.nearest_in_tiles`) computes an exact distance only for
+    the candidates whose single-precision approximation
+    :math:`\|a\|^2+\|c\|^2-2a^\top c` (one ``sgemm`` per tile), less its error bound, is
+    within the k-th smallest exact distance found so far. The approximations are taken
+    on the data centred on the candidates' mean (distances do not change with a shift,
+    and the expansion then keeps the digits of the differences of data far from the
+    origin) and scaled by a power of two (exact) that brings the largest entry into
+    :math:`[1/2, 1)` (no overflow in single precision). Their error, against the exact
+    distance of the original rows times the scale squared, is at most
+
+    .. math::
+
+        \mathrm{tol}(a) = 16 (d + 8)\, u_{32} (\|a\| + \max_c \|c\|)^2
+        + (d + 8)(2^{-120} + 2^{-1060} s^2):
+
+    the rounding of the centred, scaled entries to single precision (relative
+    :math:`u_{32}`), of the single-precision dot product (:math:`\gamma_d(u_{32})
+    \|a\|\|c\|` in any summation order), of the double-precision norms, differences and
+    sums (:math:`(d+3)u_{64}` relative), a margin of eight times their sum, and
+    absolute terms for entries and distances below the normal range.
     """
-    n_a, n_c, d = anchors.size, candidates.size, X.shape[1]
-    out = np.empty((n_a, k), dtype=np.int64)
+    n_a, d = anchors.size, X.shape[1]
     if n_a == 0 or k == 0:
-        return out
-    C = X[candidates]
-    c_sq = np.einsum("ij,ij->i", C, C)
-    # |fl(x) - x| <= gamma_{d+2} (|a|^2 + |c|^2 + 2|a||c|) for each of the three terms
-    # and their sum, whatever BLAS's summation order; 4x that, with u = eps / 2
-    gamma = 4.0 * (d + 4) * np.finfo(np.float64).eps
-    c_max = float(c_sq.max())
-    chunk = max(1, int(8e6 // max(n_c, 1)))
-    block_starts = np.arange(0, n_c, _BLOCK)
-    n_blocks = block_starts.size
-    for s in range(0, n_a, chunk):
-        rows_idx = anchors[s:s + chunk]
-        A = X[rows_idx]
-        a_sq = np.einsum("ij,ij->i", A, A)
-        approx = (A @ C.T) * -2.0
-        approx += a_sq[:, None]
-        approx += c_sq[None, :]
-        m = A.shape[0]
-        if exclude_self:
-            approx[np.arange(m), s + np.arange(m)] = np.inf  # anchors == candidates
-        tol = gamma * 2.0 * (a_sq + c_max)
-        # the k-th smallest of the block minima: k distinct candidates lie at or below
-        # it, so it bounds the k-th smallest distance from above (a partition of every
-        # row cost 20x more, measured on 2000 x 20000)
-        minima = np.minimum.reduceat(approx, block_starts, axis=1)
-        if n_blocks >= k:
-            bound = np.partition(minima, k - 1, axis=1)[:, k - 1]
-        else:  # too few blocks: the row's own k-th smallest
-            bound = np.partition(approx, k - 1, axis=1)[:, k - 1]
-        thr = bound + 2.0 * tol
-        # only the blocks whose minimum is within the threshold hold candidates
-        b_row, b_idx = np.nonzero(minima <= thr[:, None])
-        cols = block_starts[b_idx][:, None] + np.arange(_BLOCK)
-        inside = cols < n_c
-        cols = np.minimum(cols, n_c - 1)
-        hit = (approx[b_row[:, None], cols] <= thr[b_row][:, None]) & inside
-        pair, _ = np.nonzero(hit)
-        row, pos = b_row[pair], cols[hit]
-        exact = ((A[row] - C[pos]) ** 2).sum(axis=1)
-        order = np.lexsort((pos, exact, row))
-        counts = np.bincount(row, minlength=m)
-        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        out[s:s + m] = pos[order][first[:, None] + np.arange(k)]
-    return out
+        return np.empty((n_a, k), dtype=np.int64)
+    A = X[anchors]
+    C = A if exclude_self else X[candidates]
+    mean = C.mean(axis=0)
+    A_c = A - mean
+    C_c = A_c if exclude_self else C - mean
+    top = max(float(np.abs(A_c).max()), float(np.abs(C_c).max()))
+    exponent = 0 if top == 0.0 else min(500, max(-500, -int(np.frexp(top)[1])))
+    scale = np.ldexp(1.0, exponent)
+    A32 = (A_c * scale).astype(np.float32)
+    C32 = A32 if exclude_self else (C_c * scale).astype(np.float32)
+    a_sq = np.einsum("ij,ij->i", A32, A32, dtype=np.float64)
+    c_sq = a_sq if exclude_self else np.einsum("ij,ij->i", C32, C32, dtype=np.float64)
+    tol = (_SINGLE_TOL * (d + 8) * (np.sqrt(a_sq) + np.sqrt(c_sq.max())) ** 2
+           + (d + 8) * (2.0 ** -120 + 2.0 ** -1060 * scale * scale))
+    return nearest_in_tiles(A, C, A32, C32, a_sq, c_sq, tol, scale * scale, int(k),
+                            bool(exclude_self), current_n_threads())
 
 
 def resolve_k(y: np.ndarray, k: int | str | None) -> int | None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris, load_wine
 from sklearn.preprocessing import MinMaxScaler
+from threadpoolctl import threadpool_limits
 
 from sklearn_safescreen._utils import memory
 from sklearn_safescreen.problems import triplets as _triplets
@@ -161,7 +162,7 @@ def test_memory_estimate_matches_a_measured_fit():
 
     from sklearn_safescreen.metric_learning import SafeMetricLearner
 
-    X, y = make_classification(n_samples=1500, n_features=6, n_informative=4, n_classes=3,
+    X, y = make_classification(n_samples=2000, n_features=6, n_informative=4, n_classes=3,
                                random_state=0)
     SafeMetricLearner(k=2).fit(X[:60], y[:60])  # first-call allocations outside it
     tracemalloc.start()
@@ -172,8 +173,7 @@ def test_memory_estimate_matches_a_measured_fit():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     est = estimate_memory(ml.n_triplets_, ml._path.paths[0].ts.n_pairs, X.shape[1])
-    # an upper bound (it refuses fits up front), not more than 2.5x the traced peak since
-    # the k-NN search stopped holding 16 MB difference tensors
+    # an upper bound (it refuses fits up front), not more than 2.5x the traced peak
     assert 0.4 * est <= peak - X.nbytes <= 1.1 * est, (peak, est)
 
 
@@ -187,33 +187,46 @@ def _nearest_by_full_sort(X, anchors, candidates, k, exclude_self):
     return np.argsort(dist, axis=1, kind="stable")[:, :k]
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(16))
 def test_nearest_equals_the_full_sort_with_many_exact_ties(seed):
-    """The BLAS-screened search returns exactly the neighbours of the full sort, ties
-    included: integer-valued points (many equal distances), a large offset (the
-    expansion |a|^2 + |c|^2 - 2a'c cancels, up to points whose distances are below its
-    rounding error), sizes on both sides of the block bound."""
-    from sklearn_safescreen.problems.triplets import _BLOCK, _nearest
+    """The tiled search returns exactly the neighbours of the full sort, ties included:
+    integer-valued points (many equal distances), a large offset (the expansion
+    |a|^2 + |c|^2 - 2a'c cancels, up to points whose distances are below its rounding
+    error), entries near the largest magnitude a fit accepts and far below one (the
+    single-precision copies are scaled by a power of two), sizes on both sides of the
+    tiles' edges, on one and two threads."""
+    from sklearn_safescreen.problems._knn_fast import ANCHOR_TILE, CANDIDATE_TILE
+
+    from sklearn_safescreen.problems.triplets import _nearest
 
     rng = np.random.RandomState(seed)
-    n = rng.choice([7, 60, 3 * _BLOCK + 5, 700])
-    d = rng.choice([1, 2, 5, 13, 33])
+    n = rng.choice([7, 60, 2 * ANCHOR_TILE + 5, 700, CANDIDATE_TILE + 37])
+    d = rng.choice([1, 2, 5] if n > 1000 else [1, 2, 5, 13, 33])
     X = rng.randint(-2, 3, size=(n, d)).astype(float)
-    if seed % 4 == 0:
+    if seed % 8 == 0:
         X = X * 1e3 + 1e7
-    elif seed % 4 == 1:
+    elif seed % 8 == 1:
         X = X * 0.25
-    elif seed % 4 == 2:  # the expansion's rounding exceeds the distances themselves
+    elif seed % 8 == 2:  # the expansion's rounding exceeds the distances themselves
         X = 1e8 + rng.rand(n, d) * 1e-2
+    elif seed % 8 == 3:
+        X = X * 1e45 + rng.rand(n, d) * 1e30
+    elif seed % 8 == 4:
+        X = (X + rng.rand(n, d) * 1e-3) * 1e-200
+    elif seed % 8 == 5:
+        X = X + rng.rand(n, d) * 1e-14
     anchors = np.sort(rng.choice(n, size=max(2, n // 2), replace=False))
     others = np.setdiff1d(np.arange(n), anchors)
     for k in sorted({1, 2, min(7, anchors.size - 1)}):
-        np.testing.assert_array_equal(_nearest(X, anchors, anchors, k, True),
-                                      _nearest_by_full_sort(X, anchors, anchors, k, True))
-        if others.size >= k:
-            np.testing.assert_array_equal(
-                _nearest(X, anchors, others, k, False),
-                _nearest_by_full_sort(X, anchors, others, k, False))
+        for threads in (1, 2):
+            with threadpool_limits(threads, user_api="openmp"):
+                np.testing.assert_array_equal(
+                    _nearest(X, anchors, anchors, k, True),
+                    _nearest_by_full_sort(X, anchors, anchors, k, True))
+                if others.size >= k:
+                    np.testing.assert_array_equal(
+                        _nearest(X, anchors, others, k, False),
+                        _nearest_by_full_sort(X, anchors, others, k, False))
 
 
 @pytest.mark.parametrize("diagonal", [False, True])
