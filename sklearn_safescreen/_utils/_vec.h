@@ -142,29 +142,36 @@ static SAFESCREEN_UNUSED SAFESCREEN_CLONES void ss_axpy4(int n, double a0, const
 }
 
 /* The first i in [start, n) with c[i] - 2 g[i] <= lim, else n: the scan of a k-NN tile
- * (c the candidates' squared norms, g a row of the tile's products), where nearly every
- * entry fails, eight entries tested at once */
-static SAFESCREEN_UNUSED SAFESCREEN_CLONES int ss_first_within(int start, int n, const double *c,
-                                                               const float *g, double lim)
-{
-    int i = start;
+ * (c the candidates' squared norms, g a row of the tile's products, in single or double
+ * precision), where nearly every entry fails, eight entries tested at once */
 #if defined(__GNUC__) || defined(__clang__)
-    typedef long long ss_v4l __attribute__((vector_size(32)));
-    const ss_v4d two = {2.0, 2.0, 2.0, 2.0};
-    const ss_v4d bound = {lim, lim, lim, lim};
-    for (; i + 8 <= n; i += 8) {
-        ss_v4d g0 = {g[i], g[i + 1], g[i + 2], g[i + 3]};
-        ss_v4d g1 = {g[i + 4], g[i + 5], g[i + 6], g[i + 7]};
-        ss_v4l hit = ((SS_LOAD4(c + i) - two * g0) <= bound) |
-                     ((SS_LOAD4(c + i + 4) - two * g1) <= bound);
-        if (hit[0] | hit[1] | hit[2] | hit[3])
-            break;
+#define SS_FIRST_WITHIN_VECTOR(T)                                                       \
+    typedef long long ss_v4l __attribute__((vector_size(32)));                          \
+    const ss_v4d two = {2.0, 2.0, 2.0, 2.0};                                            \
+    const ss_v4d bound = {lim, lim, lim, lim};                                          \
+    for (; i + 8 <= n; i += 8) {                                                        \
+        ss_v4d g0 = {g[i], g[i + 1], g[i + 2], g[i + 3]};                               \
+        ss_v4d g1 = {g[i + 4], g[i + 5], g[i + 6], g[i + 7]};                           \
+        ss_v4l hit = ((SS_LOAD4(c + i) - two * g0) <= bound) |                          \
+                     ((SS_LOAD4(c + i + 4) - two * g1) <= bound);                       \
+        if (hit[0] | hit[1] | hit[2] | hit[3])                                          \
+            break;                                                                      \
     }
+#else
+#define SS_FIRST_WITHIN_VECTOR(T)
 #endif
-    for (; i < n; i++)
-        if (c[i] - 2.0 * (double)g[i] <= lim)
-            return i;
-    return n;
-}
+#define SS_FIRST_WITHIN(name, T)                                                        \
+    static SAFESCREEN_UNUSED SAFESCREEN_CLONES int name(int start, int n, const double *c, \
+                                                        const T *g, double lim)         \
+    {                                                                                   \
+        int i = start;                                                                  \
+        SS_FIRST_WITHIN_VECTOR(T)                                                       \
+        for (; i < n; i++)                                                              \
+            if (c[i] - 2.0 * (double)g[i] <= lim)                                       \
+                return i;                                                               \
+        return n;                                                                       \
+    }
+SS_FIRST_WITHIN(ss_first_within_f, float)
+SS_FIRST_WITHIN(ss_first_within_d, double)
 
 #endif

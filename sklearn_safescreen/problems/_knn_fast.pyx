@@ -4,7 +4,7 @@ The order is that of the exact squared distances summed from the differences in
 NumPy's pairwise order (``((a - c) ** 2).sum()``, so ties are NumPy's ties), ties broken
 by candidate position. Computing every such distance costs three passes over each
 difference; instead, tiles of ``ANCHOR_TILE`` anchors by ``CANDIDATE_TILE`` candidates
-get approximate distances from one single-precision ``sgemm`` each
+get approximate distances from one ``sgemm`` (single precision) or ``dgemm`` each
 (:math:`\\|a\\|^2 + \\|c\\|^2 - 2 a^\\top c`, on centred and scaled copies of the data), and a
 candidate's exact distance is computed only when its approximation, less the bound
 ``tol`` of its error, does not exceed the k-th smallest exact distance found so far for
@@ -22,15 +22,40 @@ number of threads.
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
-from scipy.linalg.cython_blas cimport sgemm
-
 from libc.stdint cimport int64_t
+from scipy.linalg.cython_blas cimport dgemm, sgemm
 
 import numpy as np
 
 
 cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
-    int ss_first_within(int start, int n, const double* c, const float* g, double lim)
+    int ss_first_within_f(int start, int n, const double* c, const float* g, double lim)
+    int ss_first_within_d(int start, int n, const double* c, const double* g, double lim)
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef inline int _first_within(int start, int n, const double* c, const real* g,
+                              double lim) noexcept nogil:
+    if real is float:
+        return ss_first_within_f(start, n, c, g, lim)
+    else:
+        return ss_first_within_d(start, n, c, g, lim)
+
+
+cdef inline void _gemm_nt(int m, int n, int d, const real* a, const real* b,
+                          real* out) noexcept nogil:
+    # out (n x m, row-major) = b a^T, for a (m x d) and b (n x d) row-major
+    cdef char tr = b'T', no = b'N'
+    cdef float one_f = 1.0, zero_f = 0.0
+    cdef double one_d = 1.0, zero_d = 0.0
+    if real is float:
+        sgemm(&tr, &no, &m, &n, &d, &one_f, <float*>a, &d, <float*>b, &d, &zero_f, out, &m)
+    else:
+        dgemm(&tr, &no, &m, &n, &d, &one_d, <double*>a, &d, <double*>b, &d, &zero_d, out,
+              &m)
 
 #: Anchors and candidates per tile: a 256 x 1024 single-precision tile is 1 MiB, in
 #: the second-level cache while it is scanned.
@@ -138,20 +163,18 @@ cdef inline void _sift_up(double* he, Py_ssize_t* hi, Py_ssize_t pos) noexcept n
 
 
 cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
-                       const double[:, ::1] C, const float[:, ::1] A32,
-                       const float[:, ::1] C32, const double[::1] a_sq,
+                       const double[:, ::1] C, const real[:, ::1] A32,
+                       const real[:, ::1] C32, const double[::1] a_sq,
                        const double[::1] c_sq, const double[::1] tol, double scale_sq,
-                       Py_ssize_t k, bint exclude_self, float* G, double* he,
+                       Py_ssize_t k, bint exclude_self, real* G, double* he,
                        Py_ssize_t* hi, Py_ssize_t* size, double* limit,
                        int64_t[:, ::1] out) noexcept nogil:
     cdef int d = <int>A.shape[1], nb, r
     cdef Py_ssize_t n_c = C.shape[0], c0, j, c, a, s
-    cdef float one = 1.0, zero = 0.0
-    cdef char tr = b'T', no = b'N'
     cdef double e, lim
     cdef double* h
     cdef Py_ssize_t* hx
-    cdef const float* g
+    cdef const real* g
     for r in range(m):
         size[r] = 0
         limit[r] = INFINITY
@@ -159,8 +182,7 @@ cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
     while c0 < n_c:
         nb = <int>min(<Py_ssize_t>_CANDIDATE_TILE, n_c - c0)
         # G (m x nb, row-major) = A32[a0:a0+m] C32[c0:c0+nb]^T
-        sgemm(&tr, &no, &nb, &m, &d, &one, <float*>&C32[c0, 0], &d, <float*>&A32[a0, 0], &d, &zero, G,
-              &nb)
+        _gemm_nt(nb, m, d, &C32[c0, 0], &A32[a0, 0], G)
         for r in range(m):
             a = a0 + r
             g = G + <Py_ssize_t>r * nb
@@ -169,7 +191,7 @@ cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
             lim = limit[r]
             # candidates whose approximation less tol is at most the heap's largest
             # (in the scaled units)
-            j = ss_first_within(0, nb, &c_sq[c0], g, lim)
+            j = _first_within(0, nb, &c_sq[c0], g, lim)
             while j < nb:
                 c = c0 + j
                 if not (exclude_self and c == a):
@@ -187,7 +209,7 @@ cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
                         hx[0] = c
                         _sift_down(h, hx, k, 0)
                         lim = h[0] * scale_sq + tol[a] - a_sq[a]
-                j = ss_first_within(<int>j + 1, nb, &c_sq[c0], g, lim)
+                j = _first_within(<int>j + 1, nb, &c_sq[c0], g, lim)
             limit[r] = lim
         c0 += nb
     for r in range(m):
@@ -209,14 +231,15 @@ cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
 
 
 def nearest_in_tiles(const double[:, ::1] A, const double[:, ::1] C,
-                     const float[:, ::1] A32, const float[:, ::1] C32,
+                     const real[:, ::1] A32, const real[:, ::1] C32,
                      const double[::1] a_sq, const double[::1] c_sq,
                      const double[::1] tol, double scale_sq, Py_ssize_t k,
                      bint exclude_self, int n_threads=1):
     """Positions in ``C`` of the ``k`` nearest rows of every row of ``A``.
 
     ``A``, ``C``: the anchors and candidates (exact distances); ``A32``, ``C32``: their
-    centred copies scaled by ``s`` (``scale_sq = s**2``) in single precision, whose
+    centred copies scaled by ``s`` (``scale_sq = s**2``) in single or double precision
+    (the tiles' products are computed in it), whose
     squared norms (computed in double precision) are ``a_sq``, ``c_sq``; ``tol[i]``
     bounds, in the scaled units, the error of anchor ``i``'s approximate distances
     against ``s**2`` times the exact ones. ``exclude_self``: ``C`` is ``A`` and an anchor
@@ -241,7 +264,8 @@ def nearest_in_tiles(const double[:, ::1] A, const double[:, ::1] C,
     n_blocks = (n_a + _ANCHOR_TILE - 1) // _ANCHOR_TILE
     nt = <int>min(<Py_ssize_t>nt, n_blocks)
     # each thread's tile, heaps, heap sizes and limits
-    cdef float[:, ::1] G = np.empty((nt, _ANCHOR_TILE * _CANDIDATE_TILE), np.float32)
+    cdef real[:, ::1] G = np.empty((nt, _ANCHOR_TILE * _CANDIDATE_TILE),
+                                   np.float32 if real is float else np.float64)
     cdef double[:, ::1] he = np.empty((nt, _ANCHOR_TILE * k))
     cdef Py_ssize_t[:, ::1] hi = np.empty((nt, _ANCHOR_TILE * k), np.intp)
     cdef Py_ssize_t[:, ::1] size = np.empty((nt, _ANCHOR_TILE), np.intp)

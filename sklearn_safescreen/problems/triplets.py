@@ -126,18 +126,26 @@ def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
 
 # -------------------------------------------------------------- construction ---
 #: Relative error bound, per unit of :math:`(\|a\|+\|c\|)^2` and per feature plus 8, of
-#: a single-precision approximate distance against the double-precision one (below).
-_SINGLE_TOL = 16 * 2.0 ** -24
+#: an approximate distance against the double-precision one (below), by the precision
+#: of the approximations.
+_APPROX_TOL = {np.float32: 16 * 2.0 ** -24, np.float64: 16 * 2.0 ** -53}
+#: Features up to which the approximations are computed in single precision (twice the
+#: speed of ``dgemm``); above, the bound, which grows with the features, would let
+#: through more candidates than it saves (at 256 features it is 2.5e-4 of the squared
+#: norms).
+SINGLE_PRECISION_FEATURES = 256
 
 
-def _nearest(X, anchors, candidates, k, exclude_self):
+def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
     r"""Indices (into ``candidates``) of the k nearest candidates of every anchor.
 
     The order is that of the exact squared distances computed from differences
     (:math:`\sum_j(a_j-c_j)^2` in NumPy's summation order, so ties are true ties), ties
     broken by candidate position (a deterministic rule; ``candidates`` are
     index-sorted). ``exclude_self``: ``candidates`` are ``anchors`` and an anchor is not
-    its own neighbour.
+    its own neighbour. ``precision``: the dtype of the approximations (by default single
+    precision up to ``SINGLE_PRECISION_FEATURES`` features, else double); the result
+    does not depend on it.
 
     The search (:func:`._knn_fast.nearest_in_tiles`) computes an exact distance only for
     the candidates whose single-precision approximation
@@ -163,6 +171,8 @@ def _nearest(X, anchors, candidates, k, exclude_self):
     n_a, d = anchors.size, X.shape[1]
     if n_a == 0 or k == 0:
         return np.empty((n_a, k), dtype=np.int64)
+    if precision is None:
+        precision = np.float32 if d <= SINGLE_PRECISION_FEATURES else np.float64
     A = X[anchors]
     C = A if exclude_self else X[candidates]
     mean = C.mean(axis=0)
@@ -171,11 +181,11 @@ def _nearest(X, anchors, candidates, k, exclude_self):
     top = max(float(np.abs(A_c).max()), float(np.abs(C_c).max()))
     exponent = 0 if top == 0.0 else min(500, max(-500, -int(np.frexp(top)[1])))
     scale = np.ldexp(1.0, exponent)
-    A32 = (A_c * scale).astype(np.float32)
-    C32 = A32 if exclude_self else (C_c * scale).astype(np.float32)
+    A32 = (A_c * scale).astype(precision)
+    C32 = A32 if exclude_self else (C_c * scale).astype(precision)
     a_sq = np.einsum("ij,ij->i", A32, A32, dtype=np.float64)
     c_sq = a_sq if exclude_self else np.einsum("ij,ij->i", C32, C32, dtype=np.float64)
-    tol = (_SINGLE_TOL * (d + 8) * (np.sqrt(a_sq) + np.sqrt(c_sq.max())) ** 2
+    tol = (_APPROX_TOL[np.dtype(precision).type] * (d + 8) * (np.sqrt(a_sq) + np.sqrt(c_sq.max())) ** 2
            + (d + 8) * (2.0 ** -120 + 2.0 ** -1060 * scale * scale))
     return nearest_in_tiles(A, C, A32, C32, a_sq, c_sq, tol, scale * scale, int(k),
                             bool(exclude_self), current_n_threads())

@@ -194,7 +194,8 @@ def test_nearest_equals_the_full_sort_with_many_exact_ties(seed):
     |a|^2 + |c|^2 - 2a'c cancels, up to points whose distances are below its rounding
     error), entries near the largest magnitude a fit accepts and far below one (the
     single-precision copies are scaled by a power of two), sizes on both sides of the
-    tiles' edges, on one and two threads."""
+    tiles' edges, approximations in single and double precision, on one and two
+    threads."""
     from sklearn_safescreen.problems._knn_fast import ANCHOR_TILE, CANDIDATE_TILE
 
     from sklearn_safescreen.problems.triplets import _nearest
@@ -218,14 +219,14 @@ def test_nearest_equals_the_full_sort_with_many_exact_ties(seed):
     anchors = np.sort(rng.choice(n, size=max(2, n // 2), replace=False))
     others = np.setdiff1d(np.arange(n), anchors)
     for k in sorted({1, 2, min(7, anchors.size - 1)}):
-        for threads in (1, 2):
+        for threads, precision in ((1, None), (2, np.float32), (1, np.float64)):
             with threadpool_limits(threads, user_api="openmp"):
                 np.testing.assert_array_equal(
-                    _nearest(X, anchors, anchors, k, True),
+                    _nearest(X, anchors, anchors, k, True, precision),
                     _nearest_by_full_sort(X, anchors, anchors, k, True))
                 if others.size >= k:
                     np.testing.assert_array_equal(
-                        _nearest(X, anchors, others, k, False),
+                        _nearest(X, anchors, others, k, False, precision),
                         _nearest_by_full_sort(X, anchors, others, k, False))
 
 
