@@ -185,7 +185,8 @@ def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
     C32 = A32 if exclude_self else (C_c * scale).astype(precision)
     a_sq = np.einsum("ij,ij->i", A32, A32, dtype=np.float64)
     c_sq = a_sq if exclude_self else np.einsum("ij,ij->i", C32, C32, dtype=np.float64)
-    tol = (_APPROX_TOL[np.dtype(precision).type] * (d + 8) * (np.sqrt(a_sq) + np.sqrt(c_sq.max())) ** 2
+    relative = _APPROX_TOL[np.dtype(precision).type] * (d + 8)
+    tol = (relative * (np.sqrt(a_sq) + np.sqrt(c_sq.max())) ** 2
            + (d + 8) * (2.0 ** -120 + 2.0 ** -1060 * scale * scale))
     return nearest_in_tiles(A, C, A32, C32, a_sq, c_sq, tol, scale * scale, int(k),
                             bool(exclude_self), current_n_threads())
