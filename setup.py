@@ -43,7 +43,7 @@ DIRECTIVES = {
 #: whose choices must be those of its scalar scans on every processor): no contraction
 #: of ``a * b + c`` into an FMA, which compilers may otherwise do where the instruction
 #: set has one.
-EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.problems._knn_fast",
+EXACT_ROUNDING = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.problems._triplet_set_fast",
                   f"{PACKAGE}.screening._balls_fast",
                   f"{PACKAGE}.screening._lp_svm_fast", f"{PACKAGE}.solvers._greedy_fast"}
 NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
@@ -51,7 +51,7 @@ NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 
 #: Modules with parallel loops (Cython ``prange``): built with the compiler's OpenMP flags
 #: when it has them (see :class:`BuildExt`); without them the loops run on one thread.
-OPENMP_MODULES = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.problems._knn_fast",
+OPENMP_MODULES = {f"{PACKAGE}.problems._box_qp_fast", f"{PACKAGE}.problems._triplet_set_fast",
                   f"{PACKAGE}.screening._balls_fast",
                   f"{PACKAGE}.solvers._greedy_fast", f"{PACKAGE}.solvers._tiled_fast",
                   f"{PACKAGE}._utils._openmp_fast"}

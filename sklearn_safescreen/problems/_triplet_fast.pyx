@@ -757,37 +757,6 @@ def evaluate_full(const double[:, ::1] diff, const int[::1] pos, const int[::1] 
     return primal, dual, gap, S, S_pos
 
 
-def hnorms(const double[:, ::1] diff, const int[::1] pos, const int[::1] neg,
-           bint diagonal):
-    r""":math:`\|H_t\|_F^2=\|a\|^4-2(a^\top b)^2+\|b\|^4` in O(d) per triplet; for a
-    diagonal metric :math:`\|a\circ a-b\circ b\|_2` (``diff`` then holds the squares)."""
-    cdef Py_ssize_t m = pos.shape[0], t
-    cdef int d = diff.shape[1], c, p, q
-    cdef double s, v, aa, bb, ab
-    out = np.empty(m)
-    cdef double[::1] o = out
-    with nogil:
-        for t in range(m):
-            p = pos[t]
-            q = neg[t]
-            if diagonal:
-                s = 0.0
-                for c in range(d):
-                    v = diff[p, c] - diff[q, c]
-                    s += v * v
-                o[t] = sqrt(s)
-            else:
-                aa = 0.0
-                bb = 0.0
-                ab = 0.0
-                for c in range(d):
-                    aa += diff[p, c] * diff[p, c]
-                    bb += diff[q, c] * diff[q, c]
-                    ab += diff[p, c] * diff[q, c]
-                o[t] = sqrt(max(aa * aa - 2.0 * ab * ab + bb * bb, 0.0))
-    return out
-
-
 # ----------------------------------------------------------- the fitted metric ---
 def metric_factor(M):
     r"""The learned metric's symmetric part :math:`(M+M^\top)/2` and the rows

@@ -37,8 +37,7 @@ import numpy as np
 
 from .._utils import memory
 from .._utils.openmp import current_n_threads
-from ._knn_fast import nearest_in_tiles
-from ._triplet_fast import hnorms
+from ._triplet_set_fast import hnorms, nearest_in_tiles, pair_vectors
 
 #: Bytes per triplet at the peak of a fit: two int32 pair indices, the norm, z (reference
 #: and current), the working index list, status, range ends and label, construction
@@ -147,7 +146,7 @@ def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
     precision up to ``SINGLE_PRECISION_FEATURES`` features, else double); the result
     does not depend on it.
 
-    The search (:func:`._knn_fast.nearest_in_tiles`) computes an exact distance only for
+    The search (:func:`._triplet_set_fast.nearest_in_tiles`) computes an exact distance only for
     the candidates whose single-precision approximation
     :math:`\|a\|^2+\|c\|^2-2a^\top c` (one ``sgemm`` per tile), less its error bound, is
     within the k-th smallest exact distance found so far. The approximations are taken
@@ -324,17 +323,8 @@ def triplets_from_indices(X: np.ndarray, triplets, diagonal: bool = False) -> Tr
     return _finish(X, pairs, inv[:m].astype(np.int32), inv[m:].astype(np.int32), diagonal)
 
 
-#: Pairs per block when the pair vectors are formed (bounds the temporaries to a few MB).
-_PAIR_BLOCK = 4096
-
-
 def _finish(X, pairs, pos, neg, diagonal) -> TripletSet:
-    diff = np.empty((pairs.shape[0], X.shape[1]))
-    for start in range(0, pairs.shape[0], _PAIR_BLOCK):
-        block = pairs[start:start + _PAIR_BLOCK]
-        rows = diff[start:start + block.shape[0]]
-        np.subtract(X[block[:, 0]], X[block[:, 1]], out=rows)
-        if diagonal:
-            np.multiply(rows, rows, out=rows)
-    hnorm = hnorms(diff, pos, neg, diagonal)
+    n_threads = current_n_threads()
+    diff = pair_vectors(X, pairs, diagonal, n_threads)
+    hnorm = hnorms(diff, pos, neg, diagonal, n_threads)
     return TripletSet(X, pairs, diff, pos, neg, hnorm, squared=diagonal)

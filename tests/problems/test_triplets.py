@@ -196,7 +196,7 @@ def test_nearest_equals_the_full_sort_with_many_exact_ties(seed):
     single-precision copies are scaled by a power of two), sizes on both sides of the
     tiles' edges, approximations in single and double precision, on one and two
     threads."""
-    from sklearn_safescreen.problems._knn_fast import ANCHOR_TILE, CANDIDATE_TILE
+    from sklearn_safescreen.problems._triplet_set_fast import ANCHOR_TILE, CANDIDATE_TILE
 
     from sklearn_safescreen.problems.triplets import _nearest
 
