@@ -231,6 +231,19 @@ def test_nearest_equals_the_full_sort_with_many_exact_ties(seed):
 
 
 @pytest.mark.parametrize("diagonal", [False, True])
+def test_a_triplet_set_is_the_same_on_one_and_on_two_threads(diagonal):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((700, 9))
+    y = rng.integers(0, 3, 700)
+    with threadpool_limits(1, user_api="openmp"):
+        one = build_triplets(X, y, 4, diagonal)
+    with threadpool_limits(2, user_api="openmp"):
+        two = build_triplets(X, y, 4, diagonal)
+    for name in ("pairs", "diff", "pos", "neg", "hnorm"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(two, name))
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
 def test_stored_pairs_norms_and_values_match_the_triplets_from_x(diagonal):
     # a diagonal set stores the squared differences: its norms and values must still be
     # those of diag(H_t) = a o a - b o b, computed here from X directly
