@@ -372,14 +372,16 @@ class CostModel:
         return self._why_cache[1]
 
     def record(self, n_iter: int, warm: bool = True, rate: float | None = None,
-               rule_seconds: float | None = None) -> None:
-        """Measure the step :meth:`decide` chose (its CPU time since then; ``rate``: the
-        share of the variables its screening fixed; ``rule_seconds``: the time its
-        rules took). A step without solver work (a closed form, a reference already
-        optimal) or a cold one (no previous solution: a solve from scratch, or a cold
-        fit's internal path) is not comparable with a path step and teaches nothing;
-        the measurement it was to make is made at the next step (after a cold one) or
-        after the current spacing (after one without solver work).
+               rule_seconds: float | None = None, one_off_seconds: float = 0.0) -> None:
+        """Measure the step :meth:`decide` chose (its CPU time since then, less
+        ``one_off_seconds``, what it spent on work no later step repeats: the solver's
+        buffers grown and faulted in; ``rate``: the share of the variables its
+        screening fixed; ``rule_seconds``: the time its rules took). A step without
+        solver work (a closed form, a reference already optimal) or a cold one (no
+        previous solution: a solve from scratch, or a cold fit's internal path) is not
+        comparable with a path step and teaches nothing; the measurement it was to make
+        is made at the next step (after a cold one) or after the current spacing (after
+        one without solver work).
 
         A measurement of the other mode is compared with the favoured mode's steps
         just before and just after it (their mean): the steps' difficulty changes
@@ -401,7 +403,7 @@ class CostModel:
                 # the last 9 of 50 values)
                 self.countdown = 0 if not warm else self.backoff
             return
-        elapsed = time.thread_time() - self._start
+        elapsed = time.thread_time() - self._start - one_off_seconds
         if decision is self._steady:
             self._unmeasured = MEASURE_EVERY - 1 if elapsed < TINY_STEP else 0
         if decision is self._steady and not decision.screen and (

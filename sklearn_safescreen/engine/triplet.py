@@ -240,6 +240,7 @@ class TripletPath:
                                      kind="triplets"))
             settings.log(f"alpha={alpha:<10.4g} screening skipped: {decision.reason}")
             settings = replace(settings, bound=None)
+        grown = self.workspace.growth_seconds
         outcome = self._step(ref0, alpha, settings, report)
         if decision is not None:
             # the share the cost model weighs is of the pairs the solver no longer
@@ -248,7 +249,8 @@ class TripletPath:
             # SensIT-shaped path, k = 3: 82% of the triplets screened, most pairs
             # read, screening 7% dearer at every step and never measured against)
             self.cost.record(outcome.n_iter, warm, 1.0 - self._solver_pair_share,
-                             report.rule_time)
+                             report.rule_time,
+                             self.workspace.growth_seconds - grown)
         self.reference = outcome.reference
         return outcome
 

@@ -23,6 +23,8 @@ as much as its iterations.
 from libc.math cimport fabs, INFINITY
 from libc.string cimport memcpy, memset
 
+from time import thread_time
+
 import numpy as np
 
 from ..problems._eigh_fast cimport eigh_workspace, psd_parts_c
@@ -66,7 +68,11 @@ cdef class SpgWorkspace:
     Sized by the largest call so far (pairs, triplets, recorded checks) at one
     dimension d: a larger call grows it, a call at another d rebuilds it, and buffers
     of more than ``kept_bytes`` in all (``KEPT_BYTES`` unless the owner sets it) are
-    released after the call (bounded). It carries
+    released after the call (bounded). The buffers a call grows are touched when they
+    are allocated, and the CPU time that takes (their memory faulted in: on the
+    mnist-shaped path the first solve of the whole problem, 650 ms against 256 ms for
+    the next ones) is added to ``growth_seconds``: a one-off cost, which a path's cost
+    model leaves out of the step it compares. It carries
     nothing from one call to the next (every buffer is written before it is read), so
     a kept workspace gives the same results as a fresh one. A cache, not state: it
     pickles empty. One call at a time: :func:`spg` uses a fresh one while it is busy
@@ -74,11 +80,13 @@ cdef class SpgWorkspace:
     """
 
     cdef int d
-    cdef Py_ssize_t cap_pairs, cap_triplets, cap_checks
+    cdef Py_ssize_t cap_pairs, cap_triplets, cap_checks, cap_private
     cdef bint busy
     cdef Py_ssize_t total_bytes
     #: the buffers' total above which they are released after a call
     cdef public Py_ssize_t kept_bytes
+    #: CPU seconds spent touching grown buffers, since the workspace was made
+    cdef public double growth_seconds
     # the numpy arrays (slices of results are copied from them) and their views
     cdef object z_arr, out_arr, checks_arr
     cdef double[:, ::1] diff, T, T2, mats
@@ -108,7 +116,8 @@ cdef class SpgWorkspace:
     def release(self):
         """Drop the buffers (the next call allocates them again)."""
         self.d = -1
-        self.cap_pairs = self.cap_triplets = self.cap_checks = self.total_bytes = 0
+        self.cap_pairs = self.cap_triplets = self.cap_checks = self.cap_private = 0
+        self.total_bytes = 0
         self.z_arr = self.out_arr = self.checks_arr = None
         self.diff = self.T = self.T2 = self.mats = None
         self.Phi = self.w = self.D = self.Dn = self.Dt = self.hn = self.z = None
@@ -125,25 +134,34 @@ cdef class SpgWorkspace:
                    self.checks]
         cdef Py_ssize_t total = 0
         for b in buffers:
-            total += np.asarray(b).nbytes
+            if b is not None:
+                total += np.asarray(b).nbytes
         self.total_bytes = total
 
-    cdef reserve(self, Py_ssize_t npairs, Py_ssize_t n, int d, Py_ssize_t n_checks):
+    cdef reserve(self, Py_ssize_t npairs, Py_ssize_t n, int d, Py_ssize_t n_checks,
+                 bint private):
         """Buffers for ``npairs`` pairs, ``n`` triplets, ``n_checks`` check rows at
-        dimension ``d`` (what one call of :func:`spg` needs)."""
+        dimension ``d`` (what one call of :func:`spg` needs; ``private``: with the
+        copies of the pairs and triplets that its screening compacts)."""
         cdef int dd = d * d, m_vech = d * (d + 1) // 2
         cdef Py_ssize_t np1 = max(npairs, 1), n1 = max(n, 1)
+        cdef double start = thread_time()
+        grown = []
         if d != self.d:
             self.d = d
-            self.cap_pairs = self.cap_triplets = self.cap_checks = 0
+            self.cap_pairs = self.cap_triplets = self.cap_checks = self.cap_private = 0
+            self.diff = None  # (allocated by the first call that needs private copies)
             self.svec = np.empty(m_vech + 1)
             self.mats = np.empty((7, max(dd, 1)))
             self.work = np.empty(max(ball_codes_workspace(d),
                                      dd + 2 * dd + d + eigh_workspace(d)) + m_vech + 16)
             self.hist = np.empty(_NONMONOTONE)
+        if private and np1 > self.cap_private:
+            self.cap_private = np1
+            self.diff = np.empty((np1, d))
+            grown.append(self.diff)
         if np1 > self.cap_pairs:
             self.cap_pairs = np1
-            self.diff = np.empty((np1, d))
             self.Phi = np.empty(max(min(np1 * m_vech, _VECH_DOUBLES), 1))
             self.w = np.empty(np1)
             self.T = np.empty((np1, max(d, 1)))
@@ -152,6 +170,7 @@ cdef class SpgWorkspace:
             self.Dn = np.empty(np1)
             self.Dt = np.empty(np1)
             self.remap = np.empty(np1, dtype=np.int64)
+            grown += [self.w, self.T, self.T2, self.D, self.Dn, self.Dt, self.remap]
         if n1 > self.cap_triplets:
             self.cap_triplets = n1
             self.pos = np.empty(n1, dtype=np.int32)
@@ -163,10 +182,15 @@ cdef class SpgWorkspace:
             self.z_arr = np.empty(n1)
             self.z = self.z_arr
             self.codes = np.empty(n1, dtype=np.int8)
+            grown += [self.pos, self.neg, self.hn, self.widx, self.out, self.z, self.codes]
         if n_checks > self.cap_checks:
             self.cap_checks = n_checks
             self.checks_arr = np.empty((n_checks, 3), dtype=np.int64)
             self.checks = self.checks_arr
+        if grown:
+            for buffer in grown:
+                np.asarray(buffer).fill(0)
+            self.growth_seconds += thread_time() - start
         self._count()
 
 
@@ -225,11 +249,23 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
     cdef Py_ssize_t interval_ = max(interval, 1)
     # rows: the first check and those that screened (each removes a triplet)
     cdef Py_ssize_t cap_checks = min(max_steps // interval_ + 2, max(n, 1) + 1) if screen else 1
-    ws.reserve(npairs, n, d, cap_checks)
-    # private copies (the loop compacts them in place) and buffers, from the workspace
-    cdef double[:, ::1] diff = ws.diff
-    cdef int[::1] pos = ws.pos
-    cdef int[::1] neg = ws.neg
+    cdef bint private = screen or npairs == 0 or d == 0 or n == 0
+    ws.reserve(npairs, n, d, cap_checks, private)
+    # private copies (the screening compacts them in place) and buffers, from the
+    # workspace; without screening nothing is written to the pairs and triplets, which
+    # are then read in place (a plain step on 600,000 pairs of 32 features copied 170 MB
+    # and, at the path's first such step, faulted in the copies' memory)
+    cdef double[:, ::1] diff
+    cdef int[::1] pos
+    cdef int[::1] neg
+    if private:
+        diff = ws.diff
+        pos = ws.pos
+        neg = ws.neg
+    else:
+        diff = <double[:npairs, :d]> <double*> &diff_src[0, 0]
+        pos = <int[:n]> <int*> &pos_src[0]
+        neg = <int[:n]> <int*> &neg_src[0]
     cdef double[::1] hn = ws.hn
     cdef int[::1] widx = ws.widx
     cdef int[::1] out = ws.out
@@ -275,14 +311,17 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
     cdef double* M = &Mv[0, 0]
     cdef double* phi_ptr = &Phi[0]
     with nogil:
-        if npairs and d:
-            memcpy(&diff[0, 0], &diff_src[0, 0], npairs * d * sizeof(double))
-        if n:
-            memcpy(&pos[0], &pos_src[0], n * sizeof(int))
-            memcpy(&neg[0], &neg_src[0], n * sizeof(int))
-            memcpy(&widx[0], &work_in[0], n * sizeof(int))
-        for t in range(n):
-            hn[t] = hnorm[work_in[t]]
+        if private:
+            if npairs and d:
+                memcpy(&diff[0, 0], &diff_src[0, 0], npairs * d * sizeof(double))
+            if n:
+                memcpy(&pos[0], &pos_src[0], n * sizeof(int))
+                memcpy(&neg[0], &neg_src[0], n * sizeof(int))
+        if screen:  # (what the screening reads)
+            if n:
+                memcpy(&widx[0], &work_in[0], n * sizeof(int))
+            for t in range(n):
+                hn[t] = hnorm[work_in[t]]
     with nogil:
         if usev:
             build_phi_c(&diff[0, 0], npairs, d, phi_ptr)

@@ -153,6 +153,53 @@ def test_kept_workspace_gives_the_results_of_fresh_buffers_bit_for_bit():
     assert d == 3 and n_triplets == problems[3].n_triplets and ws.nbytes > 0
 
 
+def test_a_solve_without_screening_reads_its_pairs_in_place_and_leaves_them():
+    """Without screening the compiled loop reads the pairs and triplets it is given
+    (no private copies): they come out unchanged, read-only inputs are accepted, and
+    the result is that of a solve on writable copies."""
+    ts = small_problem(1, n=40, d=4, k=3)[2]
+    gamma = 0.05
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
+    results = []
+    for read_only in (False, True):
+        prob = tp.TripletProblem(ts, gamma, False)
+        arrays = list(prob.compact)
+        saved = [a.copy() for a in arrays]
+        if read_only:
+            for a in arrays:
+                a.flags.writeable = False
+        res = pg.solve(prob, G_pos / lam_L, 0.05 * lam_L, tol=1e-9, max_iter=500,
+                       workspace=pg.SpgWorkspace())
+        for a, b in zip(arrays, saved, strict=True):
+            assert np.array_equal(a, b)
+        results.append(res)
+    assert results[0].n_iter == results[1].n_iter > 1
+    for name in ("M", "z", "primal", "gap"):
+        assert np.array_equal(getattr(results[0].evaluation, name),
+                              getattr(results[1].evaluation, name)), name
+
+
+def test_workspace_times_only_the_calls_that_grow_it(monkeypatch):
+    """``growth_seconds`` adds the time a call spends touching the buffers it grows
+    (what a path's cost model leaves out of that step), and nothing for a call the
+    buffers already fit."""
+    from sklearn_safescreen.solvers import _spg_fast
+
+    ticks = iter(range(1000))
+    monkeypatch.setattr(_spg_fast, "thread_time", lambda: float(next(ticks)))
+    ts = small_problem(2, n=40, d=4, k=3)[2]
+    lam_L, G_pos = tp.closed_form(ts, 0.05, False)
+    ws = pg.SpgWorkspace()
+    grown = []
+    for fraction in (0.5, 0.5, 1.0, 0.3):
+        status = _status(ts, np.random.RandomState(0), fraction)
+        prob = tp.TripletProblem(ts, 0.05, False, status)
+        pg.solve(prob, G_pos / lam_L, 0.1 * lam_L, tol=1e-8, max_iter=50, workspace=ws)
+        grown.append(ws.growth_seconds)
+    assert grown[0] > 0 and grown[1] == grown[0]  # the same size again: nothing
+    assert grown[2] > grown[1] and grown[3] == grown[2]  # larger, then smaller
+
+
 def test_workspace_pickles_empty():
     import copy
     import pickle
