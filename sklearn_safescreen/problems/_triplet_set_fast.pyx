@@ -171,8 +171,8 @@ cdef inline void _sift_up(double* he, Py_ssize_t* hi, Py_ssize_t pos) noexcept n
 
 
 cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
-                       const double[:, ::1] C, const real[:, ::1] A32,
-                       const real[:, ::1] C32, const double[::1] a_sq,
+                       const double[:, ::1] C, const real[:, ::1] A_approx,
+                       const real[:, ::1] C_approx, const double[::1] a_sq,
                        const double[::1] c_sq, const double[::1] tol, double scale_sq,
                        Py_ssize_t k, bint exclude_self, real* G, double* he,
                        Py_ssize_t* hi, Py_ssize_t* size, double* limit,
@@ -189,8 +189,8 @@ cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
     c0 = 0
     while c0 < n_c:
         nb = <int>min(<Py_ssize_t>_CANDIDATE_TILE, n_c - c0)
-        # G (m x nb, row-major) = A32[a0:a0+m] C32[c0:c0+nb]^T
-        _gemm_nt(nb, m, d, &C32[c0, 0], &A32[a0, 0], G)
+        # G (m x nb, row-major) = A_approx[a0:a0+m] C_approx[c0:c0+nb]^T
+        _gemm_nt(nb, m, d, &C_approx[c0, 0], &A_approx[a0, 0], G)
         for r in range(m):
             a = a0 + r
             g = G + <Py_ssize_t>r * nb
@@ -239,16 +239,16 @@ cdef void _anchor_tile(Py_ssize_t a0, int m, const double[:, ::1] A,
 
 
 def nearest_in_tiles(const double[:, ::1] A, const double[:, ::1] C,
-                     const real[:, ::1] A32, const real[:, ::1] C32,
+                     const real[:, ::1] A_approx, const real[:, ::1] C_approx,
                      const double[::1] a_sq, const double[::1] c_sq,
                      const double[::1] tol, double scale_sq, Py_ssize_t k,
                      bint exclude_self, int n_threads=1):
     """Positions in ``C`` of the ``k`` nearest rows of every row of ``A``.
 
-    ``A``, ``C``: the anchors and candidates (exact distances); ``A32``, ``C32``: their
-    centred copies scaled by ``s`` (``scale_sq = s**2``) in single or double precision
-    (the tiles' products are computed in it), whose
-    squared norms (computed in double precision) are ``a_sq``, ``c_sq``; ``tol[i]``
+    ``A``, ``C``: the anchors and candidates (exact distances); ``A_approx``,
+    ``C_approx``: their centred copies scaled by ``s`` (``scale_sq = s**2``) in single
+    or double precision (the tiles' products are computed in it), whose squared norms
+    (computed in double precision) are ``a_sq``, ``c_sq``; ``tol[i]``
     bounds, in the scaled units, the error of anchor ``i``'s approximate distances
     against ``s**2`` times the exact ones. ``exclude_self``: ``C`` is ``A`` and an anchor
     is not its own neighbour. Returns an int64 array of shape ``(len(A), k)``, each row
@@ -256,9 +256,9 @@ def nearest_in_tiles(const double[:, ::1] A, const double[:, ::1] C,
     """
     cdef Py_ssize_t n_a = A.shape[0], n_blocks, b, t
     cdef int nt = max(1, n_threads), m
-    if not (C.shape[0] == C32.shape[0] == c_sq.shape[0] and
-            A.shape[0] == A32.shape[0] == a_sq.shape[0] == tol.shape[0] and
-            A.shape[1] == C.shape[1] == A32.shape[1] == C32.shape[1]):
+    if not (C.shape[0] == C_approx.shape[0] == c_sq.shape[0] and
+            A.shape[0] == A_approx.shape[0] == a_sq.shape[0] == tol.shape[0] and
+            A.shape[1] == C.shape[1] == A_approx.shape[1] == C_approx.shape[1]):
         raise ValueError("nearest_in_tiles: shapes do not match")
     if A.shape[1] < 1:
         raise ValueError("nearest_in_tiles: the points need at least one feature")
@@ -283,9 +283,9 @@ def nearest_in_tiles(const double[:, ::1] A, const double[:, ::1] C,
         for b in prange(n_blocks, num_threads=nt, schedule="dynamic"):
             t = threadid()
             m = <int>min(<Py_ssize_t>_ANCHOR_TILE, n_a - b * _ANCHOR_TILE)
-            _anchor_tile(b * _ANCHOR_TILE, m, A, C, A32, C32, a_sq, c_sq, tol, scale_sq,
-                         k, exclude_self, &G[t, 0], &he[t, 0], &hi[t, 0], &size[t, 0],
-                         &limit[t, 0], out_v)
+            _anchor_tile(b * _ANCHOR_TILE, m, A, C, A_approx, C_approx, a_sq, c_sq, tol,
+                         scale_sq, k, exclude_self, &G[t, 0], &he[t, 0], &hi[t, 0],
+                         &size[t, 0], &limit[t, 0], out_v)
     return out
 
 

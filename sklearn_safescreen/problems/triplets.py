@@ -125,8 +125,8 @@ def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
 
 # -------------------------------------------------------------- construction ---
 #: Relative error bound, per unit of :math:`(\|a\|+\|c\|)^2` and per feature plus 8, of
-#: an approximate distance against the double-precision one (below), by the precision
-#: of the approximations.
+#: an approximate distance against the double-precision one (:func:`_nearest`), by the
+#: precision of the approximations: 16 units of their roundoff.
 _APPROX_TOL = {np.float32: 16 * 2.0 ** -24, np.float64: 16 * 2.0 ** -53}
 #: Features up to which the approximations are computed in single precision (twice the
 #: speed of ``dgemm``); above, the bound, which grows with the features, would let
@@ -146,10 +146,10 @@ def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
     precision up to ``SINGLE_PRECISION_FEATURES`` features, else double); the result
     does not depend on it.
 
-    The search (:func:`._triplet_set_fast.nearest_in_tiles`) computes an exact distance only for
-    the candidates whose single-precision approximation
-    :math:`\|a\|^2+\|c\|^2-2a^\top c` (one ``sgemm`` per tile), less its error bound, is
-    within the k-th smallest exact distance found so far. The approximations are taken
+    The search (:func:`._triplet_set_fast.nearest_in_tiles`) computes an exact distance
+    only for the candidates whose approximation :math:`\|a\|^2+\|c\|^2-2a^\top c` (one
+    ``sgemm``, or ``dgemm``, per tile), less its error bound, is within the k-th
+    smallest exact distance found so far. The approximations are taken
     on the data centred on the candidates' mean (distances do not change with a shift,
     and the expansion then keeps the digits of the differences of data far from the
     origin) and scaled by a power of two (exact) that brings the largest entry into
@@ -158,14 +158,14 @@ def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
 
     .. math::
 
-        \mathrm{tol}(a) = 16 (d + 8)\, u_{32} (\|a\| + \max_c \|c\|)^2
-        + (d + 8)(2^{-120} + 2^{-1060} s^2):
+        \mathrm{tol}(a) = 16 (d + 8)\, u (\|a\| + \max_c \|c\|)^2
+        + (d + 8)(2^{-120} + 2^{-1060} s^2)
 
-    the rounding of the centred, scaled entries to single precision (relative
-    :math:`u_{32}`), of the single-precision dot product (:math:`\gamma_d(u_{32})
-    \|a\|\|c\|` in any summation order), of the double-precision norms, differences and
-    sums (:math:`(d+3)u_{64}` relative), a margin of eight times their sum, and
-    absolute terms for entries and distances below the normal range.
+    with :math:`u` the unit roundoff of the approximations' precision: the rounding of
+    the centred, scaled entries to it (relative :math:`u`), of their dot product
+    (:math:`\gamma_d(u)\|a\|\|c\|` in any summation order), of the double-precision
+    norms, differences and sums (:math:`(d+3)u_{64}` relative), a margin of eight times
+    their sum, and absolute terms for entries and distances below the normal range.
     """
     n_a, d = anchors.size, X.shape[1]
     if n_a == 0 or k == 0:
@@ -180,14 +180,15 @@ def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
     top = max(float(np.abs(A_c).max()), float(np.abs(C_c).max()))
     exponent = 0 if top == 0.0 else min(500, max(-500, -int(np.frexp(top)[1])))
     scale = np.ldexp(1.0, exponent)
-    A32 = (A_c * scale).astype(precision)
-    C32 = A32 if exclude_self else (C_c * scale).astype(precision)
-    a_sq = np.einsum("ij,ij->i", A32, A32, dtype=np.float64)
-    c_sq = a_sq if exclude_self else np.einsum("ij,ij->i", C32, C32, dtype=np.float64)
+    A_approx = (A_c * scale).astype(precision)
+    C_approx = A_approx if exclude_self else (C_c * scale).astype(precision)
+    a_sq = np.einsum("ij,ij->i", A_approx, A_approx, dtype=np.float64)
+    c_sq = a_sq if exclude_self else np.einsum("ij,ij->i", C_approx, C_approx,
+                                               dtype=np.float64)
     relative = _APPROX_TOL[np.dtype(precision).type] * (d + 8)
     tol = (relative * (np.sqrt(a_sq) + np.sqrt(c_sq.max())) ** 2
            + (d + 8) * (2.0 ** -120 + 2.0 ** -1060 * scale * scale))
-    return nearest_in_tiles(A, C, A32, C32, a_sq, c_sq, tol, scale * scale, int(k),
+    return nearest_in_tiles(A, C, A_approx, C_approx, a_sq, c_sq, tol, scale * scale, int(k),
                             bool(exclude_self), current_n_threads())
 
 
