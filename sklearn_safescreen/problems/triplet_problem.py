@@ -72,7 +72,16 @@ def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool) -> np.ndarray:
     if diagonal:
         return kn.rows_dot(diff, np.arange(diff.shape[0], dtype=np.int32),
                            np.ascontiguousarray(Q, dtype=np.float64))
-    return np.einsum("ij,ij->i", diff @ Q, diff)
+    if diff.shape[0] <= PAIR_BLOCK:
+        return np.einsum("ij,ij->i", diff @ Q, diff)
+    # in blocks: the product of every pair with Q at once is a temporary as large as the
+    # pairs, faulted in afresh at each call (600,000 pairs of 32 features: 66-74 ms a
+    # call warm, 430 ms cold, against 46 ms in blocks; the same values, row by row)
+    out = np.empty(diff.shape[0])
+    for start in range(0, diff.shape[0], PAIR_BLOCK):
+        block = diff[start:start + PAIR_BLOCK]
+        out[start:start + block.shape[0]] = np.einsum("ij,ij->i", block @ Q, block)
+    return out
 
 
 def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool) -> np.ndarray:

@@ -164,3 +164,17 @@ def test_extended_evaluation_equals_the_evaluation_over_both(diagonal):
     np.testing.assert_allclose(got.S, want.S, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got.grad, want.grad, rtol=1e-12, atol=1e-12)
     assert np.array_equal(got.z, ev.z)
+
+
+def test_pair_values_over_many_pairs_are_summed_block_by_block():
+    """Past PAIR_BLOCK pairs the full metric's pair values are computed block by block
+    (no temporary as large as the pairs): the values of the direct product, for sizes
+    on both sides of the blocks' edges."""
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((5, 5))
+    Q = A @ A.T - 2.0 * np.eye(5)  # any symmetric Q
+    for n in (3, tp.PAIR_BLOCK, tp.PAIR_BLOCK + 1, 2 * tp.PAIR_BLOCK + 37):
+        diff = rng.standard_normal((n, 5))
+        np.testing.assert_allclose(tp.pair_values(diff, Q, False),
+                                   np.einsum("ij,jk,ik->i", diff, Q, diff),
+                                   rtol=1e-12, atol=1e-12)
