@@ -49,6 +49,8 @@ DOUBLY = ("tests/screening/test_doubly_sparse_rules.py",
           "tests/problems/test_doubly_sparse_problem.py")
 LP = ("tests/screening/test_lp_svm_rules.py", "tests/engine/test_lp_svm_path.py",
       "tests/test_lp_svc.py")
+#: the triplet sets' exact k-NN search (its candidates left out on an error bound)
+KNN = ("tests/problems/test_triplets.py",)
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,14 @@ MUTATIONS = (
              "lo_out[t] = max(lam0 * (hm - z_lo + 2 * eps * ht)",
              "lo_out[t] = max(lam0 * (hm - z_lo + eps * ht)", TRIPLET,
              "the lower end of an R range with half its epsilon term (compiled)"),
+    Mutation("knn_tol_zero", "sklearn_safescreen/problems/triplets.py",
+             "    tol = (relative * (np.sqrt(a_sq)",
+             "    tol = 0.0 * (relative * (np.sqrt(a_sq)", KNN,
+             "the k-NN search trusts its approximate distances (no error bound)"),
+    Mutation("knn_tol_subtracted", "sklearn_safescreen/problems/_triplet_set_fast.pyx",
+             "lim = h[0] * scale_sq + tol[a] - a_sq[a]\n                j =",
+             "lim = h[0] * scale_sq - tol[a] - a_sq[a]\n                j =", KNN,
+             "the k-NN search narrows its reach by the error bound instead of widening it"),
     Mutation("ds_dual_radius_half", "sklearn_safescreen/screening/doubly_sparse.py",
              "float(np.sqrt(2.0 * n * g / gamma))", "float(np.sqrt(n * g / gamma))", DOUBLY,
              "doubly sparse dual ball sqrt(n G / gamma), not sqrt(2 n G / gamma)"),

@@ -77,7 +77,8 @@ cdef inline double _pairwise_sq_dist(const double* a, const double* c,
                                      Py_ssize_t n) noexcept nogil:
     # sum of (a_i - c_i)^2 in the order of NumPy's pairwise summation (eight
     # accumulators over blocks of at most 128 terms, halves split at multiples of 8)
-    cdef double r0, r1, r2, r3, r4, r5, r6, r7, t, res
+    cdef double r[8]
+    cdef double t, res
     cdef Py_ssize_t i, j, n2
     if n < 8:
         res = -0.0
@@ -86,42 +87,16 @@ cdef inline double _pairwise_sq_dist(const double* a, const double* c,
             res += t * t
         return res
     if n <= 128:
-        t = a[0] - c[0]
-        r0 = t * t
-        t = a[1] - c[1]
-        r1 = t * t
-        t = a[2] - c[2]
-        r2 = t * t
-        t = a[3] - c[3]
-        r3 = t * t
-        t = a[4] - c[4]
-        r4 = t * t
-        t = a[5] - c[5]
-        r5 = t * t
-        t = a[6] - c[6]
-        r6 = t * t
-        t = a[7] - c[7]
-        r7 = t * t
+        for j in range(8):
+            t = a[j] - c[j]
+            r[j] = t * t
         i = 8
         while i < n - n % 8:
-            t = a[i] - c[i]
-            r0 += t * t
-            t = a[i + 1] - c[i + 1]
-            r1 += t * t
-            t = a[i + 2] - c[i + 2]
-            r2 += t * t
-            t = a[i + 3] - c[i + 3]
-            r3 += t * t
-            t = a[i + 4] - c[i + 4]
-            r4 += t * t
-            t = a[i + 5] - c[i + 5]
-            r5 += t * t
-            t = a[i + 6] - c[i + 6]
-            r6 += t * t
-            t = a[i + 7] - c[i + 7]
-            r7 += t * t
+            for j in range(8):
+                t = a[i + j] - c[i + j]
+                r[j] += t * t
             i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
         for j in range(i, n):
             t = a[j] - c[j]
             res += t * t
