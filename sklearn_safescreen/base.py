@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import numbers
-import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,8 +33,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import ThreadpoolController
 
+from ._utils.blas import single_blas_thread
 from ._utils.openmp import fit_threads
 from ._utils.warnings import warn_user
 from .engine.protocol import EnginePath, StepOutcome, StepSettings
@@ -131,66 +130,6 @@ def _param_names(cls) -> tuple:
     from sklearn.base import BaseEstimator
 
     return tuple(BaseEstimator._get_param_names.__func__(cls))
-
-
-class _SingleBlasThread:
-    """Context limiting every loaded BLAS library to one thread, restoring each one's
-    setting on exit.
-
-    The solvers make many small BLAS calls (margins of a working set, Newton systems of
-    a few hundred variables, the d x d products of the triplet solver); with several
-    BLAS threads each call wakes them, and they spin on the CPU the fit needs: measured
-    here, one SVM path step took 10x longer, and the digits metric-learning path of
-    ``benchmarks/bench_metric_learning.py`` used twice the CPU time for a longer wall
-    time. Parallelism comes from joblib instead (one-vs-rest tasks, folds). numpy and
-    scipy each bring an OpenBLAS; the controllers are found once, and a limit then costs
-    a few microseconds (threadpoolctl's own ``limit`` costs about 25 us a fit).
-    """
-
-    _libs = None
-    # fits may run on several threads at once (one-vs-rest tasks, folds): the first to
-    # enter sets the limit and the last to leave restores the libraries' settings.
-    # OpenBLAS ignores a limit set from a thread other than the main one, so code that
-    # runs fits on threads (RegularizationPathCV) enters this context first, in the
-    # calling thread; the fits' own entries then only count.
-    _lock = threading.Lock()
-    _depth = 0
-    _saved: list = []
-
-    def __enter__(self):
-        cls = _SingleBlasThread
-        with cls._lock:
-            if cls._depth == 0:
-                if cls._libs is None:
-                    cls._libs = tuple(
-                        ThreadpoolController().select(user_api="blas").lib_controllers)
-                cls._saved = []
-                for lib in cls._libs:
-                    n = lib.get_num_threads()
-                    if n is not None and n != SOLVER_BLAS_THREADS:
-                        lib.set_num_threads(SOLVER_BLAS_THREADS)
-                        cls._saved.append((lib, n))
-            cls._depth += 1
-        return self
-
-    def __exit__(self, *exc):
-        cls = _SingleBlasThread
-        with cls._lock:
-            cls._depth -= 1
-            if cls._depth == 0:
-                for lib, n in cls._saved:
-                    lib.set_num_threads(n)
-                cls._saved = []
-        return False
-
-
-def single_blas_thread() -> _SingleBlasThread:
-    """Context limiting BLAS to one thread within a fit (see :class:`_SingleBlasThread`)."""
-    return _SingleBlasThread()
-
-
-#: BLAS threads inside a fit (see :func:`single_blas_thread`).
-SOLVER_BLAS_THREADS = 1
 
 
 def limit_blas_threads(fit):
