@@ -177,13 +177,20 @@ def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
     A = X[anchors]
     C = A if exclude_self else X[candidates]
     mean = C.mean(axis=0)
+    # (centred and scaled in place: one temporary per side besides the copies handed on)
     A_c = A - mean
     C_c = A_c if exclude_self else C - mean
-    top = max(float(np.abs(A_c).max()), float(np.abs(C_c).max()))
+    top = max(-float(A_c.min()), float(A_c.max()), -float(C_c.min()), float(C_c.max()))
     exponent = 0 if top == 0.0 else min(500, max(-500, -int(np.frexp(top)[1])))
     scale = np.ldexp(1.0, exponent)
-    A_approx = (A_c * scale).astype(precision)
-    C_approx = A_approx if exclude_self else (C_c * scale).astype(precision)
+    A_c *= scale
+    A_approx = A_c.astype(precision, copy=False)
+    if exclude_self:
+        C_approx = A_approx
+    else:
+        C_c *= scale
+        C_approx = C_c.astype(precision, copy=False)
+    del A_c, C_c
     a_sq = np.einsum("ij,ij->i", A_approx, A_approx, dtype=np.float64)
     c_sq = a_sq if exclude_self else np.einsum("ij,ij->i", C_approx, C_approx,
                                                dtype=np.float64)
