@@ -592,13 +592,15 @@ class _ReducedTriplets:
         bounded = ((status == STATUS_R) & (lower > 1.0 + slack)) | (
             (status == STATUS_L) & (upper < 1.0 - gamma - slack))
         active = problem.active
-        exact = np.flatnonzero(~bounded & (status != STATUS_ACTIVE))
         z_act = None
         if (not problem._stale and red.z.size == active.size
                 and np.array_equal(problem._compact[0], active) and np.array_equal(red.M, M)):
             z_act = red.z  # the solver's evaluation at M covers every active triplet
+            exact = np.flatnonzero(~bounded & (status != STATUS_ACTIVE))
         else:
-            exact = np.union1d(exact, active)
+            # with the active ones (never bounded): a mask, not a union of sorted sets
+            # (15 ms of sorting at 1.5 million triplets)
+            exact = np.flatnonzero(~bounded)
         # (the pairs the active triplets alone use need not be read when z_act is known)
         if pair_share(ts, exact) > FULL_PASS_SHARE:
             return False  # most pairs needed anyway: the exact certificate's one pass
