@@ -50,10 +50,13 @@ def _random_metric(rng, d, diagonal, scale):
     return scale * (A @ A.T) / d
 
 
-def _case(seed, diagonal, step, stale, wrong):
+def _case(seed, diagonal, step, stale, wrong, covered=True):
     """A small problem with a status screened from the exact values at M (plus, with
     ``wrong``, one triplet put on the wrong side), and a prior at M0 = M - step whose
-    values are exact or, for a random part, moved within their stated bound."""
+    values are exact or, for a random part, moved within their stated bound. The
+    solver's last evaluation is at M (``covered``: it holds every active triplet's
+    value) or at another metric (the certificate evaluates the active triplets
+    itself)."""
     rng = np.random.RandomState(seed)
     X, y, ts = small_problem(seed=seed, n=15, d=3, k=2, diagonal=diagonal)
     d = X.shape[1]
@@ -79,20 +82,24 @@ def _case(seed, diagonal, step, stale, wrong):
     alpha = 1.0
     reduced = et._ReducedTriplets(problem, M, alpha, None, None, ScreeningReport(),
                                   _settings(), None, prior)
-    reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, alpha))
+    reduced.res = SimpleNamespace(evaluation=problem.evaluate(
+        M if covered else tp.project(1.5 * M + 0.1 * M0, diagonal), alpha))
     return ts, M, z, status, prior, reduced
 
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), diagonal=st.booleans(),
        step=st.sampled_from([0.0, 1e-3, 0.05, 0.5]),
-       stale=st.sampled_from([0.0, 1e-3, 0.1]), wrong=st.booleans())
-def test_bounded_certificate_agrees_with_the_exact_one(seed, diagonal, step, stale, wrong):
+       stale=st.sampled_from([0.0, 1e-3, 0.1]), wrong=st.booleans(),
+       covered=st.booleans())
+def test_bounded_certificate_agrees_with_the_exact_one(seed, diagonal, step, stale, wrong,
+                                                       covered):
     """Decisions equal to the exact certificate's (every screened triplet on its side),
     every exactly evaluated value equal to the exact one, every other within its stated
     bound, the loss the full problem's, and every screened triplet the bound does not
-    put on its side evaluated."""
-    ts, M, z, status, prior, reduced = _case(seed, diagonal, step, stale, wrong)
+    put on its side evaluated; the active triplets evaluated too when the solver's
+    evaluation is at another metric (``covered`` False)."""
+    ts, M, z, status, prior, reduced = _case(seed, diagonal, step, stale, wrong, covered)
     evaluated = []
     values_at = tp.triplet_values_at
 
@@ -113,6 +120,9 @@ def test_bounded_certificate_agrees_with_the_exact_one(seed, diagonal, step, sta
     undecided = (((status == tp.STATUS_R) & (z0 - e <= 1.0))
                  | ((status == tp.STATUS_L) & (z0 + e >= 1.0 - GAMMA)))
     assert np.isin(np.flatnonzero(undecided), np.concatenate(evaluated)).all()
+    if not covered:
+        assert np.isin(np.flatnonzero(status == tp.STATUS_ACTIVE),
+                       np.concatenate(evaluated)).all()
     if not ok:
         return
     exact = reduced.zrad == 0
@@ -139,6 +149,21 @@ def test_an_undecided_triplet_is_evaluated_exactly():
     far = np.flatnonzero((status != tp.STATUS_ACTIVE) & (reduced.zrad > 0))
     z0 = _scaled_bound(M, prior, ts)[1]
     assert far.size and np.array_equal(reduced.z_full[far], z0[far])
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_the_active_triplets_are_evaluated_when_the_solver_has_not(diagonal):
+    """When the solver's last evaluation is not at M (a repair re-solved, or its working
+    set was another), the certificate evaluates the active triplets itself: their
+    values are exact and the loss is the full problem's, not one from their bounds."""
+    ts, M, z, status, prior, reduced = _case(5, diagonal, 0.05, 0.0, False, covered=False)
+    active = status == tp.STATUS_ACTIVE
+    z0, e = _scaled_bound(M, prior, ts)[1:]
+    assert active.any() and (np.abs(z0 - z)[active] > 1e-6).any()  # bounds not exact
+    assert reduced._bounded_certificate(reduced.res.evaluation)
+    assert (reduced.zrad[active] == 0).all()
+    assert np.allclose(reduced.z_full[active], z[active], rtol=1e-12, atol=1e-12)
+    assert np.isclose(reduced.loss, tp.loss_values(z, GAMMA).sum(), rtol=1e-10, atol=1e-10)
 
 
 def _scaled_bound(M, prior, ts):

@@ -165,6 +165,12 @@ MUTATIONS = (
              "lim = h[0] * scale_sq + tol[a] - a_sq[a]\n                j =",
              "lim = h[0] * scale_sq - tol[a] - a_sq[a]\n                j =", KNN,
              "the k-NN search narrows its reach by the error bound instead of widening it"),
+    Mutation("bcert_active_dropped", "sklearn_safescreen/engine/triplet.py",
+             "            exact = np.flatnonzero(~bounded)\n",
+             "            exact = np.flatnonzero(~bounded & (status != STATUS_ACTIVE))\n",
+             ("tests/test_triplet_certificate.py",),
+             "the certificate from bounds leaves the active triplets at their bounded "
+             "values when the solver's evaluation does not cover them"),
     Mutation("ds_dual_radius_half", "sklearn_safescreen/screening/doubly_sparse.py",
              "float(np.sqrt(2.0 * n * g / gamma))", "float(np.sqrt(n * g / gamma))", DOUBLY,
              "doubly sparse dual ball sqrt(n G / gamma), not sqrt(2 n G / gamma)"),
