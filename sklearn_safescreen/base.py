@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._utils.blas import single_blas_thread
 from ._utils.openmp import fit_threads
 from ._utils.warnings import warn_user
+from .engine.cost import path_values_after
 from .engine.protocol import EnginePath, StepOutcome, StepSettings
 from .engine.report import ScreeningReport, merge_reports
 
@@ -247,6 +248,7 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         value = self._step_value(state)
         self._check_step(state, value)
         settings = self._step_settings(state, value)
+        settings.values_after = path_values_after()
         outcomes, report = self._run_tasks(state, value, settings)
         self._path = state
         self.screening_report_ = report

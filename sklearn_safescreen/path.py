@@ -42,6 +42,7 @@ from sklearn.pipeline import Pipeline
 
 from ._utils import memory
 from .base import PathEstimatorMixin
+from .engine.cost import values_after
 from .engine.report import ScreeningReport
 
 GRID_KINDS = ("geometric", "eps-path")
@@ -494,7 +495,9 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
         value = float(grid[i])
         est.set_params(**{param_name: value})
         t0 = time.perf_counter()
-        est.fit(X, y, **fit_params)
+        # (an eps-path's length is not known in advance)
+        with values_after(None if eps_path else len(grid) - i - 1):
+            est.fit(X, y, **fit_params)
         elapsed = time.perf_counter() - t0
         step = _step_of(est, prefix)
         report, n_iter, gap = _fit_stats(step)

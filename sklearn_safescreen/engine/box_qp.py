@@ -292,7 +292,7 @@ class BoxQPPath:
         rule, tol, max_iter = settings.rule, settings.tol, settings.max_iter
         rng, verbose = settings.rng(), settings.verbose
         warm = self.reference is not None
-        decision = self.cost.decide() if rule is not None else None
+        decision = self.cost.decide(settings.values_after) if rule is not None else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(rule, C, self.data.n_samples, decision.reason,
                                      self.name))

@@ -386,7 +386,7 @@ class DoublySparsePath:
         warm = self.w is not None
         w0 = np.zeros(d) if self.w is None else self.w
         priority = settings.rng().permutation(d)
-        decision = self.cost.decide() if rule is not None else None
+        decision = self.cost.decide(settings.values_after) if rule is not None else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(rule, value, d, decision.reason, self.name,
                                      "features"))

@@ -267,7 +267,7 @@ class LPSVMPath:
             outcome = self._closed_form(lam, value)
         else:
             warm = self.w is not None
-            decision = self.cost.decide() if rule is not None else None
+            decision = self.cost.decide(settings.values_after) if rule is not None else None
             if decision is not None and not decision.screen:
                 report.add(skipped_event(rule, value, d, decision.reason, self.name,
                                          "features"))

@@ -234,7 +234,7 @@ class TripletPath:
             ref0 = TripletReference(self.critical_alpha, M0, 0.0,
                                     triplet_values(ts, M0, diag), exact=True)
         warm = self.reference is not None
-        decision = self.cost.decide() if settings.bound is not None else None
+        decision = self.cost.decide(settings.values_after) if settings.bound is not None else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(settings.bound, alpha, n_t, decision.reason,
                                      kind="triplets"))

@@ -461,7 +461,7 @@ def test_forced_modes_and_their_errors(monkeypatch):
 @pytest.mark.parametrize("make", [
     lambda: SafeSVC(kernel="linear", warm_start=True, verbose=1),
     lambda: SafeDoublySparseSVC(alpha=0.05, warm_start=True, verbose=1),
-    lambda: SafeMetricLearner(k=2, alpha=1e-2, warm_start=True, verbose=1),
+    lambda: SafeMetricLearner(k=2, alpha=100.0, warm_start=True, verbose=1),
     lambda: SafeLPSVC(alpha=0.05, warm_start=True, verbose=1),
 ])
 def test_a_skipped_step_is_reported_and_said(make, capsys):
@@ -536,7 +536,7 @@ def test_metric_steps_alternating_with_unscreened_ones_keep_their_state(monkeypa
         ref = estimator_path(est, X, y, None, n_values=12, eps=0.05)
     calls = []
 
-    def alternate(self):
+    def alternate(self, values_after=None):
         calls.append(len(calls) % 2 == 0)
         self._last = cost.Decision(calls[-1], "alternating")
         self._start = self._start_wall = 0.0
@@ -564,7 +564,7 @@ def _metric_steps(monkeypatch, schedule: str, same_pairs: float):
 
     calls, decisions = [], iter(schedule)
 
-    def decide(self):
+    def decide(self, values_after=None):
         return cost.Decision(next(decisions, ".") == "S", "test schedule")
 
     def solve(problem, M0, lam, **kw):
@@ -701,3 +701,81 @@ def test_a_one_off_cost_is_left_out_of_the_step_it_falls_in(monkeypatch, exclude
         assert plain_late >= 18, chosen
     else:
         assert plain_late <= 2, chosen
+
+
+def _probes(model: cost.CostModel, clock: FakeClock, steps: int,
+            left: list[int | None]) -> list[cost.Decision]:
+    """``_walk`` with the path's values left after each step given to the model."""
+    decisions = []
+    for after in left[:steps]:
+        d = model.decide(after)
+        clock.now += clock.on if d.screen else clock.off
+        model.record(n_iter=9, rate=0.9 if d.screen else None,
+                     rule_seconds=0.1 * clock.on if d.screen else None)
+        decisions.append(d)
+    return decisions
+
+
+@pytest.mark.parametrize("prior", [False, True])
+def test_no_measurement_of_the_other_mode_near_the_end_of_a_known_path(monkeypatch,
+                                                                        prior):
+    """Where the path's length is known, a measurement of the other mode due at one of
+    its last values (fewer than MIN_VALUES_AFTER_PROBE after it) is not made: the step
+    runs the favoured mode and says why. Where the length is not known, the same walk
+    measures there (control)."""
+    def walk(left):
+        clock = FakeClock(on=1.5 * MS, off=MS)  # screening dearer: measured at times
+        monkeypatch.setattr(cost.time, "thread_time", clock)
+        monkeypatch.setattr(cost.time, "perf_counter", clock)
+        model = (cost.CostModel.without_screening_first("the prior") if prior
+                 else cost.CostModel())
+        return _probes(model, clock, len(left), left)
+
+    n = 120
+    unknown = walk([None] * n)
+    probes = [i for i, d in enumerate(unknown) if d.probe]
+    assert len(probes) >= 3
+    for p in probes:  # the path ends at each measurement, or one value after it
+        for after in range(cost.MIN_VALUES_AFTER_PROBE):
+            m = p + after + 1
+            known = walk([m - 1 - i for i in range(m)])
+            # the same choices until the last values, then no measurement, and why
+            q = m - cost.MIN_VALUES_AFTER_PROBE
+            assert [d.screen for d in known[:q]] == [d.screen for d in unknown[:q]]
+            assert not any(d.probe for d in known[q:])
+            assert any("of the path left" in d.reason for d in known[q:])
+    # with MIN_VALUES_AFTER_PROBE values left, the measurement is made
+    p = probes[-1]
+    m = p + cost.MIN_VALUES_AFTER_PROBE + 1
+    known = walk([m - 1 - i for i in range(m)])
+    assert known[p].probe and known[p].screen
+
+
+@pytest.mark.parametrize("walker", ["estimator_path", "RegularizationPathCV"])
+def test_the_path_walkers_tell_each_fit_the_values_left(monkeypatch, walker):
+    """estimator_path and RegularizationPathCV hand each fit the number of grid values
+    after it (their cost models' only use of it); a fit outside a walk gets None."""
+    from sklearn_safescreen.model_selection import RegularizationPathCV
+
+    seen = []
+    decide = cost.CostModel.decide
+
+    def recording(self, values_after=None):
+        seen.append(values_after)
+        return decide(self, values_after)
+
+    monkeypatch.setattr(cost.CostModel, "decide", recording)
+    X, y = make_classification(200, 5, random_state=0)
+    values = [0.01, 0.1, 1.0, 10.0]
+    est = SafeSVC(kernel="linear", tol=1e-6)
+    if walker == "estimator_path":
+        estimator_path(est, X, y, values)
+        assert seen == [3, 2, 1, 0]
+    else:
+        RegularizationPathCV(est, param_name="C", values=values, cv=2, refit=True,
+                             n_jobs=1).fit(X, y)
+        # two folds walked, then the refit at the best value (not a walk)
+        assert seen == [3, 2, 1, 0, 3, 2, 1, 0, None]
+    seen.clear()
+    est.fit(X, y)
+    assert seen == [None]
