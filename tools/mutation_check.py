@@ -171,6 +171,17 @@ MUTATIONS = (
              ("tests/test_triplet_certificate.py",),
              "the certificate from bounds leaves the active triplets at their bounded "
              "values when the solver's evaluation does not cover them"),
+    Mutation("spg_hl_from_s_sign", "sklearn_safescreen/solvers/_spg_fast.pyx",
+             "(&HL[0, 0])[i] = (&S[0, 0])[i] - Stmp[i]",
+             "(&HL[0, 0])[i] = (&S[0, 0])[i] + Stmp[i]",
+             ("tests/solvers/test_psd_gradient.py",),
+             "the compiled loop's H_L from S adds the staying triplets' sum instead of "
+             "taking it away"),
+    Mutation("spg_hl_direct_dropped", "sklearn_safescreen/solvers/_spg_fast.pyx",
+             "(&HL[0, 0])[i] += Stmp[i]",
+             "(&HL[0, 0])[i] += 0.0 * Stmp[i]",
+             ("tests/solvers/test_psd_gradient.py",),
+             "the compiled loop leaves the few triplets it screens to L out of H_L"),
     Mutation("ds_dual_radius_half", "sklearn_safescreen/screening/doubly_sparse.py",
              "float(np.sqrt(2.0 * n * g / gamma))", "float(np.sqrt(n * g / gamma))", DOUBLY,
              "doubly sparse dual ball sqrt(n G / gamma), not sqrt(2 n G / gamma)"),

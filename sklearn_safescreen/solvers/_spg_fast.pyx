@@ -300,6 +300,8 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
     cdef Py_ssize_t k = 0, total_reject = 0, n_R_out = 0, n_L_out = 0, n_rows = 0
     cdef Py_ssize_t n_checks = 0, t, p, count, cap_out = out.shape[0]
     cdef Py_ssize_t nR, nLnew, kept, n_try
+    cdef bint hl_from_s
+    cdef double a_t
     cdef int i
     cdef double loss, sa = 0.0, sa2 = 0.0, mHL = 0.0, mm0 = 0.0, P, gap, gap_best
     cdef double dual = 0.0, gd, mdm, dmdm, dhl, Pref, t_step, Pt, den, tq
@@ -357,6 +359,15 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
                              use_gb, use_pgb, use_dgb, &codes[0], &work[0])
                 nR = 0
                 nLnew = 0
+                for t in range(n):
+                    if codes[t] == 1:
+                        nLnew += 1
+                # H_L grows by the new L triplets' H_t. Where they outnumber the
+                # triplets that stay, it is had from S instead (S = H_L plus every
+                # triplet's alpha_t H_t at M, 1 for the new L, 0 for the new R: the new
+                # H_L is S less the staying triplets' weighted sum), over the staying
+                # triplets' pairs only, after the compaction below
+                hl_from_s = 2 * nLnew > n
                 memset(&w[0], 0, npairs * sizeof(double))
                 for t in range(n):  # R from the front of ``out``, L from its back
                     if codes[t] == 0:
@@ -364,14 +375,15 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
                     if codes[t] == 1:  # H_t joins H_L, through its pair weights
                         n_L_out += 1
                         out[cap_out - n_L_out] = widx[t]
-                        nLnew += 1
-                        w[pos[t]] += 1.0
-                        w[neg[t]] -= 1.0
+                        if not hl_from_s:
+                            w[pos[t]] += 1.0
+                            w[neg[t]] -= 1.0
                     else:
                         out[n_R_out] = widx[t]
                         n_R_out += 1
                         nR += 1
-                if nLnew:  # (the triplets of an anchor share pairs: one outer product each)
+                if nLnew and not hl_from_s:
+                    # (the triplets of an anchor share pairs: one outer product each)
                     _laplacian(diff, npairs, d, phi_ptr, usev, &w[0], T, T2, &svec[0],
                                Stmp)
                     for i in range(dd):
@@ -403,6 +415,17 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
                         usev = _compact_pairs(diff, npairs, d, phi_ptr, usev, D_ptr,
                                               &pos[0], &neg[0], n, &remap[0], count)
                         npairs = count
+                    if hl_from_s:
+                        memset(&w[0], 0, npairs * sizeof(double))
+                        for t in range(n):  # (alpha_t as the triplet pass has it)
+                            a_t = _alpha(z[t], gamma)
+                            if a_t != 0.0:
+                                w[pos[t]] += a_t
+                                w[neg[t]] -= a_t
+                        _laplacian(diff, npairs, d, phi_ptr, usev, &w[0], T, T2, &svec[0],
+                                   Stmp)
+                        for i in range(dd):
+                            (&HL[0, 0])[i] = (&S[0, 0])[i] - Stmp[i]
                     mHL = 0.0
                     for i in range(dd):
                         mHL += M[i] * (&HL[0, 0])[i]
@@ -489,6 +512,15 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
     return (M_arr, eta, k, total_reject, HL_arr, nL, out_arr[:n_R_out].copy(),
             out_arr[cap_out - n_L_out:][::-1].copy(), ws.checks_arr[:n_rows].copy(),
             n_checks, ws.z_arr[:n].copy(), S_arr, Sp_arr, P, dual, gap)
+
+
+cdef inline double _alpha(double z, double gamma) noexcept nogil:
+    """The dual weight -l'(z) of a triplet at value z (as ``triplet_pass_c`` has it)."""
+    if z >= 1.0:
+        return 0.0
+    if gamma > 0.0 and z >= 1.0 - gamma:
+        return (1.0 - z) / gamma
+    return 1.0
 
 
 cdef inline void _laplacian(double[:, ::1] diff, Py_ssize_t npairs, int d, double* Phi,

@@ -93,6 +93,37 @@ def test_working_arrays_follow_the_status_after_the_compiled_loop():
     assert again.evaluation.z.size == prob.n_active
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("start", ["far", "near"])
+def test_hl_after_the_loops_screening_is_the_sum_of_its_l_triplets(seed, start):
+    """The compiled loop adds the triplets it screens to L into H_L either directly
+    (their own sum) or, where they outnumber the triplets that stay, as S less the
+    staying triplets' weighted sum: either way H_L is the sum of H_t over L (to
+    round-off), and so are the objective and gap. ``far``: a start from the closed form,
+    whose first check screens most triplets at once; ``near``: a start near the optimum,
+    from an already reduced status."""
+    X, y, ts = small_problem(seed, n=40, d=4, k=3)
+    gamma = 0.05
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
+    lam = 0.05 * lam_L
+    status = None
+    M0 = G_pos / lam_L
+    if start == "near":
+        M0 = pg.solve(tp.TripletProblem(ts, gamma, False), M0, lam, tol=1e-3,
+                      max_iter=5000).M
+        status = _status(ts, np.random.RandomState(seed), 0.8)
+    prob = tp.TripletProblem(ts, gamma, False, status)
+    n_active = prob.n_active
+    res = pg.solve(prob, M0, lam, tol=1e-9, max_iter=5000, callback=_InnerScreening(),
+                   interval=2)
+    assert prob.n_active < n_active
+    fresh = tp.TripletProblem(ts, gamma, False, prob.status)
+    scale = np.abs(fresh.HL).max() + 1.0
+    np.testing.assert_allclose(prob.HL, fresh.HL, rtol=0, atol=1e-12 * scale)
+    ev = fresh.evaluate(res.M, lam)
+    assert res.evaluation.primal == pytest.approx(ev.primal, rel=1e-12)
+
+
 class _InnerScreening(pg.ScreeningHook):
     """A hook offering the compiled DGB + PGB sphere rule (as SafeMetricLearner's)."""
 
