@@ -374,3 +374,41 @@ def test_small_sets_take_the_exact_certificate(monkeypatch):
         metrics[work > 0] = np.array(fits)
         assert any(seen) == (work == 0.0)
     assert np.allclose(metrics[True], metrics[False], rtol=1e-4, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), diagonal=st.booleans(),
+       loose_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]))
+def test_a_reduced_evaluation_with_its_loose_triplets_released_is_the_full_one(
+        seed, diagonal, loose_share):
+    """The certificate's evaluation when some screened triplets are off their side at M:
+    the reduced evaluation with those counted as they are (their own loss and dual
+    variable, through their pairs) equals the whole problem's evaluation at M (the
+    objective, S and the gap), where it used to evaluate the whole problem."""
+    rng = np.random.RandomState(seed)
+    X, y, ts = small_problem(seed=seed, n=15, d=3, k=2, diagonal=diagonal)
+    M = _random_metric(rng, X.shape[1], diagonal, 1.0)
+    z = tp.triplet_values(ts, M, diagonal)
+    M = M * 2.0 / max(np.median(np.abs(z)), 1e-12)  # values around the thresholds
+    z = tp.triplet_values(ts, M, diagonal)
+    status = np.zeros(ts.n_triplets, dtype=np.int8)
+    pick = rng.rand(ts.n_triplets) < 0.7
+    status[pick & (z >= 1.0)] = tp.STATUS_R
+    status[pick & (z <= 1.0 - GAMMA)] = tp.STATUS_L
+    # some screened triplets put where they are off their side
+    off = pick & (rng.rand(ts.n_triplets) < loose_share)
+    status[off & (z < 1.0)] = tp.STATUS_R
+    status[off & (z > 1.0 - GAMMA)] = tp.STATUS_L
+    problem = tp.TripletProblem(ts, GAMMA, diagonal, status)
+    lam = 0.7
+    red = problem.evaluate(M, lam)
+    loose = (((status == tp.STATUS_R) & (z < 1.0))
+             | ((status == tp.STATUS_L) & (z > 1.0 - GAMMA)))
+    idx = np.flatnonzero(loose)
+    got = problem.released(red, idx, z[idx], lam)
+    full = tp.TripletProblem(ts, GAMMA, diagonal).evaluate(M, lam)
+    scale = max(1.0, float(np.abs(full.S).max()))
+    np.testing.assert_allclose(got.S, full.S, rtol=0, atol=1e-12 * scale)
+    assert got.primal == pytest.approx(full.primal, rel=1e-12, abs=1e-12)
+    assert got.dual == pytest.approx(full.dual, rel=1e-10, abs=1e-10 * scale)
+    assert got.gap == pytest.approx(full.gap, rel=1e-9, abs=1e-10 * scale)

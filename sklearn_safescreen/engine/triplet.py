@@ -544,14 +544,21 @@ class _ReducedTriplets:
             # no screened triplet is off its side, so none is proven wrong or loose
             self._log_certificate(red.rel_gap, red)
             return Certificate(red.gap, red.rel_gap)
-        ev = TripletProblem(ts, gamma, problem.diagonal).evaluate(M, alpha)
+        isR, isL = problem.status == STATUS_R, problem.status == STATUS_L
+        loose = (isR & (z_full < 1.0)) | (isL & (z_full > 1.0 - gamma))
+        if gamma > 0.0 and red.z.size == problem.n_active and np.array_equal(red.M, M):
+            # the reduced evaluation with the loose triplets counted as they are, through
+            # their pairs alone (not the whole problem's evaluation, a pass over every
+            # pair and more: 170-390 ms on the mnist-shaped path's late steps)
+            idx = np.flatnonzero(loose)
+            ev = problem.released(red, idx, z_full[idx], alpha)
+        else:
+            ev = TripletProblem(ts, gamma, problem.diagonal).evaluate(M, alpha)
         gap, rel_gap = ev.gap, ev.rel_gap
         self._log_certificate(rel_gap, red)
-        isR, isL = problem.status == STATUS_R, problem.status == STATUS_L
         r = tb.inflate(np.sqrt(2.0 * red.gap / alpha), M)
         wrong = (isR & (z_full + r * ts.hnorm < 1.0)) | (
             isL & (z_full - r * ts.hnorm > 1.0 - gamma))
-        loose = (isR & (z_full < 1.0)) | (isL & (z_full > 1.0 - gamma))
         return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
 
     def _bounded_certificate(self, red: Evaluation) -> bool:

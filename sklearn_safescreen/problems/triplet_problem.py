@@ -429,6 +429,32 @@ class TripletProblem:
         gap = float(np.sum(R * R)) / (2.0 * lam) + max(float(-np.sum(M * S_neg)), 0.0)
         return Evaluation(M, ev.z, S, S_pos, primal, dual, max(gap, 0.0), lam * M - S)
 
+    def released(self, ev: Evaluation, idx: np.ndarray, z: np.ndarray,
+                 lam: float) -> Evaluation:
+        r"""``ev`` (at ``ev.M`` over every active triplet) made the full problem's
+        evaluation at ``ev.M``, when the screened triplets ``idx`` (values ``z`` there)
+        are off their side (:math:`z<1` in :math:`\hat R`, :math:`z>1-\gamma` in
+        :math:`\hat L`) and every other screened triplet is on it: each of them counted
+        with its own loss and dual variable :math:`\alpha_t=-\ell'(z_t)` instead of the
+        reduced problem's (0 in R; the linear loss and 1 in L), through their pairs
+        alone. The objective, S and the gap (the cancellation-free form at M and S) are
+        those of an evaluation of the whole problem, to round-off; the smoothed hinge
+        only (``gamma > 0``)."""
+        M, g = ev.M, self.gamma
+        in_L = self.status[idx] == STATUS_L
+        a = dual_alpha(z, g)
+        a0 = in_L.astype(np.float64)
+        S = ev.S + sum_h(self.ts, a - a0, self.diagonal, idx) if idx.size else ev.S
+        S_pos, S_neg = psd_split(S, self.diagonal)
+        sq_old, sq = float(np.sum(ev.S_pos * ev.S_pos)), float(np.sum(S_pos * S_pos))
+        dual = (ev.dual + (sq_old - sq) / (2.0 * lam) + float(np.sum(a - a0))
+                - 0.5 * g * float(a @ a - a0 @ a0))
+        assumed = np.where(in_L, 1.0 - z - 0.5 * g, 0.0)
+        primal = ev.primal + float(np.sum(loss_values(z, g) - assumed))
+        R = lam * M - S_pos
+        gap = float(np.sum(R * R)) / (2.0 * lam) + max(float(-np.sum(M * S_neg)), 0.0)
+        return Evaluation(M, ev.z, S, S_pos, primal, dual, max(gap, 0.0), lam * M - S)
+
     def _s_of(self, a: np.ndarray) -> np.ndarray:
         r""":math:`\sum_{work}a_tH_t+H_{\hat L}` through the compact pairs."""
         npairs = self.cdiff.shape[0]
