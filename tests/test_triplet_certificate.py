@@ -412,3 +412,56 @@ def test_a_reduced_evaluation_with_its_loose_triplets_released_is_the_full_one(
     assert got.primal == pytest.approx(full.primal, rel=1e-12, abs=1e-12)
     assert got.dual == pytest.approx(full.dual, rel=1e-10, abs=1e-10 * scale)
     assert got.gap == pytest.approx(full.gap, rel=1e-9, abs=1e-10 * scale)
+
+
+def _numpy_bounds(z0, zrad, hn, status, s, dist, gamma):
+    """The certificate's bounds written with NumPy (the form the compiled pass replaced),
+    and the reference screening's bounded sphere rule."""
+    from sklearn_safescreen.problems.constants import SCREEN_RTOL
+    rad = np.full(z0.size, dist) if zrad is None else abs(s) * zrad + dist
+    v = s * z0
+    e = rad * hn
+    lower, upper = v - e, v + e
+    slack = SCREEN_RTOL * (np.abs(lower) + np.abs(upper) + 1.0)
+    on_side = (((status == tp.STATUS_R) & (lower > 1.0 + slack))
+               | ((status == tp.STATUS_L) & (upper < 1.0 - gamma - slack)))
+    return v, rad, on_side
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), with_rad=st.booleans(), with_active=st.booleans(),
+       s=st.sampled_from([0.5, 1.0, 1.37, -0.2]))
+def test_compiled_bounds_are_the_numpy_ones(seed, with_rad, with_active, s):
+    """The certificate's compiled bounds pass (``bounded_values``) and the reference
+    screening's bounded sphere rule (``scaled_sphere_screen_rad``) against NumPy: the
+    same values and radii, the same triplets left to evaluate (in order), the same
+    decisions."""
+    from sklearn_safescreen.screening import triplet_bounds as tb
+
+    rng = np.random.RandomState(seed)
+    n = 2000
+    z0 = rng.uniform(-1.0, 3.0, n)
+    hn = rng.uniform(0.1, 2.0, n)
+    zrad = np.where(rng.rand(n) < 0.5, rng.uniform(0, 0.05, n), 0.0) if with_rad else None
+    status = rng.randint(0, 3, n).astype(np.int8)
+    dist = float(rng.uniform(0, 0.05))
+    z, rad, exact = tb.bounded_values(z0, zrad, hn, status, s, dist, GAMMA, with_active)
+    v, r, on_side = _numpy_bounds(z0, zrad, hn, status, s, dist, GAMMA)
+    np.testing.assert_allclose(z, v, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(rad, r, rtol=1e-15, atol=0)
+    want = np.flatnonzero(~on_side & ((status != tp.STATUS_ACTIVE) | with_active))
+    # (a decision within a few units of round-off of its threshold may differ)
+    assert np.setxor1d(exact, want).size <= 2
+    if zrad is not None:
+        scale, radius = abs(s) + 0.1, dist
+        got, n_R, n_L = tb.scaled_sphere_screen_rad(z0, zrad, hn, scale, radius, GAMMA,
+                                                    status)
+        hq, e = scale * z0, (radius + scale * zrad) * hn
+        from sklearn_safescreen.problems.constants import SCREEN_RTOL
+        lower, upper = hq - e, hq + e
+        slack = SCREEN_RTOL * (np.abs(lower) + np.abs(upper) + 1.0)
+        r_ = (status == 0) & (lower > 1.0 + slack)
+        l_ = (status == 0) & ~r_ & (upper < 1.0 - GAMMA - slack)
+        expect = np.where(r_, 2, np.where(l_, 1, status)).astype(np.int8)
+        assert np.count_nonzero(got != expect) <= 2
+        assert abs(n_R - int(r_.sum())) <= 2 and abs(n_L - int(l_.sum())) <= 2

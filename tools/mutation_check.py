@@ -166,8 +166,8 @@ MUTATIONS = (
              "lim = h[0] * scale_sq - tol[a] - a_sq[a]\n                j =", KNN,
              "the k-NN search narrows its reach by the error bound instead of widening it"),
     Mutation("bcert_active_dropped", "sklearn_safescreen/engine/triplet.py",
-             "            exact = np.flatnonzero(~bounded)\n",
-             "            exact = np.flatnonzero(~bounded & (status != STATUS_ACTIVE))\n",
+             "                                           gamma, not covered)",
+             "                                           gamma, False)",
              ("tests/test_triplet_certificate.py",),
              "the certificate from bounds leaves the active triplets at their bounded "
              "values when the solver's evaluation does not cover them"),

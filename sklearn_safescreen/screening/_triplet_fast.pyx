@@ -3,7 +3,9 @@ r"""Compiled kernels of the triplet screening rules (Yoshida et al. 2019).
 * the sphere rule with the GB, PGB and DGB balls at an iterate (:func:`ball_codes_c`),
   which the solver loop runs every few steps into its own buffers;
 * the sphere rule with a ball centred on a multiple of the reference
-  (:func:`scaled_sphere_screen`, RRPB/RPB: O(1) per triplet);
+  (:func:`scaled_sphere_screen`, RRPB/RPB: O(1) per triplet; with bounded reference
+  values, :func:`scaled_sphere_screen_rad`) and the certificate's bounds from an earlier
+  metric's values (:func:`bounded_values`);
 * RRPB range screening along a path (:func:`rrpb_ranges_pass`, :func:`range_screen`);
 * the SDP rule (:func:`sdp_pass`: semidefinite least-squares dual ascent) and the
   closed form of the ball intersected with the non-negative orthant for a diagonal
@@ -254,6 +256,89 @@ def scaled_sphere_screen(const double[::1] z0, const double[::1] hn, double scal
             n_R += r
             n_L += l
     return new_status, n_R, n_L
+
+
+def scaled_sphere_screen_rad(const double[::1] z0, const double[::1] zrad,
+                             const double[::1] hn, double scale, double radius,
+                             double gamma, const signed char[::1] status):
+    r""":func:`scaled_sphere_screen` when the reference's values are known only within
+    ``zrad[t] * hn[t]`` (:math:`|\langle M_0,H_t\rangle-z_t|\le\rho_t\|H_t\|`): the
+    centre's value :math:`c\,z_t` is then within :math:`c\rho_t\|H_t\|`, so the radius
+    of triplet t grows by ``scale * zrad[t]``. Same strict decisions with the slack
+    ``SCREEN_RTOL``, over the triplets with ``status == 0``. Returns
+    ``(new_status, n_R, n_L)``: a new array and the counts of the newly decided."""
+    cdef Py_ssize_t t, n = z0.shape[0], n_R = 0, n_L = 0
+    if hn.shape[0] != n or zrad.shape[0] != n or status.shape[0] != n:
+        raise ValueError("z0, zrad, hn and status must have one entry per triplet")
+    new_status = np.empty(n, dtype=np.int8)
+    cdef signed char[::1] out = new_status
+    cdef double hq, e, lower, upper, slack
+    cdef signed char s, r, l
+    with nogil:
+        for t in range(n):
+            hq = scale * z0[t]
+            e = (radius + scale * zrad[t]) * hn[t]
+            lower = hq - e
+            upper = hq + e
+            slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)
+            s = status[t]
+            r = (s == 0) & (lower > 1.0 + slack)
+            l = (s == 0) & (r == 0) & (upper < 1.0 - gamma - slack)
+            out[t] = s + 2 * r + l
+            n_R += r
+            n_L += l
+    return new_status, n_R, n_L
+
+
+def bounded_values(const double[::1] z0, zrad_in, const double[::1] hn,
+                   const signed char[::1] status, double s, double dist, double gamma,
+                   bint with_active):
+    r"""The certificate's bounds at :math:`M=sM_0+R` from values at :math:`M_0` (one
+    pass, O(1) per triplet): :math:`z_t(M)` is within
+    :math:`(|s|\rho_t+\|R\|)\|H_t\|` of :math:`s\,z^0_t` (``rho = zrad``, 0 where
+    ``zrad_in`` is None; ``dist``: :math:`\|R\|` inflated for round-off), and a
+    screened triplet (status 2 = R, 1 = L) whose bound puts it strictly on its side
+    (slack ``SCREEN_RTOL``) is. Returns ``(z, rad, exact)``: new arrays of the values
+    :math:`s\,z^0_t`, their radii :math:`|s|\rho_t+\|R\|`, and the indices (in
+    order) of the screened triplets the bound does not decide, with the active ones
+    when ``with_active``: those to evaluate exactly."""
+    cdef Py_ssize_t t, n = z0.shape[0], m = 0
+    cdef const double[::1] zrad
+    cdef bint has_rad = zrad_in is not None
+    if has_rad:
+        zrad = zrad_in
+        if zrad.shape[0] != n:
+            raise ValueError("zrad must have one entry per triplet")
+    if hn.shape[0] != n or status.shape[0] != n:
+        raise ValueError("z0, hn and status must have one entry per triplet")
+    z_arr, rad_arr = np.empty(n), np.empty(n)
+    idx_arr = np.empty(n, dtype=np.intp)
+    cdef double[::1] z = z_arr
+    cdef double[::1] rad = rad_arr
+    cdef Py_ssize_t[::1] idx = idx_arr
+    cdef double abs_s = fabs(s), r, e, lower, upper, slack, v
+    cdef signed char st
+    cdef bint on_side
+    with nogil:
+        for t in range(n):
+            if has_rad:
+                r = abs_s * zrad[t] + dist
+            else:
+                r = dist
+            v = s * z0[t]
+            e = r * hn[t]
+            lower = v - e
+            upper = v + e
+            slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)
+            st = status[t]
+            on_side = ((st == 2) & (lower > 1.0 + slack)) | (
+                (st == 1) & (upper < 1.0 - gamma - slack))
+            z[t] = v
+            rad[t] = r
+            if not on_side and (with_active or st != 0):
+                idx[m] = t
+                m += 1
+    return z_arr, rad_arr, idx_arr[:m].copy()
 
 
 # ------------------------------------------------------------------- SDP rule ---

@@ -30,9 +30,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL
+from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL
 from ..problems.triplet_problem import psd_split
-from ._triplet_fast import range_screen, rrpb_ranges_pass, scaled_sphere_screen  # noqa: F401
+from ._triplet_fast import (  # noqa: F401
+    bounded_values,
+    range_screen,
+    rrpb_ranges_pass,
+    scaled_sphere_screen,
+    scaled_sphere_screen_rad,
+)
 
 
 @dataclass
@@ -162,25 +168,5 @@ def merge_rrpb_ranges(z, h, m, eps, lam0, gamma, label, lo, hi, keep=None
         keep = (keep | ((label > 0) & (lo < lam0) & (lam0 < hi))).view(np.int8)
     return rrpb_ranges_pass(np.ascontiguousarray(z, dtype=np.float64), h, m, eps, lam0,
                             gamma, label, lo, hi, keep)
-
-
-def scaled_sphere_screen_rad(z0, zrad, hn, scale, radius, gamma, status
-                             ) -> tuple[np.ndarray, int, int]:
-    r""":func:`scaled_sphere_screen` when the reference's values are known only within
-    ``zrad[t] * hn[t]`` (:math:`|\langle M_0,H_t\rangle-z_t|\le\rho_t\|H_t\|`): the
-    centre's value :math:`c\,z_t` is then within :math:`c\rho_t\|H_t\|`, so the radius
-    of triplet t grows by ``scale * zrad[t]``. Same strict decisions with the slack
-    ``SCREEN_RTOL``, over the triplets with ``status == 0``. Returns
-    ``(new_status, n_R, n_L)``: a new array and the counts of the newly decided."""
-    hq = scale * z0
-    e = (radius + scale * zrad) * hn
-    lower, upper = hq - e, hq + e
-    slack = SCREEN_RTOL * (np.abs(lower) + np.abs(upper) + 1.0)
-    free = status == 0
-    r = free & (lower > 1.0 + slack)
-    l_ = free & ~r & (upper < 1.0 - gamma - slack)
-    new_status = np.where(r, np.int8(2), np.where(l_, np.int8(1), status)).astype(
-        np.int8, copy=False)
-    return new_status, int(r.sum()), int(l_.sum())
 
 
