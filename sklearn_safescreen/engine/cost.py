@@ -48,6 +48,11 @@ not measured whose wall time exceeds :data:`TINY_STEP` has the next one measured
 growth of such steps is noticed a few steps later (a few tiny steps); the model's
 decision for the steady steps is made once per comparison.
 
+**The end of a path.** Where the path's length is known (a grid walked by the path
+walkers, see :func:`values_after`), the other mode is not measured at the last
+:data:`MIN_VALUES_AFTER_PROBE` values: a measurement needs the step it is compared
+with and steps to use what it shows.
+
 **A prior.** A family whose screening is not expected to pay gives its paths a model
 made by :meth:`CostModel.without_screening_first`: the cold fit and the first
 :data:`FIRST_PROBE` warm steps run without screening (the report says why), then
@@ -348,8 +353,7 @@ class CostModel:
         elif self.on is None and self.prior is not None and self.countdown > 0:
             self.countdown -= 1
             decision = Decision(False, self.prior)
-        elif self.on is None and not (not self.screening
-                                      and _too_late(values_after)):
+        elif self.on is None and (self.screening or not _too_late(values_after)):
             # (after stale measurements were dropped, or after the prior's steps, a
             # measurement of screening against the mode in use: a probe)
             self.prior = self._steady = None
