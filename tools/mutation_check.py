@@ -128,9 +128,23 @@ MUTATIONS = (
              "the triplet certificate trusts the reduced problem whatever the screened "
              "triplets' values"),
     Mutation("scaled_sphere_threshold", "sklearn_safescreen/screening/_triplet_fast.pyx",
+             "            upper = hq + radius * hn[t]\n"
+             "            slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
              "            s = status[t]\n            r = (s == 0) & (lower > 1.0 + slack)",
+             "            upper = hq + radius * hn[t]\n"
+             "            slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
              "            s = status[t]\n            r = (s == 0) & (lower > 0.9 + slack)",
              TRIPLET, "RRPB sphere pass screens into R from a lower bound above 0.9"),
+    Mutation("scaled_sphere_rad_threshold", "sklearn_safescreen/screening/_triplet_fast.pyx",
+             "            upper = hq + e\n"
+             "            slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
+             "            s = status[t]\n            r = (s == 0) & (lower > 1.0 + slack)",
+             "            upper = hq + e\n"
+             "            slack = _SCREEN_RTOL * (fabs(lower) + fabs(upper) + 1.0)\n"
+             "            s = status[t]\n            r = (s == 0) & (lower > 0.9 + slack)",
+             (*TRIPLET, "tests/test_triplet_certificate.py"),
+             "the RRPB sphere pass from bounded values screens into R from a lower bound "
+             "above 0.9 (compiled)"),
     Mutation("triplet_rrpb_eps", "sklearn_safescreen/screening/triplet_bounds.py",
              "return float(np.sqrt(2.0 * max(gap0, 0.0) / lam0))",
              "return float(np.sqrt(max(gap0, 0.0) / lam0))", TRIPLET,
