@@ -283,13 +283,14 @@ def test_a_lopsided_comparison_is_repeated_once_the_winner_grows_past_a_bounded_
     monkeypatch.setattr(cost.time, "thread_time", clock)
     monkeypatch.setattr(cost.time, "perf_counter", clock)
     model = cost.CostModel(per_iteration=True)
-    _walk(model, clock, 8, rule_share=0.5)  # (the gate open: rules half of a step)
+    # (the gate open: rules half of a step that kept 40% of the pairs)
+    _walk(model, clock, 8, rate=0.6, rule_share=0.5)
     assert model.screening and model.compared_margin == cost.MAX_GROWTH_MARGIN
     clock.off = 100 * MS  # the steady plain steps
     clock.on = 0.9 * cost.MAX_GROWTH_MARGIN * 20 * MS  # grown, not past the margin
-    assert all(_walk(model, clock, 40, rule_share=0.5))
+    assert all(_walk(model, clock, 40, rate=0.6, rule_share=0.5))
     clock.on = 1.1 * cost.MAX_GROWTH_MARGIN * 20 * MS  # past it: compared, and left
-    chosen = _walk(model, clock, cost.HISTORY + 4, rule_share=0.5)
+    chosen = _walk(model, clock, cost.HISTORY + 4, rate=0.6, rule_share=0.5)
     assert not model.screening and not all(chosen)
 
 
@@ -779,3 +780,18 @@ def test_the_path_walkers_tell_each_fit_the_values_left(monkeypatch, walker):
     seen.clear()
     est.fit(X, y)
     assert seen == [None]
+
+
+@pytest.mark.parametrize("rate, tried", [(0.99, False), (0.6, True)])
+def test_rules_that_removed_most_pairs_are_not_tried_away_for_their_share(monkeypatch,
+                                                                          rate, tried):
+    """Per solver iteration (the metric learner), a screened step whose rules took 40%
+    of it but removed 99% of the pairs its solver reads is not tried without screening
+    (that step reads a hundred times the pairs); where they removed 60%, their share
+    opens the gate as on any path (the control)."""
+    clock = FakeClock(on=20 * MS, off=300 * MS)
+    monkeypatch.setattr(cost.time, "thread_time", clock)
+    monkeypatch.setattr(cost.time, "perf_counter", clock)
+    chosen = _walk(cost.CostModel(per_iteration=True), clock, 12, rate=rate,
+                   rule_share=0.4)
+    assert (not all(chosen)) is tried
