@@ -3,6 +3,7 @@
 # without the GIL. Matrices are d x d, row-major; pair differences are npairs x d.
 
 cdef bint use_vech_c(Py_ssize_t npairs, int d) noexcept nogil
+cdef Py_ssize_t block_rows_c(Py_ssize_t npairs, int d) noexcept nogil
 cdef void build_phi_c(const double* diff, Py_ssize_t npairs, int d,
                       double* Phi) noexcept nogil
 cdef void pair_forms_c(const double* diff, Py_ssize_t npairs, int d, const double* Phi,

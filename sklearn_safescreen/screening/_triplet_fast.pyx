@@ -26,7 +26,7 @@ from libc.string cimport memset
 import numpy as np
 
 from ..problems._eigh_fast cimport eigh_rows_c, eigh_workspace, sym_part_c
-from ..problems._triplet_fast cimport pair_forms_c
+from ..problems._triplet_fast cimport block_rows_c, pair_forms_c
 from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL, SCREEN_RTOL
 
 cdef double _RADIUS_RTOL = RADIUS_RTOL
@@ -129,7 +129,7 @@ def iterate_ball_codes(const double[:, ::1] diff, const int[::1] pos, const int[
     cdef int d = M.shape[0]
     out = np.zeros(n, dtype=np.int8)
     cdef signed char[::1] o = out
-    cdef double[:, ::1] T = np.empty((max(npairs, 1), d))
+    cdef double[:, ::1] T = np.empty((block_rows_c(npairs, d), d))
     cdef double[::1] Dq = np.empty(max(npairs, 1))
     cdef double[::1] work = np.empty(ball_codes_workspace(d))
     if n == 0:

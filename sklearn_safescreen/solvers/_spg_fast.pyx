@@ -29,6 +29,7 @@ import numpy as np
 
 from ..problems._eigh_fast cimport eigh_workspace, psd_parts_c
 from ..problems._triplet_fast cimport (
+    block_rows_c,
     build_phi_c,
     gap_terms_c,
     laplacian_sum_c,
@@ -164,8 +165,9 @@ cdef class SpgWorkspace:
             self.cap_pairs = np1
             self.Phi = np.empty(max(min(np1 * m_vech, _VECH_DOUBLES), 1))
             self.w = np.empty(np1)
-            self.T = np.empty((np1, max(d, 1)))
-            self.T2 = np.empty((np1, max(d, 1)))
+            # (the matrix-product kernels take the pairs a block at a time)
+            self.T = np.empty((block_rows_c(np1, d), max(d, 1)))
+            self.T2 = np.empty((block_rows_c(np1, d), max(d, 1)))
             self.D = np.empty(np1)
             self.Dn = np.empty(np1)
             self.Dt = np.empty(np1)

@@ -107,6 +107,44 @@ def test_pair_forms_and_laplacian_sum_in_both_layouts():
     assert kn.use_vech(100, 13) and not kn.use_vech(10**5, 13)
 
 
+@pytest.mark.parametrize("d", [3, 40])
+def test_pair_forms_and_laplacian_sum_across_blocks(d):
+    """The matrix-product forms take the pairs a block at a time (a workspace of
+    ``block_rows`` rows): the same pair forms and sums as the direct products over more
+    pairs than a block, with the blocks' edges inside runs of zero weights and between
+    them, through every face (the kernels, ``gram``, the solver's evaluation)."""
+    rng = np.random.RandomState(d)
+    block = kn.block_rows(10**9, d)
+    n = 2 * block + 37
+    assert kn.block_rows(n, d) == block < n and kn.block_rows(5, d) == 5
+    diff = rng.randn(n, d)
+    Q = rng.randn(d, d)
+    Q = Q + Q.T
+    w = rng.randn(n) * (rng.rand(n) < 0.3)
+    w[block - 50:block + 50] = 0.0  # a block edge among zero weights
+    T, T2 = np.empty((block, d)), np.empty((block, d))
+    D = np.empty(n)
+    none = np.empty((1, 1))
+    kn.pair_forms(diff, none, False, Q, T, D)
+    np.testing.assert_allclose(D, np.einsum("ij,jk,ik->i", diff, Q, diff), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_array_equal(kn.full_pair_forms(diff, Q), D)
+    S_want = (diff * w[:, None]).T @ diff
+    S = kn.laplacian_sum(diff, none, False, w, T, T2, np.empty(1))
+    np.testing.assert_allclose(S, S_want, rtol=1e-11, atol=1e-11 * np.abs(S_want).max())
+    assert np.array_equal(S, S.T)
+    np.testing.assert_allclose(kn.gram(diff, w), S_want, rtol=1e-11,
+                               atol=1e-11 * np.abs(S_want).max())
+    np.testing.assert_allclose(tp.aggregate(diff, w, False), S_want, rtol=1e-11,
+                               atol=1e-11 * np.abs(S_want).max())
+    with pytest.raises(ValueError, match="workspace too small"):
+        kn.pair_forms(diff, none, False, Q, T[:block - 1], D)
+    with pytest.raises(ValueError, match="workspace too small"):
+        kn.laplacian_sum(diff, none, False, w, T, np.empty((block, d - 1)), np.empty(1))
+    with pytest.raises(ValueError, match="one weight per row"):
+        kn.gram(diff, w[:-1])
+
+
 def test_reduced_problem_construction_and_certificate_pass():
     X, y, ts = small_problem(6, n=30, d=3, k=3)
     rng = np.random.RandomState(0)
