@@ -197,8 +197,10 @@ MUTATIONS = (
              ("tests/solvers/test_psd_gradient.py",),
              "the compiled loop leaves the few triplets it screens to L out of H_L"),
     Mutation("laplacian_last_block_dropped", "sklearn_safescreen/problems/_triplet_fast.pyx",
-             "    if nz:\n        dgemm(&tr_n, &tr_t, &d, &d, &nz, &d_one, T2, &d, T, &d, &beta, S, &d)",
-             "    if False:\n        dgemm(&tr_n, &tr_t, &d, &d, &nz, &d_one, T2, &d, T, &d, &beta, S, &d)",
+             "    if nz:\n        dgemm(&tr_n, &tr_t, &d, &d, &nz, &d_one, T2, &d, T, &d, "
+             "&beta, S, &d)",
+             "    if False:\n        dgemm(&tr_n, &tr_t, &d, &d, &nz, &d_one, T2, &d, T, &d, "
+             "&beta, S, &d)",
              ("tests/problems/test_triplet_kernels.py", "tests/solvers/test_psd_gradient.py"),
              "the blocked Laplacian sum leaves out the pairs of its last, partial block"),
     Mutation("pair_forms_block_offset", "sklearn_safescreen/problems/_triplet_fast.pyx",
