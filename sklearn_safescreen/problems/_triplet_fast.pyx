@@ -409,34 +409,25 @@ def status_split(const signed char[::1] status, const int[::1] pos, const int[::
     return work, cpos, cneg, cdiff, wL, nL, HL
 
 
-#: Pairs per block of :func:`_gram` (its two copies of a block's rows, 1 MB each at d=32).
-GRAM_BLOCK = 4096
-
-
 cdef void _gram(const double[:, ::1] diff, const double[::1] w, double[:, ::1] S):
-    """:math:`\\sum_pw_pa_pa_p^\\top` into ``S`` (matrix-product form), block by block of
-    :data:`GRAM_BLOCK` pairs: two copies of every pair of non-zero weight (600,000
-    pairs of 32 features: 300 MB faulted in afresh at each sum, 0.46 s a call, most of
-    a whole-problem H_L) were the temporaries of one product."""
-    cdef Py_ssize_t npairs = diff.shape[0], start, length
-    cdef int d = diff.shape[1], r, c
-    cdef Py_ssize_t block = max(min(npairs, GRAM_BLOCK), 1)
-    cdef double[:, ::1] T = np.empty((block, d))
-    cdef double[:, ::1] T2 = np.empty((block, d))
-    cdef double[:, ::1] part = np.empty((d, d))
+    """:math:`\\sum_pw_pa_pa_p^\\top` into ``S`` (matrix-product form) with workspaces of
+    one block of pairs (:c:func:`laplacian_sum_c` takes them a block at a time): two
+    copies of every pair of non-zero weight (600,000 pairs of 32 features: 300 MB
+    faulted in afresh at each sum, 0.46 s a call, most of a whole-problem H_L) were the
+    temporaries of one product."""
+    cdef Py_ssize_t npairs = diff.shape[0]
+    cdef int d = diff.shape[1]
+    cdef Py_ssize_t rows = block_rows_c(npairs, d)
+    cdef double[:, ::1] T = np.empty((rows, max(d, 1)))
+    cdef double[:, ::1] T2 = np.empty((rows, max(d, 1)))
     if d == 0:
         return
     with nogil:
-        memset(&S[0, 0], 0, d * d * sizeof(double))
-        start = 0
-        while start < npairs:
-            length = min(block, npairs - start)
-            laplacian_sum_c(&diff[start, 0], length, d, NULL, False, &w[start], &T[0, 0],
-                            &T2[0, 0], NULL, &part[0, 0])
-            for r in range(d):
-                for c in range(d):
-                    S[r, c] += part[r, c]
-            start += length
+        if npairs == 0:
+            memset(&S[0, 0], 0, d * d * sizeof(double))
+        else:
+            laplacian_sum_c(&diff[0, 0], npairs, d, NULL, False, &w[0], &T[0, 0],
+                            &T2[0, 0], NULL, &S[0, 0])
 
 
 def gram(const double[:, ::1] diff, const double[::1] w):

@@ -326,24 +326,27 @@ def test_diagonal_problem_sums_hl_with_its_first_evaluation(monkeypatch):
 tp_aggregate = tp.aggregate
 
 
-@pytest.mark.parametrize("block", [1, 7, 4096])
-def test_hl_from_scratch_is_summed_in_blocks(monkeypatch, block):
-    """H_L summed from scratch block by block of GRAM_BLOCK pairs (bounded temporaries,
+def test_hl_from_scratch_is_summed_in_blocks():
+    """H_L summed from scratch a block of pairs at a time (bounded temporaries,
     whatever the number of pairs) equals the direct product over every pair of
-    non-zero weight, to round-off, with blocks of one pair, a few pairs and more pairs
-    than the set has; every block of zero weight included."""
-    monkeypatch.setattr(kn, "GRAM_BLOCK", block)
-    rng = np.random.RandomState(block)
-    n_pairs, d, n = 40, 6, 300
+    non-zero weight, to round-off, with more pairs of non-zero weight than a block
+    holds and a run of zero weight first."""
+    rng = np.random.RandomState(5)
+    d = 40
+    block = kn.block_rows(10**9, d)
+    n_pairs = 2 * block + 5
+    n = 10 * n_pairs
     P = rng.randn(n_pairs, d)
     pos = rng.randint(0, n_pairs, n).astype(np.int32)
     neg = rng.randint(0, n_pairs, n).astype(np.int32)
-    status = rng.choice([0, 1, 2], n, p=[0.3, 0.4, 0.3]).astype(np.int8)
-    status[(pos < 12) | (neg < 12)] = 0  # the first pairs without weight: empty blocks
+    status = rng.choice([0, 1, 2], n, p=[0.1, 0.6, 0.3]).astype(np.int8)
+    first = 100  # the first pairs without weight
+    status[(pos < first) | (neg < first)] = 0
     wL, nL, HL = kn.status_split(status, pos, neg, P, True)[4:]
-    assert nL == np.count_nonzero(status == 1) and np.all(wL[:12] == 0)
+    assert nL == np.count_nonzero(status == 1) and np.all(wL[:first] == 0)
+    assert np.count_nonzero(wL) > block  # (the rest spans more than a block)
     direct = (P * wL[:, None]).T @ P
-    np.testing.assert_allclose(HL, direct, rtol=1e-13, atol=1e-13 * np.abs(direct).max())
+    np.testing.assert_allclose(HL, direct, rtol=1e-12, atol=1e-12 * np.abs(direct).max())
     assert np.array_equal(HL, HL.T)
 
 
