@@ -23,8 +23,9 @@ the differences: every pass is then one product with the stored matrix, and the 
 are never formed again (at 5,000 features they were most of a path step's time).
 
 Memory: about ``BYTES_PER_TRIPLET`` bytes per triplet for the estimator (indices, norms,
-current values, range bookkeeping) plus ``8 (4d + 8)`` bytes per pair for a full metric
-(difference vectors and the solver's n_pairs x d products) and ``8 (d + 8)`` for a
+current values, range bookkeeping) plus ``8 (3d + 8)`` bytes per pair for a full metric
+(difference vectors, the reduced problem's copy and the solver's private one) and
+``8 (d + 8)`` for a
 diagonal one (the squares, read in place by the solver); it is estimated up front and
 refused, with the figure, when it would not fit.
 """
@@ -98,10 +99,10 @@ class TripletSet:
 def estimate_memory(n_triplets: int, n_pairs: int, n_features: int,
                     diagonal: bool = False) -> int:
     """Bytes a fit needs for a triplet set of this size (see module docstring)."""
-    # per pair, full metric: its difference vector, the compact copy of the solver and two
-    # n_pairs x d products (x_u - x_v) Q and the weighted copy of the Laplacian form;
-    # diagonal: the squares, read in place (every product is a vector)
-    per_pair = n_features + 8 if diagonal else 4 * n_features + 8
+    # per pair, full metric: its difference vector, the reduced problem's compact copy and
+    # the solver's private one (the products take a block of pairs at a time); diagonal:
+    # the squares, read in place (every product is a vector)
+    per_pair = n_features + 8 if diagonal else 3 * n_features + 8
     return int(n_triplets) * BYTES_PER_TRIPLET + int(n_pairs) * 8 * per_pair
 
 

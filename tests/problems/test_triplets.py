@@ -142,7 +142,7 @@ def test_bad_label_configurations():
 
 def test_memory_estimate_and_refusal(monkeypatch):
     assert estimate_memory(10**6, 10**4, 10) == 10**6 * _triplets.BYTES_PER_TRIPLET + \
-        10**4 * 8 * 48
+        10**4 * 8 * 38
     # a diagonal set stores one matrix of squares, which the solver reads in place
     assert estimate_memory(10**6, 10**4, 10, diagonal=True) == \
         10**6 * _triplets.BYTES_PER_TRIPLET + 10**4 * 8 * 18
