@@ -314,7 +314,7 @@ class TripletPath:
         else:
             problem = self._problem(status)
         previous_share = self._solver_pair_share
-        self._solver_pair_share = problem.cdiff.shape[0] / max(ts.n_pairs, 1)
+        self._solver_pair_share = problem.n_pairs_used / max(ts.n_pairs, 1)
         if bound is not None and not diag and self._updates_hl:
             # the reference's statuses move little from one fit to the next, while the
             # dynamic rules screen most of the rest by the end of a fit (a mnist-shaped

@@ -249,9 +249,21 @@ class TripletProblem:
         # indices: its products are matrix-vector products, which a copy would not speed
         # up, and the copy would double the memory (5,000 features: 40 kB a pair).
         # ``HL``, when given, is H_L of ``status`` already (see :func:`update_hl`): the
-        # sum over all screened pairs is then not computed again
+        # sum over all screened pairs is then not computed again. A full-metric problem's
+        # copy of its pairs is made when first read (:attr:`cdiff`): the compiled solver
+        # gathers them into its own copy from their indices (:attr:`solver_pairs`), and
+        # a copy of its own cost a late screened mnist-shaped step 25-45 ms (and, where
+        # the process grew its memory for it, 250 ms)
         work, cpos, cneg, cdiff, wL, nL, HL_sum = kn.status_split(
-            self.status, ts.pos, ts.neg, ts.diff, not diagonal and HL is None, diagonal)
+            self.status, ts.pos, ts.neg, ts.diff, not diagonal and HL is None, True)
+        self._pair_rows = None  # (full metric: the pairs' indices until copied)
+        if not diagonal:
+            if cdiff.shape[0] == ts.n_pairs:  # every pair (a step without screening): the
+                # pairs themselves, in place and read-only (the same order)
+                cdiff = ts.diff.view()
+                cdiff.flags.writeable = False
+            else:
+                self._pair_rows = cdiff
         self.nL = int(nL)
         self.n_active = int(work.size)
         # a diagonal problem's H_L is summed with the next evaluation's S, in the same
@@ -296,6 +308,7 @@ class TripletProblem:
         """Iterate over ``work`` (triplet indices): compact its pairs for the BLAS parts."""
         ts = self.ts
         work = np.ascontiguousarray(work, dtype=np.int32)
+        self._copy_pairs()  # (the active list's state keeps the copy)
         state = self._active_state
         if state is not None and work is state[0][0]:  # the active list, unchanged
             self._stale = False
@@ -305,6 +318,8 @@ class TripletProblem:
                                                  self.diagonal))
 
     def _set_compact(self, work, cpos, cneg, cdiff) -> None:
+        if cdiff is not self._pair_rows:
+            self._pair_rows = None
         self._stale = False
         self._compact = (work, cpos, cneg, cdiff)
         self._z = np.empty(work.size)
@@ -313,21 +328,56 @@ class TripletProblem:
             self._active_state = (self._compact, self._z, self._w)
 
     def _status_changed(self) -> None:
-        self._active = self._active_state = None
+        # (the working arrays are rebuilt from the new status before they are read)
+        self._active = self._active_state = self._pair_rows = None
 
-    def _fresh(self) -> tuple:
-        """``(work, cpos, cneg, cdiff)``, rebuilt first if :meth:`apply_screened` left
-        them behind the status."""
+    def _current(self) -> tuple:
+        """The working arrays, rebuilt first if :meth:`apply_screened` left them behind
+        the status (the full metric's pairs maybe not copied yet)."""
         if self._stale:
             self.set_work(self.active)
         return self._compact
 
+    def _fresh(self) -> tuple:
+        """``(work, cpos, cneg, cdiff)``, rebuilt first if :meth:`apply_screened` left
+        them behind the status, and the full metric's pairs copied if not yet."""
+        self._current()
+        self._copy_pairs()
+        return self._compact
+
+    def _copy_pairs(self) -> None:
+        """The copy of the working pairs the constructor left to its first reader."""
+        rows = self._pair_rows
+        if rows is None:
+            return
+        self._pair_rows = None
+        work, cpos, cneg, _ = self._compact
+        self._compact = (work, cpos, cneg, np.take(self.ts.diff, rows, axis=0))
+        if self._active_state is not None:
+            self._active_state = (self._compact,) + self._active_state[1:]
+
+    @property
+    def solver_pairs(self) -> tuple:
+        """``(work, cpos, cneg, pairs, rows)`` for the compiled solver, which copies
+        the pairs it reads: ``rows`` the indices of the working pairs in ``pairs`` (the
+        set's), or None with ``pairs`` the working pairs themselves (copied, in place
+        when every pair is used, or a diagonal problem's indices)."""
+        work, cpos, cneg, cdiff = self._current()
+        if self._pair_rows is not None:
+            return work, cpos, cneg, self.ts.diff, self._pair_rows
+        return work, cpos, cneg, cdiff, None
+
+    @property
+    def n_pairs_used(self) -> int:
+        """The number of working pairs (without copying them)."""
+        return int(self._current()[3].shape[0])
+
     # the working arrays: triplet indices, their compact pair indices, the pairs (a copy
     # of their differences; for a diagonal problem the indices of their stored squares)
     compact = property(_fresh, doc="``(work, cpos, cneg, cdiff)`` in one look-up.")
-    work = property(lambda self: self._fresh()[0])
-    cpos = property(lambda self: self._fresh()[1])
-    cneg = property(lambda self: self._fresh()[2])
+    work = property(lambda self: self._current()[0])
+    cpos = property(lambda self: self._current()[1])
+    cneg = property(lambda self: self._current()[2])
     cdiff = property(lambda self: self._fresh()[3])
 
     def screen(self, to_R: np.ndarray, to_L: np.ndarray) -> None:
@@ -463,7 +513,7 @@ class TripletProblem:
 
     def _s_of(self, a: np.ndarray) -> np.ndarray:
         r""":math:`\sum_{work}a_tH_t+H_{\hat L}` through the compact pairs."""
-        npairs = self.cdiff.shape[0]
+        npairs = self.n_pairs_used
         w = (np.bincount(self.cpos, a, minlength=npairs)
              - np.bincount(self.cneg, a, minlength=npairs))
         return self._aggregate(w) + self.HL

@@ -199,7 +199,7 @@ cdef class SpgWorkspace:
 def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in, HL_in,
         double nL, double gamma, double lam, M_in, double eta, Py_ssize_t max_steps,
         double tol, Py_ssize_t interval, bint use_gb, bint use_pgb, bint use_dgb,
-        bint screen, SpgWorkspace workspace=None):
+        bint screen, SpgWorkspace workspace=None, rows_in=None):
     r"""Minimise the reduced triplet problem from the PSD point ``M`` over the triplets
     ``work`` of pair indices ``pos``/``neg`` into the pair differences ``diff``, with
     :math:`H_{\hat L}` = ``HL`` and :math:`|\hat{\mathcal L}|` = ``nL``: at most
@@ -211,6 +211,9 @@ def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in
 
     ``workspace`` (a :class:`SpgWorkspace`) is used for the work buffers and kept
     for the next call; by default they are allocated for this call.
+
+    With ``rows`` (pair indices), the problem's pairs are ``diff[rows]``, gathered into
+    the loop's own copy (a reduced problem need not copy them first).
 
     Returns ``(M, step, steps, rejected, HL, nL, to_R, to_L, checks, n_checks, z, S,
     S_+, primal, dual, gap)``: ``to_R``/``to_L`` the screened triplets (values of
@@ -225,7 +228,8 @@ def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in
     ws.busy = True
     try:
         return _spg(ws, diff_in, pos_in, neg_in, hnorm, work_in, HL_in, nL, gamma, lam,
-                    M_in, eta, max_steps, tol, interval, use_gb, use_pgb, use_dgb, screen)
+                    M_in, eta, max_steps, tol, interval, use_gb, use_pgb, use_dgb, screen,
+                    rows_in)
     finally:
         ws.busy = False
         if ws.total_bytes > ws.kept_bytes:
@@ -235,15 +239,23 @@ def spg(diff_in, pos_in, neg_in, const double[::1] hnorm, const int[::1] work_in
 cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnorm,
                 const int[::1] work_in, HL_in, double nL, double gamma, double lam, M_in,
                 double eta, Py_ssize_t max_steps, double tol, Py_ssize_t interval,
-                bint use_gb, bint use_pgb, bint use_dgb, bint screen):
+                bint use_gb, bint use_pgb, bint use_dgb, bint screen, rows_in):
     cdef const double[:, ::1] diff_src = np.ascontiguousarray(diff_in, dtype=np.float64)
+    cdef const int[::1] rows_src
+    cdef bint gather = rows_in is not None
+    if gather:
+        rows_src = np.ascontiguousarray(rows_in, dtype=np.int32)
+        if rows_src.shape[0] and (np.min(rows_in) < 0
+                                  or np.max(rows_in) >= diff_src.shape[0]):
+            raise ValueError("spg: a pair index out of range")
     cdef const int[::1] pos_src = np.ascontiguousarray(pos_in, dtype=np.int32)
     cdef const int[::1] neg_src = np.ascontiguousarray(neg_in, dtype=np.int32)
     HL_arr = np.array(HL_in, dtype=np.float64, order="C")
     M_arr = np.array(M_in, dtype=np.float64, order="C")
     cdef double[:, ::1] HL = HL_arr
     cdef double[:, ::1] Mv = M_arr
-    cdef Py_ssize_t npairs = diff_src.shape[0], n = pos_src.shape[0]
+    cdef Py_ssize_t npairs = rows_src.shape[0] if gather else diff_src.shape[0]
+    cdef Py_ssize_t n = pos_src.shape[0]
     cdef int d = Mv.shape[0], dd = d * d
     if (Mv.shape[1] != d or HL.shape[0] != d or HL.shape[1] != d
             or diff_src.shape[1] != d or neg_src.shape[0] != n or work_in.shape[0] != n):
@@ -251,7 +263,7 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
     cdef Py_ssize_t interval_ = max(interval, 1)
     # rows: the first check and those that screened (each removes a triplet)
     cdef Py_ssize_t cap_checks = min(max_steps // interval_ + 2, max(n, 1) + 1) if screen else 1
-    cdef bint private = screen or npairs == 0 or d == 0 or n == 0
+    cdef bint private = screen or gather or npairs == 0 or d == 0 or n == 0
     ws.reserve(npairs, n, d, cap_checks, private)
     # private copies (the screening compacts them in place) and buffers, from the
     # workspace; without screening nothing is written to the pairs and triplets, which
@@ -316,7 +328,10 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
     cdef double* phi_ptr = &Phi[0]
     with nogil:
         if private:
-            if npairs and d:
+            if gather and d:
+                for p in range(npairs):
+                    memcpy(&diff[p, 0], &diff_src[rows_src[p], 0], d * sizeof(double))
+            elif npairs and d:
                 memcpy(&diff[0, 0], &diff_src[0, 0], npairs * d * sizeof(double))
             if n:
                 memcpy(&pos[0], &pos_src[0], n * sizeof(int))

@@ -170,14 +170,14 @@ def _run_compiled(problem: TripletProblem, M, lam, eta, n, tol, interval=10, inn
     with its built-in screening when ``inner`` = (use_gb, use_pgb, use_dgb) is given;
     records the screened triplets in ``problem`` and reports the checks to
     ``callback.record_compiled``. Returns (M, step, steps, evaluation at M)."""
-    work, cpos, cneg, cdiff = problem.compact
+    work, cpos, cneg, pairs, rows = problem.solver_pairs
     screen = inner is not None
     use_gb, use_pgb, use_dgb = inner if screen else (False, False, False)
     (M, eta, k, rejected, HL, nL, to_R, to_L, checks, n_checks, z, S, S_pos, primal, dual,
-     gap) = kn.spg(cdiff, cpos, cneg, problem.ts.hnorm, work, problem.HL,
+     gap) = kn.spg(pairs, cpos, cneg, problem.ts.hnorm, work, problem.HL,
                    float(problem.nL), problem.gamma, float(lam), M, float(eta), int(n),
                    float(tol), int(max(interval, 1)), use_gb, use_pgb, use_dgb, screen,
-                   workspace)
+                   workspace, rows)
     problem.n_rejected += rejected
     if screen:
         problem.apply_screened(to_R, to_L, HL, int(round(nL)))
@@ -359,6 +359,6 @@ def _fewer_pairs(problem: TripletProblem, work: np.ndarray) -> bool:
     used = np.zeros(ts.n_pairs, dtype=bool)
     used[ts.pos[work]] = True
     used[ts.neg[work]] = True
-    return np.count_nonzero(used) <= ACTIVE_SET_PAIR_SHARE * problem.cdiff.shape[0]
+    return np.count_nonzero(used) <= ACTIVE_SET_PAIR_SHARE * problem.n_pairs_used
 
 

@@ -71,6 +71,46 @@ def test_converges_far_below_lambda_L(compiled):
     assert res.converged and res.evaluation.rel_gap <= 1e-6
 
 
+@pytest.mark.parametrize("screening", [False, True])
+def test_a_reduced_problem_hands_the_solver_its_pair_indices(screening):
+    """A full-metric reduced problem does not copy its pairs up front: the compiled loop
+    gathers them from the set through their indices into its own copy, with the
+    results of a solve on the copied pairs bit for bit; the copy is made when first
+    read (``cdiff``), and not at all by a solve; a bad index is refused."""
+    ts = small_problem(2, n=40, d=4, k=3)[2]
+    gamma = 0.05
+    lam_L, G_pos = tp.closed_form(ts, gamma, False)
+    rng = np.random.RandomState(0)
+    status = _status(ts, rng, 0.6)
+    hook = _InnerScreening() if screening else None
+    lazy = tp.TripletProblem(ts, gamma, False, status)
+    work, cpos, cneg, pairs, rows = lazy.solver_pairs
+    assert pairs is ts.diff and rows.size == lazy.n_pairs_used < ts.n_pairs
+    copied = tp.TripletProblem(ts, gamma, False, status)
+    np.testing.assert_array_equal(copied.cdiff, ts.diff[rows])  # (read: copied now)
+    assert copied.solver_pairs[4] is None and copied.solver_pairs[3] is copied.cdiff
+    results = [pg.solve(p, G_pos / lam_L, 0.05 * lam_L, tol=1e-9, max_iter=500,
+                        callback=hook, workspace=pg.SpgWorkspace())
+               for p in (lazy, copied)]
+    # (no copy made by the solve; screening changed the status, rebuilt when read)
+    assert (lazy._pair_rows is None) == screening
+    assert results[0].n_iter == results[1].n_iter > 1
+    for name in ("M", "z", "primal", "gap"):
+        assert np.array_equal(getattr(results[0].evaluation, name),
+                              getattr(results[1].evaluation, name)), name
+    assert np.array_equal(lazy.status, copied.status)
+    # every pair used: the set's pairs themselves, in place and read-only
+    whole = tp.TripletProblem(ts, gamma, False)
+    assert whole.solver_pairs[4] is None and np.shares_memory(whole.cdiff, ts.diff)
+    assert not whole.cdiff.flags.writeable
+    bad = rows.copy()
+    bad[0] = ts.n_pairs
+    with pytest.raises(ValueError, match="out of range"):
+        pg.kn.spg(ts.diff, cpos, cneg, ts.hnorm, work, lazy.HL, float(lazy.nL), gamma,
+                  0.05 * lam_L, G_pos / lam_L, 1.0, 5, 1e-9, 10, False, False, False,
+                  False, None, bad)
+
+
 def test_working_arrays_follow_the_status_after_the_compiled_loop():
     """Decisions of the compiled loop (apply_screened) leave the working arrays to be
     rebuilt on use: every consumer then sees exactly the active triplets."""
