@@ -208,6 +208,12 @@ MUTATIONS = (
              "D[start + p] = ss_dot(d, &T[p * d], &diff[p * d])",
              ("tests/problems/test_triplet_kernels.py", "tests/solvers/test_psd_gradient.py"),
              "the blocked pair forms read the first block's pairs in every block"),
+    Mutation("spg_gather_rows_ignored", "sklearn_safescreen/solvers/_spg_fast.pyx",
+             "memcpy(&diff[p, 0], &diff_src[rows_src[p], 0], d * sizeof(double))",
+             "memcpy(&diff[p, 0], &diff_src[p, 0], d * sizeof(double))",
+             ("tests/solvers/test_psd_gradient.py", "tests/test_metric_learning.py"),
+             "the compiled loop copies the set's first pairs instead of a reduced "
+             "problem's pairs"),
     Mutation("ds_dual_radius_half", "sklearn_safescreen/screening/doubly_sparse.py",
              "float(np.sqrt(2.0 * n * g / gamma))", "float(np.sqrt(n * g / gamma))", DOUBLY,
              "doubly sparse dual ball sqrt(n G / gamma), not sqrt(2 n G / gamma)"),
