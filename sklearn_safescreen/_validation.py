@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +23,25 @@ def _same_memory(a, b) -> bool:
                       and a.ctypes.data == b.ctypes.data
                       and (a.flags.c_contiguous and b.flags.c_contiguous
                            or (a.shape, a.strides) == (b.shape, b.strides)))
+
+
+_PINNED = threading.local()
+
+
+@contextmanager
+def inputs_pinned():
+    """Within this block (on this thread), a warm-started fit that receives the very
+    objects it validated last takes them as unchanged without digesting their content
+    again: for a walker that owns the loop of fits over arrays nothing else writes to
+    (:func:`~sklearn_safescreen.path.estimator_path`). The digest is a pass over the
+    data at memory speed, 5.7 ms a fit for a 2000 x 2000 matrix (5% of a doubly sparse
+    path's 30 fits), 43 ms for a 6000 x 5000 one."""
+    before = getattr(_PINNED, "on", False)
+    _PINNED.on = True
+    try:
+        yield
+    finally:
+        _PINNED.on = before
 
 
 @dataclass
@@ -58,6 +79,8 @@ class InputMemo:
         if len(raw) != len(self.raw) or any(
                 a is not b for a, b in zip(raw, self.raw, strict=True)):
             return None
+        if getattr(_PINNED, "on", False):  # (see inputs_pinned)
+            return self.digest
         digest = data_fingerprint(*self.validated)
         return digest if digest == self.digest else None
 

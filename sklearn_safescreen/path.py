@@ -41,6 +41,7 @@ from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from ._utils import memory
+from ._validation import inputs_pinned
 from .base import PathEstimatorMixin
 from .engine.cost import values_after
 from .engine.report import ScreeningReport
@@ -436,6 +437,9 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
         A Safe estimator (SafeSVC, SafeLAD, SafeMetricLearner, ...) or a Pipeline
         containing one; it is not modified.
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Read by every fit of the walk, and not to be modified until it returns: a fit
+        given the very arrays the previous fit validated does not check their content
+        again.
     y : array-like of shape (n_samples,) or None
     values : {"geometric", "eps-path"}, array-like or None, default=None
         The grid, see :func:`make_grid`.
@@ -495,8 +499,9 @@ def estimator_path(estimator, X, y, values=None, *, n_values: int = 30, eps: flo
         value = float(grid[i])
         est.set_params(**{param_name: value})
         t0 = time.perf_counter()
-        # (an eps-path's length is not known in advance)
-        with values_after(None if eps_path else len(grid) - i - 1):
+        # (an eps-path's length is not known in advance; the walk's inputs are the same
+        # unchanged arrays at every fit: no digest of their content each time)
+        with values_after(None if eps_path else len(grid) - i - 1), inputs_pinned():
             est.fit(X, y, **fit_params)
         elapsed = time.perf_counter() - t0
         step = _step_of(est, prefix)

@@ -276,6 +276,29 @@ def test_warm_start_same_arrays_changed_in_place_are_validated_again(where):
     np.testing.assert_allclose(model.predict(X), cold.predict(X), atol=1e-6)
     assert "_input_memo" not in pickle.loads(pickle.dumps(model)).__dict__
 
+def test_a_path_walk_digests_its_inputs_once(monkeypatch):
+    """estimator_path owns its loop of fits over the same arrays: the first fit
+    validates and digests them, the later ones take them as unchanged (a digest is a
+    pass over the data); outside a walk every warm fit digests them again (the
+    in-place check above), and the walk's pin ends with it."""
+    from sklearn_safescreen import _validation
+    from sklearn_safescreen.path import estimator_path
+
+    X, y = make_lad(n=60, d=3, seed=12)
+    digests = []
+    real = _validation.data_fingerprint
+    monkeypatch.setattr(_validation, "data_fingerprint",
+                        lambda *a: digests.append(1) or real(*a))
+    res = estimator_path(SafeLAD(), X, y, n_values=6)
+    assert len(res.values) == 6 and len(digests) == 1
+    digests.clear()
+    model = SafeLAD(warm_start=True, C=1.0).fit(X, y)
+    model.set_params(C=2.0).fit(X, y)
+    model.set_params(C=4.0).fit(X, y)
+    assert len(digests) == 3  # the memo's, then one check per warm fit
+    assert not getattr(_validation._PINNED, "on", False)
+
+
 def test_reproduction_wwy_rejection_rate():
     """A synthetic counterpart of the LAD experiments of Wang et al. 2014 (Table 3):
     n=2000, d=8, X ~ N(0, I), y = X beta + Laplace(1) with beta ~ U(-1, 1)^8 (a choice of
