@@ -150,7 +150,7 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
         # content: along a warm-started path it is done once
         key = digest
         if key is None and self.warm_start and y.dtype.kind in "biuf":
-            key = data_fingerprint(y)  # (sparse X is not memoised; y alone is cheap)
+            key = data_fingerprint(y)  # (X not memoised: converted; y alone is cheap)
         cached = self.__dict__.get("_label_cache")
         if key is not None and cached is not None and cached[0] == key:
             encoded = cached[1]

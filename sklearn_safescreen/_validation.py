@@ -14,7 +14,10 @@ from ._utils.fingerprint import data_fingerprint
 
 
 def _same_memory(a, b) -> bool:
-    """Whether ``b`` is the numeric ndarray ``a`` or a view of exactly its elements."""
+    """Whether ``b`` is the numeric ndarray ``a`` or a view of exactly its elements, or
+    the very numeric sparse matrix ``a`` (whose digest covers its three arrays)."""
+    if sp.issparse(a) or sp.issparse(b):
+        return a is b and a.format in ("csr", "csc") and a.dtype.kind in "biuf"
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
         return False
     if a.dtype.kind not in "biuf":  # object arrays: the digest sees pointers only
@@ -50,7 +53,8 @@ class InputMemo:
 
     Input validation (shapes, dtypes, finite values, non-negative weights) depends only
     on the content of the arrays. Along a path every fit receives the same objects, and
-    validating them again cost SafeLAD ~0.7 ms of a ~4 ms step. When validation returned
+    validating them again cost SafeLAD ~0.7 ms of a ~4 ms step (a real-sim-shaped sparse
+    matrix, 5 ms of validation and 8 ms of digests a fit). When validation returned
     the caller's arrays unchanged (or views of exactly their memory), a later fit that
     receives the same objects whose content digest (:func:`data_fingerprint`) equals
     the validated one skips it: an in-place change of any entry changes the digest

@@ -532,7 +532,11 @@ def test_sparse_fingerprint_sees_every_change():
     rng = np.random.RandomState(0)
     y = np.where(X @ rng.randn(400) > np.median(X @ rng.randn(400)), 1, -1)
     model = SafeDoublySparseSVC(alpha=0.05, warm_start=True, tol=1e-10).fit(X, y)
+    assert model._input_memo is not None  # (the validated sparse X is the caller's)
     X.data[::7] *= 2.0  # in place: the same object, new content
     model.set_params(alpha=0.03).fit(X, y)
     cold = SafeDoublySparseSVC(alpha=0.03, tol=1e-10).fit(X, y)
     np.testing.assert_allclose(model.coef_, cold.coef_, atol=1e-6)
+    X.data[3] = np.nan  # and validated again: a NaN stored in place is refused
+    with pytest.raises(ValueError, match="NaN"):
+        model.set_params(alpha=0.02).fit(X, y)
