@@ -61,7 +61,7 @@ from sklearn_safescreen import (  # noqa: E402
     SafeMetricLearner,
     SafeSVC,
 )
-from sklearn_safescreen.engine import cost  # noqa: E402
+from sklearn_safescreen.engine.policy import MODES  # noqa: E402
 from sklearn_safescreen.path import estimator_path  # noqa: E402
 
 
@@ -152,10 +152,9 @@ def rules_of(est) -> list[str]:
 
 
 def walk(est, X, y, values, grid, mode):
-    with cost.forced(mode):
-        t0 = time.process_time()
-        res = estimator_path(est, X, y, values, attributes=[], **grid)
-        elapsed = time.process_time() - t0
+    t0 = time.process_time()
+    res = estimator_path(est, X, y, values, attributes=[], screening_mode=mode, **grid)
+    elapsed = time.process_time() - t0
     skipped = sum(bool(r.skipped) for r in res.reports)
     return elapsed, skipped, float(np.nanmean(res.screening_rates[1:]))
 
@@ -206,7 +205,7 @@ def main() -> None:
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     rows, rule_rows = [], []
-    modes = cost.MODES + (("never again",) if args.spread else ())
+    modes = MODES + (("never again",) if args.spread else ())
     with threadpool_limits(1):
         for name, est, X, y, values, grid in paths(args.quick, args.large, args.papers):
             if args.only not in name:

@@ -3,6 +3,7 @@
 # first: sets the OpenMP wait policy before a compiled module loads the runtime
 from ._utils import openmp_policy  # noqa: F401, I001
 from ._utils.warnings import LongFitWarning, PrecisionWarning, ScreeningRepairWarning
+from .base import fit_context
 from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR
 from .engine.report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
@@ -28,4 +29,5 @@ __all__ = [
     "ScreeningRepairWarning",
     "ScreeningReport",
     "doubly_sparse_path",
+    "fit_context",
 ]

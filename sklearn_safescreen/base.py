@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._utils.blas import single_blas_thread
 from ._utils.openmp import fit_threads
 from ._utils.warnings import warn_user
-from .engine.cost import path_values_after
+from .engine.policy import check_mode, environment_mode
 from .engine.protocol import EnginePath, StepOutcome, StepSettings
 from .engine.report import ScreeningReport, merge_reports
 
@@ -147,6 +147,83 @@ def limit_blas_threads(fit):
 
 
 # ------------------------------------------------------------ the fit skeleton ---
+@dataclass(frozen=True)
+class FitContext:
+    """What the caller of a fit knows that the estimator's parameters do not say.
+
+    A caller sets it around the fits it makes with :func:`fit_context`; a fit outside
+    one runs with the defaults.
+    """
+
+    #: whether the steps screen: ``"auto"`` (the paths' policy), ``"always"`` or
+    #: ``"never"``; ``None``: the environment's mode
+    #: (:data:`~sklearn_safescreen.engine.policy.ENVIRONMENT`), else ``"auto"``
+    screening: str | None = None
+    #: the caller owns the arrays it passes and nothing writes to them between its fits
+    #: (a path walker): a warm fit given the very arrays the previous fit validated
+    #: takes them as unchanged instead of checking their content again
+    inputs_unchanged: bool = False
+
+    def mode(self) -> str:
+        """The screening mode in force for the fit."""
+        return environment_mode() if self.screening is None else self.screening
+
+
+_NO_CONTEXT = FitContext()
+
+
+@contextlib.contextmanager
+def fit_context(estimator, *, screening: str | None = None,
+                inputs_unchanged: bool = False):
+    """Run the fits of one estimator within the block in a given context.
+
+    The context belongs to that one estimator object, never to the process or the
+    thread, and is removed when the block ends.
+
+    Parameters
+    ----------
+    estimator : Safe estimator
+        The estimator whose fits the block makes (the Safe step itself, not a Pipeline
+        holding it).
+    screening : {"auto", "always", "never"} or None, default=None
+        Which path steps screen: ``"auto"`` as the paths' deterministic policy decides,
+        ``"always"`` every step, ``"never"`` none (the answers are the same, certified
+        either way). ``None``: the mode of the environment variable
+        ``SKLEARN_SAFESCREEN_SCREENING``, else ``"auto"``.
+    inputs_unchanged : bool, default=False
+        The caller owns the arrays it passes and nothing modifies them between its
+        fits: a warm-started fit given the very arrays the previous fit validated
+        takes them as unchanged instead of checking their content again.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_safescreen import SafeSVC, fit_context
+    >>> X, y = make_classification(n_samples=100, random_state=0)
+    >>> model = SafeSVC(kernel="linear", C=0.1, warm_start=True).fit(X, y)
+    >>> with fit_context(model, screening="always"):
+    ...     _ = model.set_params(C=1.0).fit(X, y)
+    >>> model.screening_report_.skipped
+    []
+    """
+    if screening is not None:
+        check_mode(screening)
+    previous = estimator.__dict__.get("_fit_context")
+    estimator._fit_context = FitContext(screening, inputs_unchanged)
+    try:
+        yield
+    finally:
+        if previous is None:
+            estimator.__dict__.pop("_fit_context", None)
+        else:
+            estimator._fit_context = previous
+
+
+def current_context(estimator) -> FitContext:
+    """The :class:`FitContext` of the fit under way on ``estimator``."""
+    return estimator.__dict__.get("_fit_context") or _NO_CONTEXT
+
+
 @dataclass
 class FitInputs:
     """What a family's validation hands the fit skeleton: the validated data (the
@@ -248,7 +325,7 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         value = self._step_value(state)
         self._check_step(state, value)
         settings = self._step_settings(state, value)
-        settings.values_after = path_values_after()
+        settings.mode = current_context(self).mode()
         outcomes, report = self._run_tasks(state, value, settings)
         self._path = state
         self.screening_report_ = report

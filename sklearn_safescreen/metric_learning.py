@@ -31,7 +31,8 @@ from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
-from .engine.triplet import BOUNDS, TripletPath, TripletSettings
+from .engine.triplet import TripletPath
+from .engine.triplet_settings import BOUNDS, TripletSettings
 from .problems._eigh_fast import eigh_rows
 from .problems._triplet_fast import metric_factor
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices

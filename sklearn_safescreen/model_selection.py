@@ -27,8 +27,8 @@ from sklearn.utils.validation import _check_method_params, indexable
 
 from ._utils.openmp import effective_n_threads, fit_threads
 from .base import single_blas_thread
-from .engine.cost import values_after
-from .path import GRID_KINDS, _grid, _step_of, resolve_path_param
+from .grid import GRID_KINDS, resolve_path_param
+from .path import _grid, _step_of
 
 
 # ------------------------------------------------------- RegularizationPathCV ---
@@ -42,12 +42,11 @@ def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
     est.set_params(**{prefix + "warm_start": True})
     outs, reports = [], []
     for k, value in enumerate(values):
-        with values_after(len(values) - k - 1):
-            out = _fit_and_score(est, X, y, train=train, test=test,
-                                 parameters={param_name: value},
-                                 split_progress=(split_idx, n_splits),
-                                 candidate_progress=(k, len(values)),
-                                 **fit_and_score_kwargs)
+        out = _fit_and_score(est, X, y, train=train, test=test,
+                             parameters={param_name: value},
+                             split_progress=(split_idx, n_splits),
+                             candidate_progress=(k, len(values)),
+                             **fit_and_score_kwargs)
         report = None
         if out.get("fit_error") is None:
             report = getattr(_step_of(est, prefix), "screening_report_", None)

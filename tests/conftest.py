@@ -4,9 +4,10 @@ solver of tests/screening/ (``_svm_truth``) are importable from every test folde
 hypothesis profiles (``_profiles``: ``ci`` when ``CI=true``, else ``dev``) are
 registered and loaded before any test module is imported."""
 
-import os
 import sys
 from pathlib import Path
+
+import pytest
 
 _HERE = Path(__file__).resolve().parent
 for folder in (_HERE, _HERE / "screening"):
@@ -15,17 +16,19 @@ for folder in (_HERE, _HERE / "screening"):
 
 from _profiles import register  # noqa: E402
 
-from sklearn_safescreen.engine import cost  # noqa: E402
-
 HYPOTHESIS_PROFILE = register()
-
-# Every step screens: the tests of the rules, reports and repairs look at the screening
-# itself, and which steps the cost model's measurements let screen depends on the
-# machine's speed. Set in the environment, so that worker processes (loky, dask) see it
-# too (unless the environment sets it: SKLEARN_SAFESCREEN_COST_MODEL=auto runs the
-# suite with the default); the cost model's own tests choose their mode.
-os.environ.setdefault(cost.ENVIRONMENT, "always")
 
 
 def pytest_report_header(config):
     return f"hypothesis profile: {HYPOTHESIS_PROFILE}"
+
+
+@pytest.fixture
+def every_step(monkeypatch):
+    """Every path step of the test's fits screens, whatever the policy would choose: for
+    the tests that look at the screening itself (its rules, events, reports and
+    repairs) on problems where the policy runs plain steps (a kernel whose rows all fit
+    in the cache). Set in the environment, so that worker processes see it too."""
+    from sklearn_safescreen.engine.policy import ENVIRONMENT
+
+    monkeypatch.setenv(ENVIRONMENT, "always")

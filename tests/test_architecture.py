@@ -24,7 +24,7 @@ LAYERS = [
     {"engine"},
     {"base", "_validation", "_fit_time", "_box_qp_base", "svm", "lad", "metric_learning",
      "datasets", "_doubly_sparse_base", "doubly_sparse", "lp_svm"},
-    {"path"},
+    {"path", "grid"},
     {"model_selection"},
     {"plotting", "__main__", "__init__"},
 ]

@@ -22,6 +22,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import sklearn_safescreen.engine.triplet as engine
+import sklearn_safescreen.engine.triplet_dynamic as triplet_dynamic
 from sklearn_safescreen import RegularizationPathCV
 from sklearn_safescreen import metric_learning as ml_module
 from sklearn_safescreen.metric_learning import AUTO_ALPHA_FRACTION, SafeMetricLearner
@@ -100,7 +101,8 @@ def test_report_times_do_not_overlap(rule, monkeypatch):
         time.sleep(sleep)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "screen_triplets", slow)
+    monkeypatch.setattr(engine, "screen_triplets", slow)  # (the reference screening)
+    monkeypatch.setattr(triplet_dynamic, "screen_triplets", slow)
     # the reference ball of a warm step runs the rule through screen_triplets for "sdp";
     # the dynamic checks of "linear" and "sdp" do too ("sphere" runs compiled)
     ml = SafeMetricLearner(rule=rule, warm_start=True, alpha=3e4).fit(X, y)

@@ -244,7 +244,7 @@ def _lines(capsys):
     return [ln for ln in out.splitlines() if ln.strip()]
 
 
-def test_verbose_one_line_per_path_step(capsys):
+def test_verbose_one_line_per_path_step(capsys, every_step):
     X, y = make_binary(n=60, d=3, seed=30)
     model = SafeSVC(kernel="rbf", gamma=0.5, verbose=1, warm_start=True)
     for C in [0.1, 1.0, 10.0, 3.0]:
@@ -255,7 +255,7 @@ def test_verbose_one_line_per_path_step(capsys):
         assert f"C={C:g}" in lines[0].replace(" ", "")
 
 
-def test_verbose_multiclass_one_line_per_task(capsys):
+def test_verbose_multiclass_one_line_per_task(capsys, every_step):
     X, y = make_multiclass(n=60, d=3, k=3, seed=13)
     SafeSVC(kernel="rbf", verbose=1).fit(X, y)
     lines = _lines(capsys)

@@ -26,7 +26,7 @@ PATH = [0.05, 0.5, 5.0, 50.0, 2.0, 0.2]
 
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
-def test_every_rule_equals_no_screening(rule, kernel):
+def test_every_rule_equals_no_screening(rule, kernel, every_step):
     X, y = make_binary(n=80, d=3, seed=6, noise=1.0)
     kw = {"gamma": 0.5} if kernel == "rbf" else {}
     Xt, _ = make_binary(n=30, d=3, seed=7)
@@ -46,7 +46,7 @@ def test_every_rule_equals_no_screening(rule, kernel):
 
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
-def test_every_rule_equals_no_screening_with_weights(rule, kernel):
+def test_every_rule_equals_no_screening_with_weights(rule, kernel, every_step):
     """Rules with per-sample upper bounds C*c_i (sample and class weights; an extension
     not in the papers, doc/theory/svm_lad.rst)."""
     X, y = make_binary(n=80, d=3, seed=8, noise=1.0)
@@ -111,7 +111,7 @@ def test_warm_start_down_to_everything_screened(rule, kernel):
     np.testing.assert_allclose(np.abs(full_beta(model, 0, len(y))), 0.003125, rtol=1e-12)
 
 
-def test_warm_start_same_data_reuses_reference():
+def test_warm_start_same_data_reuses_reference(every_step):
     """Sanity check of the fingerprint tests below: a cold fit starts from the closed
     form at C_min (a "Cmin" event), a warm start on the same data screens from the
     previous solution instead."""

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_safescreen.engine import triplet as et
+from sklearn_safescreen.engine import triplet_reduced as etr
 from sklearn_safescreen.engine.report import ScreeningReport
 from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems.triplets import build_triplets
@@ -33,8 +34,10 @@ def _bounds_on_every_share():
     updates whatever the share and the size."""
     share, work, hl = et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK
     et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK = 1.0, 0.0, 0.0
+    etr.FULL_PASS_SHARE = 1.0
     yield
     et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK = share, work, hl
+    etr.FULL_PASS_SHARE = share
 
 
 def _settings():
@@ -80,7 +83,7 @@ def _case(seed, diagonal, step, stale, wrong, covered=True):
     prior = et.TripletReference(1.0, M0, 0.0, z_prior, exact=False, zrad=zrad)
     problem = tp.TripletProblem(ts, GAMMA, diagonal, status)
     alpha = 1.0
-    reduced = et._ReducedTriplets(problem, M, alpha, None, None, ScreeningReport(),
+    reduced = etr.ReducedTriplets(problem, M, alpha, None, None, ScreeningReport(),
                                   _settings(), None, prior)
     reduced.res = SimpleNamespace(evaluation=problem.evaluate(
         M if covered else tp.project(1.5 * M + 0.1 * M0, diagonal), alpha))
@@ -107,11 +110,11 @@ def test_bounded_certificate_agrees_with_the_exact_one(seed, diagonal, step, sta
         evaluated.append(np.asarray(idx).copy())
         return values_at(ts_, Q, diagonal_, idx)
 
-    et.triplet_values_at = recording
+    etr.triplet_values_at = recording
     try:
         ok = reduced._bounded_certificate(reduced.res.evaluation)
     finally:
-        et.triplet_values_at = values_at
+        etr.triplet_values_at = values_at
     on_side = not np.any(((status == tp.STATUS_R) & (z < 1.0))
                          | ((status == tp.STATUS_L) & (z > 1.0 - GAMMA)))
     assert ok == on_side
@@ -192,7 +195,7 @@ def test_a_growing_metric_needs_no_evaluation_of_screened_triplets(diagonal):
     prior = et.TripletReference(1.0, M0, 0.0, tp.triplet_values(ts, M0, diagonal),
                                 exact=False)
     problem = tp.TripletProblem(ts, GAMMA, diagonal, status)
-    reduced = et._ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
+    reduced = etr.ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
                                   _settings(), None, prior)
     reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
     assert reduced._bounded_certificate(reduced.res.evaluation)
@@ -235,7 +238,7 @@ def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
     y = y[::2]
     problems, bounded = [], []
     make = et.TripletPath._problem
-    bounded_cert = et._ReducedTriplets._bounded_certificate
+    bounded_cert = etr.ReducedTriplets._bounded_certificate
 
     from_start = []
 
@@ -264,11 +267,11 @@ def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
 
     try:
         et.TripletPath._problem = recording_problem
-        et._ReducedTriplets._bounded_certificate = recording_cert
+        etr.ReducedTriplets._bounded_certificate = recording_cert
         bounded_path = walk(False)
     finally:
         et.TripletPath._problem = make
-        et._ReducedTriplets._bounded_certificate = bounded_cert
+        etr.ReducedTriplets._bounded_certificate = bounded_cert
     for status, HL, path in problems:
         L = np.flatnonzero(status == tp.STATUS_L)
         ref = tp.sum_h(path.ts, np.ones(L.size), path.diagonal, L) if L.size else 0 * HL
@@ -276,10 +279,10 @@ def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
     assert sum(bounded) >= len(bounded) // 2
     assert any(from_start)  # both bases of the updates are checked above
     try:
-        et._ReducedTriplets._bounded_certificate = lambda self, red: False
+        etr.ReducedTriplets._bounded_certificate = lambda self, red: False
         exact_path = walk(True)
     finally:
-        et._ReducedTriplets._bounded_certificate = bounded_cert
+        etr.ReducedTriplets._bounded_certificate = bounded_cert
     # the same optima, to the solver's tolerance (the reference screening differs a
     # little: bounded values screen less)
     for a, b in zip(bounded_path, exact_path, strict=True):
@@ -332,10 +335,10 @@ def test_the_active_triplets_pairs_are_not_counted_when_their_values_are_known(
     status[far & (z > 1.5)] = tp.STATUS_R
     status[far & (z < 0.5)] = tp.STATUS_L
     active = np.flatnonzero(status == tp.STATUS_ACTIVE)
-    assert et.pair_share(ts, active) > 0.5 and (status != tp.STATUS_ACTIVE).any()
+    assert etr.pair_share(ts, active) > 0.5 and (status != tp.STATUS_ACTIVE).any()
     prior = et.TripletReference(1.0, M, 0.0, z, exact=False)
     problem = tp.TripletProblem(ts, GAMMA, True, status)
-    reduced = et._ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
+    reduced = etr.ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
                                   _settings(), None, prior)
     reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
     assert reduced._bounded_certificate(reduced.res.evaluation)
@@ -348,26 +351,26 @@ def test_small_sets_take_the_exact_certificate(monkeypatch):
     metrics are those of the path with the bounds, to the certified gap."""
     from sklearn.datasets import load_iris
 
-    from sklearn_safescreen.engine import cost
+    from sklearn_safescreen.base import fit_context
     from sklearn_safescreen.metric_learning import SafeMetricLearner
 
     X, y = load_iris(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
     seen = []
-    init = et._ReducedTriplets.__init__
+    init = etr.ReducedTriplets.__init__
 
     def recording_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
         seen.append(self.prior is not None)
 
-    monkeypatch.setattr(et._ReducedTriplets, "__init__", recording_init)
+    monkeypatch.setattr(etr.ReducedTriplets, "__init__", recording_init)
     metrics = {}
     for work in (et.pass_work(build_triplets(X, y, SafeMetricLearner().k), False), 0.0):
         monkeypatch.setattr(et, "BOUNDS_MIN_WORK", work + 1.0)
         seen.clear()
         est = SafeMetricLearner(warm_start=True)
         fits = []
-        with cost.forced("always"):
+        with fit_context(est, screening="always"):
             critical = est.fit(X, y).critical_alpha_
             for lam in np.geomspace(critical, 1e-2 * critical, 8):
                 fits.append(est.set_params(alpha=lam).fit(X, y).metric_.copy())

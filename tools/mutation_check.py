@@ -94,9 +94,9 @@ MUTATIONS = (
              "delta = gap_radius(0.5 * ref.safe_gap)", SVM,
              "SVM DVI inflated by sqrt(gap / 2), not sqrt(gap)"),
     Mutation("lad_gap0", "sklearn_safescreen/screening/lad.py",
-             "centre, radius, _, error = reference_ball(ref, C)",
-             "centre, radius, _, error = reference_ball(BoxQPReference(ref.C, ref.alpha, "
-             "ref.margins, 0.0), C)", LAD,
+             "res = reference_ball_screen(ref, C, np.sqrt(sqnorm), y, weights > 0)",
+             "res = reference_ball_screen(__import__('dataclasses').replace(ref, gap=0.0, "
+             "gap_error=0.0), C, np.sqrt(sqnorm), y, weights > 0)", LAD,
              "LAD DVI ignores the reference's gap"),
     Mutation("gap_ball_radius_30pct", "sklearn_safescreen/screening/balls.py",
              "gap_radius(gap), SCREEN_RTOL)",
@@ -104,7 +104,7 @@ MUTATIONS = (
              (*SVM, "tests/solvers"),
              "gap-safe screening during solves (and the certificate's proofs) with 30% of "
              "the radius"),
-    Mutation("box_certificate_gutted", "sklearn_safescreen/engine/box_qp.py",
+    Mutation("box_certificate_gutted", "sklearn_safescreen/engine/box_qp_reduced.py",
              "        return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, "
              "int(loose.sum()))",
              "        gap = float(terms[~screened].sum())\n"
@@ -113,7 +113,7 @@ MUTATIONS = (
              (PLANTED, "tests/test_svm_exactness.py", "tests/test_lad.py"),
              "the box-QP certificate counts only the undecided samples' gap terms and "
              "reports no contradicted or loose sample"),
-    Mutation("ds_certificate_gutted", "sklearn_safescreen/engine/doubly_sparse.py",
+    Mutation("ds_certificate_gutted", "sklearn_safescreen/engine/doubly_sparse_reduced.py",
              "        return Certificate(g.gap, g.gap, (wrong_f, wrong_s),",
              "        g = self.red.gap(self.u, self.red.margins(self.u), self.lam, self.beta)\n"
              "        wrong_f = wrong_s = loose_f = loose_s = np.zeros(0, dtype=bool)\n"
@@ -121,7 +121,7 @@ MUTATIONS = (
              (PLANTED, "tests/test_doubly_sparse.py"),
              "the doubly sparse certificate takes the reduced problem's gap and reports no "
              "contradicted or loose variable"),
-    Mutation("triplet_certificate_gutted", "sklearn_safescreen/engine/triplet.py",
+    Mutation("triplet_certificate_gutted", "sklearn_safescreen/engine/triplet_reduced.py",
              "        if on_side:\n",
              "        if True:\n",
              (PLANTED, "tests/test_triplet_certificate.py"),
@@ -179,7 +179,7 @@ MUTATIONS = (
              "lim = h[0] * scale_sq + tol[a] - a_sq[a]\n                j =",
              "lim = h[0] * scale_sq - tol[a] - a_sq[a]\n                j =", KNN,
              "the k-NN search narrows its reach by the error bound instead of widening it"),
-    Mutation("bcert_active_dropped", "sklearn_safescreen/engine/triplet.py",
+    Mutation("bcert_active_dropped", "sklearn_safescreen/engine/triplet_reduced.py",
              "                                           gamma, not covered)",
              "                                           gamma, False)",
              ("tests/test_triplet_certificate.py",),

@@ -27,21 +27,15 @@ import numpy as np
 from .._utils import faults
 from ..problems.box_qp import BoxQP, BoxQPData, BoxQPReference, LADData, SVMData
 from ..problems.box_qp import lad_critical_C as _lad_critical_C
-from ..problems.constants import TINY
-from ..screening.balls import ScreeningResult, gap_ball_screen, proven_violations
+from ..screening.balls import ScreeningResult
 from ..screening.lad import screen_lad
 from ..screening.svm import screen_svm
-from ..solvers._cd_fast import seed_point, start_point
+from ..solvers._cd_fast import seed_point
 from ..solvers.dual_cd import solve_box_qp
-from ..solvers.greedy_cd import prefer_greedy, solve_kernel_greedy
 from ..solvers.newton import NewtonCache
-from ..solvers.working_set import (
-    WS_MIN_PROBLEM,
-    solve_plain_then_working_set,
-    solve_working_set,
-)
-from .certify import Certificate, certified_solve
-from .cost import CostModel, skipped_event
+from .box_qp_reduced import ReducedBoxQP
+from .certify import certified_solve
+from .policy import EveryStep, NoScreening, skipped_event
 from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
@@ -56,27 +50,17 @@ INTERNAL_PATH_RATIO = 1e4
 WORKING_SET_RATIO = 100.0
 
 
-#: Kernel mode: the certificate's margins are updated from the previous solution's
-#: while the error bound of the duality gap they give stays below this share of the
-#: gap ``tol`` allows. Measured along the 16,000-sample RBF path (C from 0.1 to 100 in
-#: 10 steps): that bound grows from 1e-12 to 4e-9 of the dual objective over seven
-#: updates (fresh products: about 1e-15), so at the default tol the fresh product is
-#: taken only where most of the support moved.
-INCREMENTAL_GAP_ERROR = 1e-3
 
 
-#: Why a kernel path (SVM or LAD) whose kernel rows all fit in its cache starts without
-#: screening, the cost model's prior (measured after the path's first steps like any
-#: losing mode): with every row cached, the kernel solver's work is the free samples'
-#: updates and Newton steps, which no rule can fix, and the bound samples the rules fix
-#: are those its shrinking leaves alone. Screening at every step took 1.17x the time
-#: of none on the standardised breast cancer path (RBF, 50 values), 1.00x on an RBF
-#: SafeSVC path of 4,000 samples, 0.97x and 1.05x on RBF SafeLAD paths of 2,000 and
-#: 5,000 samples (10 values each). Where the rows do not fit, screening also spares
-#: the rows the solver would compute again, and it starts screened: 0.94x of none at
-#: 16,000 samples (10% of the rows cached), 1.07x at 8,000 (41%).
-KERNEL_PRIOR = ("not tried first: with every kernel row cached, the solver's work is on "
-                "the free samples, which no rule fixes")
+#: Why a kernel path (SVM or LAD) whose kernel rows all fit in its cache does not screen
+#: (unless its caller's mode says so): with every row cached, the kernel solver's work is
+#: the free samples' updates and Newton steps, which no rule can fix, and the bound
+#: samples the rules would fix are those its shrinking already leaves alone, so the rules
+#: could only add their cost. Where the rows do not fit, screening also spares the rows
+#: the solver would compute again, and every step screens (see "Screening on against
+#: off" in the benchmarks page).
+KERNEL_CACHED = ("every kernel row is cached: the solver's shrinking already confines "
+                 "its work to the free samples")
 
 
 def near_reference(ref_C: float | None, C: float) -> bool:
@@ -90,165 +74,6 @@ def seed_alpha(ref: BoxQPReference, problem: BoxQP, C: float) -> np.ndarray:
     their value clipped to the new box. Only a start point: safety does not depend on
     it."""
     return seed_point(ref.alpha, problem.lo, problem.hi, ref.C / C)
-
-
-class _ReducedBoxQP:
-    """The reduced problem of one step, as :func:`~.certify.certified_solve` drives it:
-    screened samples held at their bound, the others solved by coordinate descent with
-    working sets and gap-safe dynamic screening."""
-
-    def __init__(self, problem: BoxQP, alpha0: np.ndarray, at_lower: np.ndarray,
-                 at_upper: np.ndarray, *, dynamic: bool, working_set: bool,
-                 rng: np.random.RandomState, report: ScreeningReport, rule: str,
-                 C: float, task: str, reference: BoxQPReference | None = None):
-        self.problem, self.rng, self.report = problem, rng, report
-        # the previous solution: its margins start the kernel solver's gradient, and
-        # the certificate's margins are updated from them
-        self._reference = self._margin_base = reference
-        self.dynamic, self.working_set = dynamic, working_set
-        self.rule, self.C, self.task = rule, C, task
-        self.alpha = start_point(np.asarray(alpha0, dtype=np.float64), problem.lo,
-                                 problem.hi, at_lower, at_upper)
-        self.fixed = at_lower | at_upper
-        self.movable = problem.lo < problem.hi
-        self.margins = self.margin_error = None
-        self._reduced_gap = np.inf
-
-    def _solver(self):
-        """Kernel mode: the greedy two-variable solver with its row cache when the
-        problem has more than a few hundred samples, else the plain solver over the
-        kernel block. The choice depends on the problem, not on what screening left:
-        the greedy solver keeps its row cache and Newton factors from one step of a
-        path to the next, and a step handed to the other solver leaves them behind
-        (standardised breast cancer, RBF, 50 values: 0.118 s with the choice by
-        undecided samples, 0.097 s by the problem). Linear mode: working sets whose only
-        permanent decisions are full-problem gap balls when screening is on (from a far
-        reference, after plain coordinate descent slows down), else the plain
-        solver."""
-        problem = self.problem
-        if not problem.linear:
-            return solve_kernel_greedy if prefer_greedy(problem, int(self.movable.sum())) \
-                else solve_box_qp
-        undecided = int((~self.fixed & self.movable).sum())
-        if self.dynamic and undecided > WS_MIN_PROBLEM:
-            return solve_working_set if self.working_set else solve_plain_then_working_set
-        return solve_box_qp
-
-    def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
-        t0 = time.perf_counter()
-        problem = self.problem
-        solver = self._solver()
-        extra = {}
-        if solver is solve_kernel_greedy and self._reference is not None:
-            ref = self._reference
-            extra["start_margins"] = problem.margins_from(self.alpha, ref.alpha,
-                                                          ref.margins, self.C / ref.C)
-        self._reference = None  # valid for the start point only
-        res = solver(problem, self.alpha, self.fixed, tol=tol, max_iter=max_iter,
-                     random_state=self.rng,
-                     dynamic_screen=_dynamic_rule() if self.dynamic else None, **extra)
-        self.alpha, self.fixed, self._reduced_gap = res.alpha, res.fixed, res.gap
-        # linear mode: the solver's margins were computed from scratch at this alpha,
-        # their error bound is a priori. Kernel mode computes them compensated (the
-        # solver's own updates would carry their round-off into the certificate), with
-        # a bound of their error; they serve the certificate and, once certified, the
-        # next step's reference.
-        if res.margins is not None and problem.linear:
-            self.margins, self.margin_error = res.margins, None
-        elif problem.linear:
-            self.margins, self.margin_error = problem.margins(self.alpha), None
-        else:
-            self.margins, self.margin_error = self._kernel_margins(tol)
-        self.report.add(ScreeningEvent(
-            "gap", "dynamic" if self.dynamic else "solve", self.C,
-            sum(e[0] for e in res.dynamic), sum(e[1] for e in res.dynamic),
-            problem.n_samples, 0.0, time.perf_counter() - t0, self.task))
-        return res.n_iter, res.converged
-
-    def _kernel_margins(self, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        """The compensated margins at ``alpha`` and their error bound: updated from the
-        previous solution's over the samples that moved (on a path, the interior ones
-        and those that changed side), unless that bound, grown along the path, could
-        weigh in the gap (``INCREMENTAL_GAP_ERROR``); else one product over the whole
-        support."""
-        problem, alpha, base = self.problem, self.alpha, self._margin_base
-        if base is not None:
-            update = problem.accurate_margins_from(alpha, base, self.C / base.C)
-            if update is not None:
-                q, error = update
-                dual = abs(problem.dual_objective(alpha, q))
-                gap_error = problem.gap_error(alpha, q, error, problem.gap_terms(alpha, q))
-                if gap_error <= INCREMENTAL_GAP_ERROR * tol * max(dual, TINY):
-                    return q, error
-        return problem.accurate_margins(alpha)
-
-    def certify(self) -> Certificate:
-        problem, alpha, margins = self.problem, self.alpha, self.margins
-        terms = problem.gap_terms(alpha, margins)
-        gap = float(terms.sum())
-        rel_gap = gap / max(abs(problem.dual_objective(alpha, margins)), TINY)
-        screened = self.fixed & self.movable
-        # a proof of a wrong decision must survive the round-off of these margins and
-        # gaps (the compensated margins' bound, else a priori bounds: O(n))
-        margin_error = self.margin_error if self.margin_error is not None \
-            else problem.margin_error_bound(alpha)
-        wrong = proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
-                                  screened & (alpha <= problem.lo),
-                                  screened & (alpha >= problem.hi), margin_error,
-                                  problem.gap_error(alpha, margins, margin_error, terms))
-        loose = screened & (terms > 0)
-        self.terms, self.gap = terms, gap
-        return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
-
-    def release(self, which: np.ndarray, proven: bool) -> None:
-        self.fixed &= ~which
-        if proven:
-            lo_side = which & (self.alpha <= self.problem.lo)
-            self.report.add(ScreeningEvent(
-                self.rule, "repair", self.C, -int(lo_side.sum()),
-                -int((which & ~lo_side).sum()), self.problem.n_samples, task=self.task))
-
-    def no_worse_than_zero(self) -> Certificate | None:
-        """An uncertified answer whose primal objective is above that of :math:`w = 0`
-        (:math:`\alpha = 0`, inside every box here) is replaced by that point: a fit
-        that float64 cannot solve to ``tol`` (badly scaled data, an absurd ``C``) never
-        returns a model worse than the trivial one. Returns the new certificate, or
-        None if the answer is kept."""
-        problem, alpha = self.problem, self.alpha
-        primal = self.gap + problem.dual_objective(alpha, self.margins)
-        primal_at_zero = float(np.maximum(problem.lo * problem.p, problem.hi * problem.p)
-                               .sum())
-        if not primal > primal_at_zero:
-            return None
-        n = alpha.size
-        self.alpha = np.zeros(n)
-        self.margins, self.margin_error = np.zeros(n), np.zeros(n)
-        self.fixed = np.zeros(n, dtype=bool)
-        self._reduced_gap = np.inf
-        return self.certify()
-
-    def stop_dynamic_screening(self) -> None:
-        self.dynamic = False
-
-    @property
-    def rules(self) -> str:
-        return f"rule {self.rule} and the dynamic gap balls"
-
-    def release_all(self) -> None:
-        self.fixed = np.zeros_like(self.fixed)
-
-    def screened_counts(self) -> tuple[int, int]:
-        """Samples fixed at each bound at the certified point. With screening, the gap
-        ball of the full problem there also proves the bound of most samples already
-        at one: they count as screened (nothing moves)."""
-        problem, alpha = self.problem, self.alpha
-        at_lo, at_hi = alpha <= problem.lo, alpha >= problem.hi
-        fixed = self.fixed
-        if self.dynamic:
-            lo_m, hi_m = gap_ball_screen(self.margins, problem.p, problem.sqnorm, self.gap)
-            fixed = fixed | (lo_m & at_lo) | (hi_m & at_hi)
-        screened = fixed & self.movable
-        return int((screened & at_lo).sum()), int((screened & at_hi).sum())
 
 
 class BoxQPPath:
@@ -267,8 +92,7 @@ class BoxQPPath:
         self.newton = NewtonCache() if data.kernel is not None else None
         self.reference: BoxQPReference | None = None
         every_row = data.kernel is not None and data.kernel.cache_capacity >= data.n_samples
-        self.cost = (CostModel.without_screening_first(KERNEL_PRIOR) if every_row
-                     else CostModel())
+        self.policy = NoScreening(KERNEL_CACHED) if every_row else EveryStep()
 
     # -- family hooks
     def screen(self, rule: str, ref: BoxQPReference, C: float) -> ScreeningResult:
@@ -291,8 +115,7 @@ class BoxQPPath:
         solution the reference (the engine protocol, :mod:`.protocol`)."""
         rule, tol, max_iter = settings.rule, settings.tol, settings.max_iter
         rng, verbose = settings.rng(), settings.verbose
-        warm = self.reference is not None
-        decision = self.cost.decide(settings.values_after) if rule is not None else None
+        decision = self.policy.decide(settings.mode) if rule is not None else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(rule, C, self.data.n_samples, decision.reason,
                                      self.name))
@@ -311,9 +134,6 @@ class BoxQPPath:
             outcome = self.step(value, rule=rule, tol=tol, max_iter=max_iter, rng=rng,
                                 report=report, verbose=verbose, target=C)
             n_iter += outcome.n_iter
-        if decision is not None:
-            self.cost.record(n_iter, warm, report.screening_rate,
-                             report.rule_time)
         if outcome is None:  # closed form: the reference is the answer
             return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         outcome.n_iter = n_iter
@@ -340,7 +160,7 @@ class BoxQPPath:
             report.add(ScreeningEvent(rule, "reference", C, int(at_lower.sum()),
                                       int(at_upper.sum()), n, time.perf_counter() - t0,
                                       task=self.name))
-        reduced = _ReducedBoxQP(problem, alpha0, at_lower, at_upper,
+        reduced = ReducedBoxQP(problem, alpha0, at_lower, at_upper,
                                 dynamic=rule is not None,
                                 working_set=near_reference(None if ref is None else ref.C,
                                                            C),
@@ -410,19 +230,6 @@ def _planted_decisions(at_lower: np.ndarray, at_upper: np.ndarray, movable: np.n
         return at_lower, at_upper
     lo, hi = fault.split(fault.pick(movable & ~at_lower & ~at_upper))
     return at_lower | lo, at_upper | hi
-
-
-def _dynamic_rule():
-    """The gap-safe dynamic rule the solvers apply (its radius shrunk under a planted
-    ``"dynamic_radius"`` fault)."""
-    fault = faults.active("dynamic_radius")
-    if fault is None:
-        return gap_ball_screen
-
-    def shrunk(margins, targets, sqnorm, gap):
-        fault.uses += 1
-        return gap_ball_screen(margins, targets, sqnorm, fault.share ** 2 * gap)
-    return shrunk
 
 
 def _internal_grid(critical: float, C: float) -> list[float]:

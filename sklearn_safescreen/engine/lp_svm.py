@@ -10,9 +10,9 @@ point. One step at :math:`\lambda`:
    point and any dual point made feasible, so an inexact reference is safe) fix features
    at 0 and samples at :math:`a_i=0` or at the box. A kind of rule is run only while it
    can pay on this path: once an event fixes less than ``MIN_PAYING`` of its
-   variables, or costs more CPU time than the whole solve that follows it (the most it
-   could have saved), it is skipped at the smaller values that follow (skipping fixes
-   nothing, so it is always safe); a larger value than the last one runs it again;
+   variables, it is skipped at the smaller values that follow (they prove less along a
+   decreasing path; skipping fixes nothing, so it is always safe); a larger value than
+   the last one runs it again;
 3. **solve** the reduced LP by column and row generation
    (:class:`~sklearn_safescreen.solvers.lp_highs.ColumnRowGeneration`), started from the
    previous solution's support and margin samples;
@@ -54,23 +54,14 @@ from ..screening.lp_svm import LP_SVM_RULES, LPScreen, screen_lp_svm
 from ..solvers.lp_highs import ColumnRowGeneration, new_model
 from ..solvers.lp_warm import WarmRestrictedLP
 from .certify import Certificate, certified_solve
-from .cost import CostModel, skipped_event
+from .policy import EveryStep, skipped_event
 from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
 #: A kind of rule (features, samples) keeps running along a decreasing path while its
-#: last event fixed at least this fraction of its variables (measured: an event costs
-#: about two passes over the sorted data, a wasted one about as much as a small LP).
+#: last event fixed at least this fraction of its variables: an event costs about two
+#: passes over the sorted data, which a handful of fixed variables does not repay.
 MIN_PAYING = 0.01
-#: Why an LP-SVM path starts without screening, the cost model's prior (measured after
-#: the path's first steps like any losing mode): column-and-row generation already
-#: solves restricted LPs over the features and samples its pricing brings in, so a rule
-#: can only keep out columns and rows that would not have entered, at the price of its
-#: event. Screening at every step took 1.02-1.06x the time of none on a 300 x 60 path
-#: and 1.03x and 1.00x on 500 x 500 and 1000 x 1000 ones (20 values down to 1e-2
-#: lambda_max).
-LP_PRIOR = ("not tried first: column-and-row generation already solves only the "
-            "features and samples it prices in")
 #: The kinds of variables each screening mode fixes.
 _KINDS = {"simultaneous": {"features", "samples"}, "features": {"features"},
           "samples": {"samples"}}
@@ -225,7 +216,7 @@ class LPSVMPath:
         self.alpha: np.ndarray | None = None
         self.lam: float | None = None
         self._skipped: set[str] = set()
-        self.cost = CostModel.without_screening_first(LP_PRIOR)
+        self.policy = EveryStep()
         #: the live HiGHS model of the restricted LPs, kept from step to step (None
         #: before the first solve, or without HiGHS bindings in scipy)
         self.model: WarmRestrictedLP | None = None
@@ -266,8 +257,7 @@ class LPSVMPath:
         if closed:
             outcome = self._closed_form(lam, value)
         else:
-            warm = self.w is not None
-            decision = self.cost.decide(settings.values_after) if rule is not None else None
+            decision = self.policy.decide(settings.mode) if rule is not None else None
             if decision is not None and not decision.screen:
                 report.add(skipped_event(rule, value, d, decision.reason, self.name,
                                          "features"))
@@ -276,10 +266,6 @@ class LPSVMPath:
                 rule = None
             outcome = self._solve(lam, rule, settings.tol, settings.max_iter, describe,
                                   value)
-            if decision is not None:
-                fixed = outcome.screened_features + outcome.at_zero + outcome.at_box
-                self.cost.record(outcome.n_iter, warm, fixed / (n + d),
-                                 sum(e.rule_time for e in outcome.events))
         for event in outcome.events:
             report.add(event)
         report.set_final(outcome.screened_features, 0, "features", closed_form=closed)
@@ -348,12 +334,6 @@ class LPSVMPath:
                              value, self.model)
         result = certified_solve(step, tol=tol, max_iter=max_iter, describe=describe)
         task = step.task
-        rule_time = sum(e.rule_time for e in events if e.moment == "reference")
-        solve_time = sum(e.solver_time for e in events if e.moment == "solve")
-        if rule_time > solve_time:
-            # the event cost more than the whole solve it was to shorten: it cannot pay
-            # at the smaller values either (their solves grow, the rules prove less)
-            self._skipped |= _KINDS.get(rule, set())
         self.w, self.alpha, self.lam = task.w.copy(), step.alpha_full, lam
         cert = result.certificate
         return LPStepOutcome(self.w, self.alpha, cert.gap, cert.rel_gap, result.n_iter,

@@ -66,9 +66,9 @@ class StepSettings:
     #: the value the user asked for, as reports show it (``alpha`` for a family whose
     #: engine value is derived from it); ``None``: the engine value itself
     shown_value: float | None = None
-    #: the values a path walk fits after this one, when its grid is known
-    #: (:func:`~.cost.values_after`); ``None``: not known. Only the cost model reads it
-    values_after: int | None = None
+    #: whether the step screens: ``"auto"`` as the path's policy decides,
+    #: ``"always"``, ``"never"`` (:mod:`.policy`)
+    mode: str = "auto"
 
     def rng(self) -> np.random.RandomState:
         """A fresh generator from :attr:`seed` (one per step: steps are repeatable),

@@ -120,7 +120,7 @@ class ScreeningReport:
 
     @property
     def skipped(self) -> list[str]:
-        """Why the cost model ran the steps of this fit without screening (empty when
+        """Why the policy ran the steps of this fit without screening (empty when
         every step screened)."""
         return [e.note for e in self.events if e.moment == "skipped"]
 

@@ -20,44 +20,36 @@ The mathematics of every ball and rule is on ``doc/theory/metric_learning.rst``.
 
 from __future__ import annotations
 
-import functools
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from .._utils import faults
-from ..problems import _triplet_fast as tk
-from ..problems.constants import RADIUS_ATOL, RADIUS_RTOL
 from ..problems.triplet_problem import (
     STATUS_ACTIVE,
     STATUS_L,
     STATUS_R,
-    Evaluation,
     TripletProblem,
     closed_form,
     loss_values,
-    pair_values,
-    psd_split,
     triplet_values,
     triplet_values_at,
     update_hl,
 )
 from ..problems.triplets import TripletSet
 from ..screening import triplet_bounds as tb
-from ..screening._triplet_fast import iterate_ball_codes
 from ..screening.triplet import SdpSchedule, screen_triplets
 from ..solvers import psd_gradient as pg
-from .certify import Certificate, certified_solve
-from .cost import CostModel, skipped_event
-from .protocol import StepOutcome, StepSettings
+from .certify import certified_solve
+from .policy import DIAGONAL_METRIC, FULL_METRIC, PassCount, skipped_event
+from .protocol import StepOutcome
 from .report import ScreeningEvent, ScreeningReport
+from .triplet_dynamic import DynamicScreening
+from .triplet_reduced import FULL_PASS_SHARE, ReducedTriplets, pair_share
+from .triplet_settings import TripletReference, TripletSettings
 
-#: Share of the pairs above which values are computed in one pass over every pair rather
-#: than over the pairs of the triplets that need them (the pass streams the pairs in
-#: order; a subset is gathered, and its bookkeeping costs as well).
-FULL_PASS_SHARE = 0.5
 #: At most this many fits without the certificate from bounds after it did not pay.
 MAX_BOUNDS_BACKOFF = 16
 #: Two fits whose solvers read at least this share of the pairs each (a step without
@@ -90,61 +82,6 @@ def pass_work(ts: TripletSet, diagonal: bool) -> float:
     return float(ts.n_pairs) * (d if diagonal else d * d)
 
 
-def pair_share(ts: TripletSet, idx: np.ndarray) -> float:
-    """The share of the pairs that the triplets ``idx`` use."""
-    used = np.zeros(ts.n_pairs, dtype=bool)
-    used[ts.pos[idx]] = True
-    used[ts.neg[idx]] = True
-    return float(np.count_nonzero(used)) / max(ts.n_pairs, 1)
-
-
-#: The balls a ``screening`` value names.
-BOUNDS = ("rrpb+pgb", "rrpb", "pgb", "gb", "dgb", "cdgb", "rpb")
-
-
-@dataclass(kw_only=True)
-class TripletSettings(StepSettings):
-    """The step settings of metric learning: the loss, the metric's form, the ball of
-    ``rule``'s screening (``bound``: one of :data:`BOUNDS`, ``None`` for no screening at
-    all) and its schedule."""
-
-    gamma: float
-    diagonal: bool
-    bound: str | None
-    #: True, False or "auto" (see :meth:`TripletPath.uses_ranges`)
-    range_screening: bool | str
-    active_set: bool
-    interval: int
-
-    def log(self, msg: str) -> None:
-        if self.verbose:
-            print(f"[SafeMetricLearner] {msg}")
-
-
-class TripletReference:
-    r"""A solution at ``alpha``: the metric, its full gap, the values of every triplet,
-    the solution before it (for the extrapolated start) and the stored RRPB ranges.
-
-    ``z`` holds :math:`\langle M,H_t\rangle` exactly where ``zrad`` is 0 (or None), and
-    otherwise a value within ``zrad[t] * hnorm[t]`` of it: the certificate bounds the
-    screened triplets' values from an earlier metric instead of evaluating them
-    (:meth:`_ReducedTriplets.certify`)."""
-
-    def __init__(self, alpha, M, gap, z, exact, loss=None, prev=None, zrad=None):
-        self.alpha, self.M, self.gap, self.z, self.exact = alpha, M, gap, z, exact
-        self.zrad = zrad
-        self.loss = loss  # sum of the triplet losses at M (full problem)
-        self.prev = prev  # (alpha, M) of the solution before
-        self.range_label = None
-        self.range_lo = None
-        self.range_hi = None
-
-    @property
-    def eps(self) -> float:
-        """Distance bound to the exact optimum at :attr:`alpha` (0 when exact)."""
-        return 0.0 if self.exact else tb.rrpb_eps(self.gap, self.alpha)
-
-
 class TripletPath:
     """One triplet problem walked along a path of ``alpha`` (see the module docstring).
 
@@ -155,8 +92,8 @@ class TripletPath:
     def __init__(self, ts: TripletSet, gamma: float, diagonal: bool):
         self.ts, self.gamma, self.diagonal = ts, gamma, diagonal
         # (a warm fit is a few gradient passes over the pairs, and screening makes the
-        # passes cheaper, not fewer: the modes are compared per iteration)
-        self.cost = CostModel(per_iteration=True)
+        # passes cheaper, not fewer: the policy counts passes over the pairs)
+        self.policy = PassCount(DIAGONAL_METRIC if diagonal else FULL_METRIC)
         self.critical_alpha, self.G_pos = closed_form(ts, gamma, diagonal)
         # G_+ = 0: no direction separates any triplet, M* = 0 for every alpha > 0
         self._separable = bool(np.any(self.G_pos))
@@ -233,24 +170,20 @@ class TripletPath:
             M0 = self.G_pos / self.critical_alpha
             ref0 = TripletReference(self.critical_alpha, M0, 0.0,
                                     triplet_values(ts, M0, diag), exact=True)
-        warm = self.reference is not None
-        decision = self.cost.decide(settings.values_after) if settings.bound is not None else None
+        decision = self.policy.decide(settings.mode) if settings.bound is not None else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(settings.bound, alpha, n_t, decision.reason,
                                      kind="triplets"))
             settings.log(f"alpha={alpha:<10.4g} screening skipped: {decision.reason}")
             settings = replace(settings, bound=None)
-        grown = self.workspace.growth_seconds
+        warm = self.reference is not None
         outcome = self._step(ref0, alpha, settings, report)
-        if decision is not None:
-            # the share the cost model weighs is of the pairs the solver no longer
-            # reads, not of the triplets: a pair stays until all of its k triplets are
-            # screened, and a warm fit is one or two passes over the pairs (a
-            # SensIT-shaped path, k = 3: 82% of the triplets screened, most pairs
-            # read, screening 7% dearer at every step and never measured against)
-            self.cost.record(outcome.n_iter, warm, 1.0 - self._solver_pair_share,
-                             report.rule_time,
-                             self.workspace.growth_seconds - grown)
+        if decision is not None and warm:
+            # the share the policy weighs is of the pairs the solver no longer reads,
+            # not of the triplets: a pair stays until all of its k triplets are screened.
+            # (A cold fit screens from the closed form at the critical value, far from
+            # its answer: what it counts says nothing of a path step.)
+            self.policy.record(decision.screen, outcome.n_iter, self._solver_pair_share)
         self.reference = outcome.reference
         return outcome
 
@@ -328,7 +261,7 @@ class TripletPath:
             step = self.steps[bound is not None]
             if step is None:  # the first step of this mode: the other mode's, if any
                 step = self.steps[bound is None]
-        reduced = _ReducedTriplets(problem, start_point(ref0, alpha), alpha, hook, step,
+        reduced = ReducedTriplets(problem, start_point(ref0, alpha), alpha, hook, step,
                                    report, settings, self.workspace, prior)
         result = certified_solve(reduced, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=f"SafeMetricLearner at alpha={alpha:.6g}")
@@ -475,308 +408,3 @@ def _plant_decisions(status: np.ndarray) -> None:
     if fault is not None:
         to_R, to_L = fault.split(fault.pick(status == STATUS_ACTIVE))
         status[to_R], status[to_L] = STATUS_R, STATUS_L
-
-
-class _ReducedTriplets:
-    """The reduced triplet problem of one step, as :func:`~.certify.certified_solve`
-    drives it."""
-
-    def __init__(self, problem: TripletProblem, M0: np.ndarray, alpha: float,
-                 hook: DynamicScreening | None, step: float | None,
-                 report: ScreeningReport, settings: TripletSettings,
-                 workspace: pg.SpgWorkspace | None = None,
-                 prior: TripletReference | None = None):
-        self.problem, self.M, self.alpha = problem, M0, alpha
-        self.hook, self.step = hook, step
-        self.report, self.settings = report, settings
-        self.workspace = workspace
-        self.prior = prior  # the values of an earlier metric, for the bounds
-        self.nL0 = problem.nL
-        self.res = None
-        self.zrad = None
-        self.bounded = None  # whether the last certificate came from the bounds
-
-    def solve(self, tol: float, max_iter: int) -> tuple[int, bool]:
-        s = self.settings
-        rule_time = 0.0 if self.hook is None else self.hook.time
-        res = pg.solve(self.problem, self.M, self.alpha, tol=tol, max_iter=max_iter,
-                       step=self.step, callback=self.hook, interval=s.interval,
-                       active_set=s.active_set, workspace=self.workspace)
-        self.res, self.step, self.M = res, res.step, res.M
-        # the hook's checks ran inside the solve: their time is the rule's, not twice
-        rule_time = 0.0 if self.hook is None else self.hook.time - rule_time
-        self.report.add(ScreeningEvent("none", "solve", self.alpha, 0, 0,
-                                       self.problem.ts.n_triplets, 0.0,
-                                       max(res.time - rule_time, 0.0)))
-        return res.n_iter, res.converged
-
-    def certify(self) -> Certificate:
-        """When every screened triplet is on its side at M (z >= 1 in R, z <= 1 - gamma
-        in L), the full primal, dual point and gap equal the reduced ones exactly;
-        otherwise the full problem is evaluated.
-
-        With a :attr:`prior` (values at an earlier metric), the screened triplets'
-        values are first bounded (:meth:`_bounded_certificate`) and only those the
-        bound leaves undecided are evaluated."""
-        problem, M, alpha = self.problem, self.M, self.alpha
-        ts, gamma = problem.ts, problem.gamma
-        red = self.res.evaluation
-        n_t = ts.n_triplets
-        self.zrad = None
-        if self.prior is not None and problem.n_active < n_t:
-            self.bounded = self._bounded_certificate(red)
-            if self.bounded:
-                self._log_certificate(red.rel_gap, red)
-                return Certificate(red.gap, red.rel_gap)
-        if problem.n_active == n_t and red.z.size == n_t:
-            # nothing screened: the solver's evaluation covers every triplet (in order)
-            z_full, on_side = red.z, True
-            loss = tk.loss_sum(z_full, gamma)
-        else:
-            if problem.diagonal:
-                z_full, loss, on_side = tk.certificate_pass(
-                    pair_values(ts.diff, M, True), ts.pos, ts.neg, problem.status, gamma)
-            else:  # the pair forms and the pass in one compiled call
-                z_full, loss, on_side = tk.certificate(ts.diff, ts.pos, ts.neg,
-                                                       problem.status, M, gamma)
-        self.z_full, self.loss = z_full, loss
-        if on_side:
-            # no screened triplet is off its side, so none is proven wrong or loose
-            self._log_certificate(red.rel_gap, red)
-            return Certificate(red.gap, red.rel_gap)
-        isR, isL = problem.status == STATUS_R, problem.status == STATUS_L
-        loose = (isR & (z_full < 1.0)) | (isL & (z_full > 1.0 - gamma))
-        if gamma > 0.0 and red.z.size == problem.n_active and np.array_equal(red.M, M):
-            # the reduced evaluation with the loose triplets counted as they are, through
-            # their pairs alone (not the whole problem's evaluation, a pass over every
-            # pair and more: 170-390 ms on the mnist-shaped path's late steps)
-            idx = np.flatnonzero(loose)
-            ev = problem.released(red, idx, z_full[idx], alpha)
-        else:
-            ev = TripletProblem(ts, gamma, problem.diagonal).evaluate(M, alpha)
-        gap, rel_gap = ev.gap, ev.rel_gap
-        self._log_certificate(rel_gap, red)
-        r = tb.inflate(np.sqrt(2.0 * red.gap / alpha), M)
-        wrong = (isR & (z_full + r * ts.hnorm < 1.0)) | (
-            isL & (z_full - r * ts.hnorm > 1.0 - gamma))
-        return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
-
-    def _bounded_certificate(self, red: Evaluation) -> bool:
-        r"""The certificate without a pass over every pair, when it succeeds.
-
-        The prior's values :math:`z^0_t` are within :math:`\rho_t\|H_t\|` of
-        :math:`\langle M_0,H_t\rangle` (``zrad``; 0 where exact). With
-        :math:`M=sM_0+R` (:math:`s=\langle M,M_0\rangle/\|M_0\|^2`, which makes
-        :math:`\|R\|` the distance from M to the line of :math:`M_0`: along a path the
-        metric mostly grows), by Cauchy-Schwarz
-        :math:`|\langle M,H_t\rangle-s z^0_t|\le(|s|\rho_t+\|R\|_F)\|H_t\|_F`, the
-        distance inflated for round-off as every radius is (``RADIUS_RTOL``,
-        ``RADIUS_ATOL``) and each decision strict with the slack ``SCREEN_RTOL``. A
-        screened triplet that this bound puts on its side is; the others screened and
-        every active triplet are evaluated exactly at M (the active ones are the
-        solver's last evaluation when it covers them all). If an evaluated screened
-        triplet is off its side, returns False: the caller's exact certificate decides.
-        Otherwise sets :attr:`z_full` (bounded values where :attr:`zrad` > 0) and the
-        full loss :attr:`loss`, from the active triplets' losses and the screened ones'
-        (0 in R, linear in L: :math:`(1-\gamma/2)|\hat L|-\langle M,H_{\hat L}\rangle`),
-        and returns True."""
-        problem, M, prior = self.problem, self.M, self.prior
-        ts, gamma, diag = problem.ts, problem.gamma, problem.diagonal
-        status = problem.status
-        M0 = prior.M
-        m0 = float(np.sum(M0 * M0))
-        s = float(np.sum(M * M0)) / m0 if m0 > 0.0 else 0.0
-        # (any s gives a valid bound: the rounding of R is far below RADIUS_ATOL * scale)
-        scale = max(1.0, float(np.linalg.norm(M)), abs(s) * float(np.linalg.norm(M0)))
-        dist = (float(np.linalg.norm(M - s * M0)) * (1.0 + RADIUS_RTOL)
-                + RADIUS_ATOL * scale)
-        active = problem.active
-        # the solver's evaluation at M covers every active triplet, or the active ones
-        # are evaluated with the screened ones the bounds leave undecided
-        covered = (not problem._stale and red.z.size == active.size
-                   and np.array_equal(problem._compact[0], active)
-                   and np.array_equal(red.M, M))
-        z_act = red.z if covered else None
-        # (one compiled pass: its dozen array operations over every triplet took 54 ms a
-        # call at 1.5 million triplets, two thirds of the certificate)
-        z0, rad, exact = tb.bounded_values(prior.z, prior.zrad, ts.hnorm, status, s, dist,
-                                           gamma, not covered)
-        # (the pairs the active triplets alone use need not be read when z_act is known)
-        if pair_share(ts, exact) > FULL_PASS_SHARE:
-            return False  # most pairs needed anyway: the exact certificate's one pass
-        z_ex = triplet_values_at(ts, M, diag, exact)
-        st = status[exact]
-        if np.any(((st == STATUS_R) & (z_ex < 1.0)) | ((st == STATUS_L) & (z_ex > 1.0 - gamma))):
-            return False
-        z_full = z0  # (a new array)
-        z_full[exact] = z_ex
-        rad[exact] = 0.0
-        if z_act is not None:
-            z_full[active] = z_act
-            rad[active] = 0.0
-        else:
-            z_act = z_full[active]
-        self.z_full, self.zrad = z_full, rad
-        self.loss = (float(tk.loss_sum(np.ascontiguousarray(z_act), gamma))
-                     + (1.0 - 0.5 * gamma) * problem.nL - float(np.sum(M * problem.HL)))
-        return True
-
-    def _log_certificate(self, rel_gap: float, reduced) -> None:
-        if not self.settings.verbose:
-            return
-        self.settings.log(f"alpha={self.alpha:<10.4g} certificate full rel_gap={rel_gap:.3e} "
-                          f"(reduced rel_gap={reduced.rel_gap:.3e}) iter={self.res.n_iter}")
-
-    def stop_dynamic_screening(self) -> None:
-        self.hook = None
-
-    @property
-    def rules(self) -> str:
-        s = self.settings
-        return (f"the {s.bound.upper()} reference bound, the {s.rule} rule and the dynamic "
-                "balls" if s.bound is not None else "the triplet rules")
-
-    def release_all(self) -> None:
-        self.release(self.problem.status != STATUS_ACTIVE, proven=False)
-
-    def release(self, which: np.ndarray, proven: bool) -> None:
-        status = self.problem.status
-        if proven:
-            self.report.add(ScreeningEvent(
-                "certificate", "repair", self.alpha, -int((which & (status == STATUS_R)).sum()),
-                -int((which & (status == STATUS_L)).sum()), self.problem.ts.n_triplets))
-        status = status.copy()
-        status[which] = STATUS_ACTIVE
-        p = self.problem
-        self.problem = TripletProblem(p.ts, p.gamma, p.diagonal, status)
-
-
-class DynamicScreening(pg.ScreeningHook):
-    """Dynamic screening at the iterates of the reduced problem, at this ``alpha``: the
-    settings' rule with the GB, PGB and/or DGB balls (CDGB for ``bound="cdgb"``).
-
-    The sphere rule with GB/PGB/DGB on a full metric is offered to the solver as its
-    built-in compiled test (:attr:`compiled`); other rules run here, between compiled
-    stretches. With ``rule="sdp"`` every ball's sphere and linear rules run first, then,
-    when ``schedule`` says so (:class:`~..screening.triplet.SdpSchedule`), the SDP stage
-    on the triplets that no ball decided. :attr:`time` accumulates the rule's time.
-    """
-
-    def __init__(self, ts: TripletSet, alpha: float, report: ScreeningReport,
-                 settings: TripletSettings, schedule: SdpSchedule | None = None):
-        self.ts, self.alpha, self.report, self.settings = ts, alpha, report, settings
-        self.schedule = (SdpSchedule() if schedule is None and settings.rule == "sdp"
-                         else schedule)
-        (self.use_gb, self.use_pgb, self.use_dgb, self.names,
-         self.compiled) = _dynamic_balls(settings.bound, settings.rule, settings.diagonal)
-        self.calls = 0
-        self.time = 0.0
-
-    def __call__(self, problem: TripletProblem, ev: Evaluation):
-        t0 = time.perf_counter()
-        alpha, ts, s = self.alpha, self.ts, self.settings
-        if self.compiled is not None:  # the same rule and balls, in one compiled pass
-            codes = iterate_ball_codes(
-                problem.cdiff, problem.cpos, problem.cneg, ts.hnorm[problem.work], ev.z,
-                np.ascontiguousarray(ev.M), np.ascontiguousarray(ev.grad), ev.gap, alpha,
-                s.gamma, self.use_gb, self.use_pgb, self.use_dgb)
-            return self._record(problem, problem.work[codes == 2],
-                                problem.work[codes == 1], self.names, ev, t0, True)
-        M, diag = ev.M, s.diagonal
-        # the half-spaces of the linear rule contain the PSD cone: the SDP rule's cheap
-        # stage uses them too
-        planes = s.rule in ("linear", "sdp")
-        balls = []
-        if self.use_gb:
-            balls.append(tb.gb_linear(M, ev.grad, alpha, diag) if planes
-                         else tb.gb(M, ev.grad, alpha))
-        if self.use_pgb:
-            balls.append(tb.pgb(M, ev.grad, alpha, diag))
-        if self.use_dgb:
-            ball = tb.dgb(M, ev.gap, alpha)
-            if planes:
-                ball.plane = -psd_split(M - ev.grad / (2 * alpha), diag)[1]
-            balls.append(ball)
-        if s.bound == "cdgb":
-            img = ev.S_pos / alpha
-            balls.append(tb.cdgb(ev.S_pos, problem.evaluate(img, alpha).primal, ev.dual,
-                                 alpha))
-        idx = problem.work
-        to_R = np.zeros(idx.size, dtype=bool)
-        to_L = np.zeros(idx.size, dtype=bool)
-        cheap = "linear" if planes else s.rule
-        for ball in balls:
-            res = screen_triplets(ts, ball, cheap, s.gamma, diag, idx, ref_values=ev.z,
-                                  x0_values=ev.z, values=problem.values)
-            to_R |= res.to_R
-            to_L |= res.to_L
-        if s.rule == "sdp":
-            # (the solver checks every ``interval`` iterations)
-            self.schedule.credit(self.calls * s.interval)
-        if s.rule == "sdp" and self.schedule.due():
-            n_sdp = n_eig = 0
-            for ball in balls:  # only the triplets no ball decided
-                res = screen_triplets(ts, ball, "sdp", s.gamma, diag, idx,
-                                      ref_values=ev.z, x0_values=ev.z,
-                                      values=problem.values, decided=to_R | to_L,
-                                      max_eig=self.schedule.budget - n_eig)
-                n_sdp += res.n_sdp
-                n_eig += res.n_eig
-                to_R |= res.to_R
-                to_L |= res.to_L
-            self.schedule.record(n_sdp, n_eig)
-        to_L &= ~to_R  # cannot both hold for a safe ball; stay conservative
-        return self._record(problem, idx[to_R], idx[to_L],
-                            "+".join(b.name for b in balls), ev, t0, s.bound != "cdgb")
-
-    def _record(self, problem, R_idx, L_idx, name, ev, t0, contains_m):
-        """Apply and report. Returns False (nothing screened), the keep-mask of the
-        working triplets (every ball contains the iterate M, so the screened ones were
-        on their side at M and the evaluation stays valid) or True."""
-        keep = problem.screen(R_idx, L_idx)
-        moment = "reference" if self.calls == 0 else "dynamic"
-        self.calls += 1
-        dt = time.perf_counter() - t0
-        self.time += dt
-        self.report.add(ScreeningEvent(name, moment, self.alpha, int(R_idx.size),
-                                       int(L_idx.size), self.ts.n_triplets, dt))
-        s = self.settings
-        if s.verbose > 1 or (s.verbose and moment == "reference"):
-            s.log(f"alpha={self.alpha:<10.4g} {moment:<9} {name:<8} R+={R_idx.size:<7d} "
-                  f"L+={L_idx.size:<7d} active={problem.work.size:<8d} "
-                  f"rel_gap={ev.rel_gap:.2e} time={dt:.3e}s")
-        if keep is None:
-            return False
-        return keep if contains_m else True
-
-    def record_compiled(self, problem, to_R, to_L, checks, n_checks) -> None:
-        """Events of the checks made inside the compiled loop (same rule and balls): the
-        check at the start point ("reference", as the first call) and the dynamic
-        checks that screened something (``checks`` holds their rows and the first
-        check's). Their time is inside the solver's."""
-        first = self.calls == 0
-        for i, (step, n_R, n_L) in enumerate(checks.tolist()):
-            moment = "reference" if first and i == 0 and step == 0 else "dynamic"
-            if moment == "reference" or n_R or n_L:
-                self.report.add(ScreeningEvent(self.names, moment, self.alpha, n_R, n_L,
-                                               self.ts.n_triplets))
-        self.calls += n_checks
-        s = self.settings
-        if s.verbose > 1 and n_checks:
-            s.log(f"alpha={self.alpha:<10.4g} dynamic   {self.names:<8} {n_checks} "
-                  f"checks R+={to_R.size:<7d} L+={to_L.size:<7d} "
-                  f"active={problem.n_active:<8d}")
-
-
-@functools.lru_cache(maxsize=64)
-def _dynamic_balls(bound: str, rule: str, diagonal: bool) -> tuple:
-    """``(use_gb, use_pgb, use_dgb, names, compiled)`` of :class:`DynamicScreening` for
-    these settings (the same at every fit of a path)."""
-    use_gb = bound == "gb"
-    use_pgb = bound in ("pgb", "rrpb+pgb")
-    use_dgb = bound in ("dgb", "rrpb", "rpb", "rrpb+pgb")
-    names = "+".join(n for n, u in (("GB", use_gb), ("PGB", use_pgb), ("DGB", use_dgb))
-                     if u)
-    compiled = ((use_gb, use_pgb, use_dgb)
-                if rule == "sphere" and not diagonal and bound != "cdgb" else None)
-    return use_gb, use_pgb, use_dgb, names, compiled

@@ -27,6 +27,9 @@ from sklearn_safescreen import (
 from sklearn_safescreen._utils import faults
 from sklearn_safescreen.engine.certify import MAX_REPAIRS
 
+# these tests look at the screening itself: every step screens
+pytestmark = pytest.mark.usefixtures("every_step")
+
 
 def _classification(n=240, d=8, seed=0):
     X, y = make_classification(n, d, n_informative=4, flip_y=0.1, random_state=seed)

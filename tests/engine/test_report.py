@@ -7,6 +7,9 @@ import pytest
 
 from sklearn_safescreen import SafeSVC, ScreeningEvent, ScreeningReport
 
+# these tests look at the screening itself: every step screens
+pytestmark = pytest.mark.usefixtures("every_step")
+
 
 def _binary(n=60, d=3, seed=0):
     rng = np.random.RandomState(seed)

@@ -10,7 +10,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_safescreen import SafeLAD, SafeSVC
-from sklearn_safescreen.engine import box_qp as engine
+from sklearn_safescreen.engine import box_qp_reduced as engine_reduced
 from sklearn_safescreen.problems import box_qp
 from sklearn_safescreen.problems.box_qp import BoxQP, BoxQPReference
 from sklearn_safescreen.problems.kernels import KernelMatrix
@@ -194,7 +194,7 @@ def test_an_update_whose_bound_would_weigh_in_the_gap_is_recomputed(monkeypatch)
     y = np.where(X[:, 0] + 0.5 * rng.standard_normal(400) > 0, 1, 0)
     # per certificate (the engine's margins after a solve): fresh products and calls
     seen = {"calls": 0, "fresh": 0}
-    fresh, kernel_margins = BoxQP.accurate_margins, engine._ReducedBoxQP._kernel_margins
+    fresh, kernel_margins = BoxQP.accurate_margins, engine_reduced.ReducedBoxQP._kernel_margins
 
     def counted_fresh(self, alpha):
         seen["fresh"] += seen.get("inside", False)
@@ -209,7 +209,7 @@ def test_an_update_whose_bound_would_weigh_in_the_gap_is_recomputed(monkeypatch)
             seen["inside"] = False
 
     monkeypatch.setattr(BoxQP, "accurate_margins", counted_fresh)
-    monkeypatch.setattr(engine._ReducedBoxQP, "_kernel_margins", counted_margins)
+    monkeypatch.setattr(engine_reduced.ReducedBoxQP, "_kernel_margins", counted_margins)
 
     def walk():
         seen.update(calls=0, fresh=0)
@@ -220,7 +220,7 @@ def test_an_update_whose_bound_would_weigh_in_the_gap_is_recomputed(monkeypatch)
 
     kept = walk()
     assert kept["fresh"] < kept["calls"]  # some certificates used updated margins
-    monkeypatch.setattr(engine, "INCREMENTAL_GAP_ERROR", 0.0)
+    monkeypatch.setattr(engine_reduced, "INCREMENTAL_GAP_ERROR", 0.0)
     refused = walk()
     # the same certificates, each now from a fresh product
     assert refused["calls"] == kept["calls"]

@@ -49,7 +49,7 @@ from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sklearn_safescreen.engine import doubly_sparse as engine_ds
+from sklearn_safescreen.engine import doubly_sparse_reduced as engine_ds
 from sklearn_safescreen.problems.doubly_sparse import ReducedProblem
 from sklearn_safescreen.screening.doubly_sparse import (
     contradicted_features,

@@ -31,6 +31,9 @@ from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems.box_qp import BoxQPReference
 from sklearn_safescreen.screening import triplet_bounds as tb
 
+# these tests look at the screening itself: every step screens
+pytestmark = pytest.mark.usefixtures("every_step")
+
 
 @pytest.fixture
 def svm_steps(monkeypatch):
