@@ -1,12 +1,12 @@
-"""Screening on against off: every family's paths with the cost model's choices (the
-default), with screening at every step, and with none.
+"""Screening on against off: every family's paths with the screening policy's choices
+(the default), with screening at every step, and with none.
 
 For each path: CPU time (``time.process_time``, one BLAS and OpenMP thread) of the
-whole walk (``estimator_path``) with ``SKLEARN_SAFESCREEN_COST_MODEL`` in force as
-``auto`` (the cost model, the default), ``always`` (screening at every step) and
+whole walk (``estimator_path(..., screening_mode=...)``) in the modes ``auto`` (the
+policy, the default), ``always`` (screening at every step) and
 ``never`` (the path with screening off), the modes alternated within each
 repetition (the first one rotated from one repetition to the next), best of
-``--repeats``; the steps the cost model ran without
+``--repeats``; the steps the policy ran without
 screening; the mean screening rate of the always-screened walk. The ratios
 "off / ..." are the speed over screening off (>= 1: not slower).
 
@@ -225,8 +225,10 @@ def main() -> None:
             row = (name, best["auto"], best["always"], best["never"], info["auto"][0],
                    info["always"][1], ratios, spread)
             rows.append(row)
-            print(f"{name}: cost model {row[1]:.3f}s, always {row[2]:.3f}s, never "
-                  f"{row[3]:.3f}s, off/cost model {row[3] / row[1]:.2f}x "
+            better = min(row[2], row[3])
+            print(f"{name}: default {row[1]:.3f}s, always {row[2]:.3f}s, never "
+                  f"{row[3]:.3f}s, default/better {row[1] / better:.3f}x "
+                  f"({1e3 * (row[1] - better):+.1f} ms), off/default {row[3] / row[1]:.2f}x "
                   f"({_range(ratios)} over {len(runs)} runs), off/always "
                   f"{row[3] / row[2]:.2f}x, skipped {row[4]}"
                   + (f", off/off {_range(spread)}" if spread else ""), flush=True)
@@ -239,15 +241,17 @@ def main() -> None:
           + (f"; the median of {args.runs} runs" if args.runs > 1 else "") + ".")
     print()
     extra = args.runs > 1 or args.spread
-    print("| path | default: cost model (s) | screening at every step (s) | screening off "
-          "(s) | off / default | off / every step | steps the cost model ran unscreened | "
+    print("| path | default (s) | screening at every step (s) | screening off "
+          "(s) | off / default | off / every step | default / the better | steps the "
+          "default ran unscreened | "
           "mean screening rate (every step) |"
           + (" off / default over the runs | off / off again over the runs |" if extra
              else ""))
-    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if extra else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if extra else ""))
     for name, auto, always, never, skipped, rate, ratios, spread in rows:
         print(f"| {name} | {auto:.3f} | {always:.3f} | {never:.3f} | {never / auto:.2f}x | "
-              f"{never / always:.2f}x | {skipped} | {rate:.1%} |"
+              f"{never / always:.2f}x | {auto / min(always, never):.3f}x | {skipped} | "
+              f"{rate:.1%} |"
               + (f" {_range(ratios)} | {_range(spread) if spread else ''} |" if extra
                  else ""))
     if rule_rows:

@@ -115,7 +115,7 @@ class BoxQPPath:
         solution the reference (the engine protocol, :mod:`.protocol`)."""
         rule, tol, max_iter = settings.rule, settings.tol, settings.max_iter
         rng, verbose = settings.rng(), settings.verbose
-        decision = self.policy.decide(settings.mode) if rule is not None else None
+        decision = self.policy.decide(settings.mode) if settings.screens else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(rule, C, self.data.n_samples, decision.reason,
                                      self.name))
@@ -190,7 +190,8 @@ class BoxQPPath:
         # (error bound and resolution of the dual point) exceeds tol
         floor = problem.rounding_floor(self.reference, resolution=not result.converged)
         return StepOutcome(self.reference, self.reference.gap, cert.rel_gap, result.n_iter,
-                           result.converged, floor)
+                           result.converged, floor, n_repairs=result.n_repairs,
+                           unscreened=result.unscreened)
 
     def _task_words(self) -> str:
         return f" (class {self.name})" if self.name else ""
@@ -244,6 +245,10 @@ class SVMPath(BoxQPPath):
 
     label = "SafeSVC"
     data: SVMData
+
+    def critical_value(self, max_iter: int) -> float:
+        """:math:`C_{\\min}` of the task (closed form, no solve)."""
+        return float(self.data.critical_value()[0])
 
     def screen(self, rule, ref, C):
         d = self.data
@@ -302,6 +307,11 @@ class LADPath(BoxQPPath):
 
     label = "SafeLAD"
     data: LADData
+
+    def critical_value(self, max_iter: int) -> float:
+        """:math:`C^{\\rm LAD}_{\\min}`: one product with :math:`G` after the slope's
+        least-absolute-deviation fit (at most ``max_iter`` iterations, a fixed seed)."""
+        return float(lad_critical_value(self.data, max_iter, np.random.RandomState(0))[0])
 
     def screen(self, rule, ref, C):
         d = self.data

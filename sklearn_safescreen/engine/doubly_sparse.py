@@ -62,6 +62,10 @@ class DoublySparsePath:
         self.lam: float | None = None
         self.policy = EveryStep()
 
+    def critical_value(self, max_iter: int) -> float:
+        """:math:`\\lambda_{\\max}`: at and above it the solution is 0."""
+        return float(self.lam_max)
+
     def new_report(self) -> ScreeningReport:
         return ScreeningReport(variables={"features": self.data.n_features,
                                           "samples": self.data.n_samples})
@@ -94,7 +98,7 @@ class DoublySparsePath:
             return StepOutcome(DoublySparseSolution(w, alpha), 0.0, 0.0, 0, True)
         w0 = np.zeros(d) if self.w is None else self.w
         priority = settings.rng().permutation(d)
-        decision = self.policy.decide(settings.mode) if rule is not None else None
+        decision = self.policy.decide(settings.mode) if settings.screens else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(rule, value, d, decision.reason, self.name,
                                      "features"))
@@ -110,4 +114,5 @@ class DoublySparsePath:
         report.set_final(int(task.at_zero.sum()), int(task.at_box.sum()), "samples")
         cert = result.certificate
         return StepOutcome(DoublySparseSolution(task.w, task.alpha_full), cert.gap,
-                           cert.rel_gap, result.n_iter, result.converged)
+                           cert.rel_gap, result.n_iter, result.converged,
+                           n_repairs=result.n_repairs, unscreened=result.unscreened)

@@ -68,18 +68,20 @@ _KINDS = {"simultaneous": {"features", "samples"}, "features": {"features"},
 
 
 @dataclass
-class LPStepOutcome:
-    """What one path step returns to the estimator.
+class LPSolution:
+    """A certified LP-SVM solution: ``w`` the primal (exact zeros off the support),
+    ``alpha`` the dual (:math:`\\alpha=y\\circ a`, feasible for the full problem)."""
 
-    ``w`` the primal solution (exact zeros off the support), ``alpha`` the dual
-    (:math:`\\alpha=y\\circ a`, feasible for the full problem), ``gap`` and ``rel_gap``
-    the full problem's certified duality gap (absolute, relative to the primal),
-    ``n_iter`` the restricted LPs solved, ``converged`` whether ``rel_gap <= tol``;
-    ``screened_features``, ``at_zero``, ``at_box`` the variables still fixed by
-    screening at the end; ``events`` the step's screening events (already added to the
-    report passed to :meth:`LPSVMPath.fit`, if any); ``n_repairs`` the proven repairs
-    (each a warning) and ``unscreened`` whether the answer comes from the unscreened
-    fall-back."""
+    w: np.ndarray
+    alpha: np.ndarray
+
+
+@dataclass
+class _LPStep:
+    """What one of the two kinds of step (closed form, screened solve) leaves for
+    :meth:`LPSVMPath.fit`: the solution and its certificate, the variables still fixed
+    by screening at the end, the step's events, the proven repairs and whether the
+    answer comes from the unscreened fall-back."""
 
     w: np.ndarray
     alpha: np.ndarray
@@ -226,6 +228,10 @@ class LPSVMPath:
         state["model"] = None  # a HiGHS instance does not pickle; it is rebuilt
         return state
 
+    def critical_value(self, max_iter: int) -> float:
+        """:math:`\\lambda_{\\max}`: at and above it :math:`w^*=0`."""
+        return float(self.lam_max)
+
     def new_report(self) -> ScreeningReport:
         return ScreeningReport(variables={"features": self.data.n_features,
                                           "samples": self.data.n_samples})
@@ -244,8 +250,7 @@ class LPSVMPath:
         ``"simultaneous"``, ``"features"``, ``"samples"`` or None (which variables the
         screening event may fix); ``settings.max_iter`` counts restricted LPs per step,
         repairs included; ``settings.tol`` is the target of the full problem's certified
-        relative duality gap. The step's :class:`LPStepOutcome` is the returned
-        outcome's ``reference``."""
+        relative duality gap. The outcome's ``reference`` is the :class:`LPSolution`."""
         rule = settings.rule
         if rule is not None and rule not in LP_SVM_RULES:
             raise ValueError(f"unknown screening rule {rule!r}; one of {LP_SVM_RULES}")
@@ -257,7 +262,7 @@ class LPSVMPath:
         if closed:
             outcome = self._closed_form(lam, value)
         else:
-            decision = self.policy.decide(settings.mode) if rule is not None else None
+            decision = self.policy.decide(settings.mode) if settings.screens else None
             if decision is not None and not decision.screen:
                 report.add(skipped_event(rule, value, d, decision.reason, self.name,
                                          "features"))
@@ -275,11 +280,12 @@ class LPSVMPath:
                   f"LPs={outcome.n_iter} support={np.count_nonzero(outcome.w)}/{d} "
                   f"screened features={outcome.screened_features} samples="
                   f"{outcome.at_zero}+{outcome.at_box}/{n}", flush=True)
-        return StepOutcome(outcome, outcome.gap, outcome.rel_gap, outcome.n_iter,
-                           outcome.converged)
+        return StepOutcome(LPSolution(outcome.w, outcome.alpha), outcome.gap,
+                           outcome.rel_gap, outcome.n_iter, outcome.converged,
+                           n_repairs=outcome.n_repairs, unscreened=outcome.unscreened)
 
     # -- the two kinds of step
-    def _closed_form(self, lam: float, value: float) -> LPStepOutcome:
+    def _closed_form(self, lam: float, value: float) -> _LPStep:
         data = self.data
         n, d = data.n_samples, data.n_features
         w = np.zeros(d)
@@ -290,7 +296,7 @@ class LPSVMPath:
                                  task=self.name, kind="features"),
                   ScreeningEvent("closed_form", "closed_form", value, 0, n, n,
                                  task=self.name, kind="samples")]
-        return LPStepOutcome(w, self.alpha, cert.gap, cert.rel_gap, 0, True, d, 0, n,
+        return _LPStep(w, self.alpha, cert.gap, cert.rel_gap, 0, True, d, 0, n,
                              events)
 
     def _screen(self, lam: float, rule: str | None, w0, alpha0, value: float,
@@ -320,7 +326,7 @@ class LPSVMPath:
             _plant_decisions(screen)
         return screen
 
-    def _solve(self, lam, rule, tol, max_iter, describe, value) -> LPStepOutcome:
+    def _solve(self, lam, rule, tol, max_iter, describe, value) -> _LPStep:
         data = self.data
         if self.w is None:  # a cold start: the closed form at lambda_max is feasible
             w0, alpha0 = np.zeros(data.n_features), data.alpha_at_zero()
@@ -336,7 +342,7 @@ class LPSVMPath:
         task = step.task
         self.w, self.alpha, self.lam = task.w.copy(), step.alpha_full, lam
         cert = result.certificate
-        return LPStepOutcome(self.w, self.alpha, cert.gap, cert.rel_gap, result.n_iter,
+        return _LPStep(self.w, self.alpha, cert.gap, cert.rel_gap, result.n_iter,
                              result.converged, int(task.fixed_features.sum()),
                              int(task.at_zero.sum()), int(task.at_box.sum()), events,
                              result.n_repairs, result.unscreened)

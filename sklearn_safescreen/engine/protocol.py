@@ -70,6 +70,13 @@ class StepSettings:
     #: ``"always"``, ``"never"`` (:mod:`.policy`)
     mode: str = "auto"
 
+    @property
+    def screens(self) -> bool:
+        """Whether the estimator asked for screening at all (the one test of
+        "screening off" every family's path makes; a family with more than a rule
+        says what it means for it)."""
+        return self.rule is not None
+
     def rng(self) -> np.random.RandomState:
         """A fresh generator from :attr:`seed` (one per step: steps are repeatable),
         valid for the step that asks for it (:func:`legacy_generator`)."""
@@ -94,13 +101,25 @@ class StepOutcome:
     converged: bool
     #: the relative gap float64 cannot resolve at this point (0: not computed)
     rounding_floor: float = 0.0
+    #: decisions the certificate proved wrong and released (each a warning)
+    n_repairs: int = 0
+    #: whether the answer comes from the unscreened fall-back of the certificate
+    unscreened: bool = False
 
 
 class EnginePath(Protocol):
-    """What the estimator layer needs of a family's path."""
+    """What the estimator layer needs of a family's path: everything an estimator or a
+    walker reads of it is declared here."""
 
     #: the one-vs-rest task it solves ("" for a single task), for reports
     name: str
+    #: the problem's data the path was built on (the family's own type, read-only: the
+    #: estimator reads it for its fitted attributes)
+    data: Any
+
+    def critical_value(self, max_iter: int) -> float:
+        """The most regularised engine value at which the task's solution is known in
+        closed form (the start of a path); ``max_iter`` bounds any solve it needs."""
 
     def new_report(self) -> ScreeningReport:
         """An empty report over this problem's screenable variables."""

@@ -43,13 +43,17 @@ from ..screening import triplet_bounds as tb
 from ..screening.triplet import SdpSchedule, screen_triplets
 from ..solvers import psd_gradient as pg
 from .certify import certified_solve
-from .policy import DIAGONAL_METRIC, FULL_METRIC, PassCount, skipped_event
+from .policy import DIAGONAL_METRIC, FULL_METRIC, EveryStep, PassCount, skipped_event
 from .protocol import StepOutcome
 from .report import ScreeningEvent, ScreeningReport
 from .triplet_dynamic import DynamicScreening
 from .triplet_reduced import FULL_PASS_SHARE, ReducedTriplets, pair_share
 from .triplet_settings import TripletReference, TripletSettings
 
+#: The balls that screen from the reference before a solve (the others screen at the
+#: solver's iterates only).
+REFERENCE_BOUNDS = ("rrpb", "rrpb+pgb", "rpb")
+_EVERY_STEP = EveryStep()
 #: At most this many fits without the certificate from bounds after it did not pay.
 MAX_BOUNDS_BACKOFF = 16
 #: Two fits whose solvers read at least this share of the pairs each (a step without
@@ -135,6 +139,10 @@ class TripletPath:
     #: the one-vs-rest task (metric learning has one problem)
     name = ""
 
+    def critical_value(self, max_iter: int) -> float:
+        """:math:`\\lambda_L`: at and above it the metric is :math:`G_+/\\alpha`."""
+        return float(self.critical_alpha)
+
     def new_report(self) -> ScreeningReport:
         return ScreeningReport(kind="triplets", n_variables=self.ts.n_triplets)
 
@@ -170,7 +178,11 @@ class TripletPath:
             M0 = self.G_pos / self.critical_alpha
             ref0 = TripletReference(self.critical_alpha, M0, 0.0,
                                     triplet_values(ts, M0, diag), exact=True)
-        decision = self.policy.decide(settings.mode) if settings.bound is not None else None
+        # (the balls of the iterate alone screen nothing before the solve: the share of
+        # the pairs a solve starts with says nothing of what they save, and they run at
+        # every step)
+        policy = self.policy if settings.bound in REFERENCE_BOUNDS else _EVERY_STEP
+        decision = policy.decide(settings.mode) if settings.screens else None
         if decision is not None and not decision.screen:
             report.add(skipped_event(settings.bound, alpha, n_t, decision.reason,
                                      kind="triplets"))
@@ -183,7 +195,7 @@ class TripletPath:
             # not of the triplets: a pair stays until all of its k triplets are screened.
             # (A cold fit screens from the closed form at the critical value, far from
             # its answer: what it counts says nothing of a path step.)
-            self.policy.record(decision.screen, outcome.n_iter, self._solver_pair_share)
+            policy.record(decision.screen, outcome.n_iter, self._solver_pair_share)
         self.reference = outcome.reference
         return outcome
 
@@ -206,7 +218,7 @@ class TripletPath:
         schedule = self.sdp_schedule if settings.rule == "sdp" else None
         if schedule is not None:
             schedule.start_fit()
-        if bound in ("rrpb", "rrpb+pgb", "rpb"):
+        if bound in REFERENCE_BOUNDS:
             t0 = time.perf_counter()
             ball = (tb.rpb(ref0.M, ref0.alpha, alpha) if ref0.exact and bound == "rpb"
                     else tb.rrpb(ref0.M, ref0.alpha, alpha, ref0.eps))
@@ -292,7 +304,8 @@ class TripletPath:
             # the triplet, whatever the path): carried to the next screened step
             ref.range_label, ref.range_lo, ref.range_hi = (
                 ref0.range_label, ref0.range_lo, ref0.range_hi)
-        return StepOutcome(ref, cert.gap, cert.rel_gap, result.n_iter, result.converged)
+        return StepOutcome(ref, cert.gap, cert.rel_gap, result.n_iter, result.converged,
+                           n_repairs=result.n_repairs, unscreened=result.unscreened)
 
     @staticmethod
     def uses_ranges(settings: TripletSettings) -> bool:

@@ -26,6 +26,11 @@ class TripletSettings(StepSettings):
     active_set: bool
     interval: int
 
+    @property
+    def screens(self) -> bool:
+        """Screening is off without a ball (``bound=None``), whatever the rule."""
+        return self.bound is not None
+
     def log(self, msg: str) -> None:
         if self.verbose:
             print(f"[SafeMetricLearner] {msg}")

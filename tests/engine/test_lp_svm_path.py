@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from _lp_svm_models import ZERO, make_problem, primal, solve_full
 
 from sklearn_safescreen import ScreeningRepairWarning
 from sklearn_safescreen._utils import faults
-from sklearn_safescreen.engine.lp_svm import LPStepOutcome, LPSVMPath
+from sklearn_safescreen.engine.lp_svm import LPSVMPath
 from sklearn_safescreen.engine.protocol import StepSettings
 from sklearn_safescreen.engine.report import ScreeningReport
 from sklearn_safescreen.problems.lp_svm import LPSVMData
@@ -44,14 +45,24 @@ def backend(request, monkeypatch):
 
 
 def step(path, lam, rule="simultaneous", tol=1e-9, max_iter=200, report=None
-         ) -> LPStepOutcome:
-    """One step through the engine protocol; the LP-SVM's own outcome."""
-    report = path.new_report() if report is None else report
+         ) -> SimpleNamespace:
+    """One step through the engine protocol: the solution, its certificate, the
+    variables screening left fixed and the step's events (also added to ``report``)."""
+    own = path.new_report()
     settings = StepSettings(rule=rule, tol=tol, max_iter=max_iter)
-    return path.fit(lam, settings, report).reference
+    out = path.fit(lam, settings, own)
+    if report is not None:
+        for event in own.events:
+            report.add(event)
+    features, samples = own.counts["features"], own.counts["samples"]
+    return SimpleNamespace(w=out.reference.w, alpha=out.reference.alpha, gap=out.gap,
+                           rel_gap=out.rel_gap, n_iter=out.n_iter, converged=out.converged,
+                           n_repairs=out.n_repairs, unscreened=out.unscreened,
+                           screened_features=features.n_lower, at_zero=samples.n_lower,
+                           at_box=samples.n_upper, events=own.events)
 
 
-def assert_optimum(X, y, s, lam, out: LPStepOutcome):
+def assert_optimum(X, y, s, lam, out: SimpleNamespace):
     opt = solve_full(X, y, s, lam)
     assert out.converged and out.rel_gap <= 1e-9
     assert primal(X, y, s, out.w, lam) == pytest.approx(opt.value, rel=1e-9)
