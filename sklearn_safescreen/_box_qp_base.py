@@ -36,10 +36,6 @@ from .problems.kernels import (
     resolve_kernel_params,
 )
 
-#: Largest magnitude of an entry of X (and of y for LAD): the solver squares entries
-#: (norms, margins, kernel values) and sums them into duality gaps, which must stay far
-#: from float64's 1.8e308 for every C the estimators accept.
-MAX_ENTRY = 1e100
 #: A solve that stopped with a relative gap within this factor of the rounding floor got
 #: as far as float64 allows (a PrecisionWarning); further above it, it ran out of
 #: iterations (a ConvergenceWarning).

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY, MEMORY_FRACTION
 from ._utils.memory import check_memory
 from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, LinearModelMixin, PathState, SafeEstimator, limit_blas_threads
@@ -33,10 +34,6 @@ from .engine.protocol import StepOutcome
 from .problems.doubly_sparse import HINGE, DoublySparseData, full_gap
 from .screening.doubly_sparse import DOUBLY_SPARSE_RULES
 
-#: Largest magnitude of an entry of X (and y): norms and margins square them.
-MAX_ENTRY = 1e100
-#: Fraction of the available memory a fit may use for its copies of X.
-MEMORY_FRACTION = 0.8
 #: Newton steps of the polish (each is exact when the support, the signs and the
 #: samples' loss pieces are those of the optimum).
 POLISH_STEPS = 3

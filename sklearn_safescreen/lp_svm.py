@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY, MEMORY_FRACTION
 from ._utils.memory import check_memory
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, class_weights, memoised_validation
@@ -40,11 +41,6 @@ from .engine.lp_svm import LPSVMPath
 from .engine.protocol import StepSettings
 from .problems.lp_svm import LPSVMData, add_intercept_column
 from .screening.lp_svm import LP_SVM_RULES
-
-#: Largest magnitude of an entry of X: margins and correlations are sums of products.
-MAX_ENTRY = 1e100
-#: Fraction of the available memory a fit may use for its copies of X.
-MEMORY_FRACTION = 0.8
 
 
 class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, SafeEstimator):

@@ -28,6 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY_FOURTH_POWER
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
@@ -37,9 +38,6 @@ from .problems._triplet_fast import metric_factor
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
-#: Largest magnitude of an entry of X: triplet values are fourth powers of entries
-#: summed over triplets, which must stay far from float64's 1.8e308.
-MAX_ENTRY = 1e50
 #: ``alpha="auto"`` is this fraction of ``critical_alpha_``. ``alpha / critical_alpha_`` is
 #: invariant to the scale of X and to the number of triplets (both scale lambda_L and the
 #: useful values alike). At 1e-2, two decades into the path, standardised iris, wine
@@ -392,7 +390,7 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
 
         def validate():
             Xv, yv = validate_data(self, X, y, dtype=np.float64, order="C")
-            check_magnitude(Xv, "X", MAX_ENTRY,
+            check_magnitude(Xv, "X", MAX_ENTRY_FOURTH_POWER,
                             "triplet values are differences of squared distances and the "
                             "solver squares those (fourth powers of the entries)")
             check_classification_targets(yv)
