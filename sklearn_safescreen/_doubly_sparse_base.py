@@ -58,6 +58,12 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
     }
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
+    #: how the problem is solved, not which problem: the rules, the solver's controls,
+    #: output, threads, the coordinate order; and l1_ratio, which with alpha makes the
+    #: step's (lambda, beta): each step is handed both, and the last solution is a
+    #: feasible reference whatever they are (the gap is recomputed at the step's)
+    _solver_params = frozenset({"l1_ratio", "screening", "tol", "max_iter", "warm_start",
+                                "verbose", "random_state", "n_jobs"})
     _path_state = (*SafeEstimator._path_state, "_label_cache")
     _gap_words = "absolute duality gap"
     _iteration_words = "epochs"
@@ -107,10 +113,8 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
     def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
         self._penalty()  # a clear error for l1_ratio at 0 or 1
         X, targets, weights, content = self._inputs(X, y, sample_weight)
-        fingerprint = data_fingerprint(*content, getattr(self, "class_weight", None),
-                                       self.fit_intercept, self.intercept_scaling,
-                                       self.smoothing, getattr(self, "epsilon", 0.0))
-        return FitInputs((X, targets, weights), fingerprint)
+        # (the parameters of the problem are base.problem_key's)
+        return FitInputs((X, targets, weights), data_fingerprint(*content))
 
     def _step_value(self, state: PathState) -> float:
         return self._penalty()[0]

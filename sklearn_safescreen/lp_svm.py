@@ -158,6 +158,10 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
     }
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
+    #: how the problem is solved, not which problem: the rules, the solver's controls,
+    #: output and threads
+    _solver_params = frozenset({"screening", "tol", "max_iter", "warm_start", "verbose",
+                                "n_jobs"})
     _path_state = (*SafeEstimator._path_state, "_label_cache")
     _iteration_words = "rounds of column and row generation"
     #: the dual solution: available after fit, not pickled (it grows with the samples)
@@ -222,9 +226,8 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")
         content = (digest,) if digest is not None else (X, y_ind, sw)
-        fingerprint = data_fingerprint(*content, self.class_weight, self.fit_intercept,
-                                       self.intercept_scaling)
-        return FitInputs((X, classes, y_ind, weights), fingerprint)
+        # (the parameters of the problem are base.problem_key's)
+        return FitInputs((X, classes, y_ind, weights), data_fingerprint(*content))
 
     def _make_paths(self, inputs: FitInputs) -> PathState:
         """The samples of positive weight with the intercept column, once per data set

@@ -303,6 +303,12 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
     # the path protocol
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
+    #: how the problem is solved, not which problem: the balls and rules (and their
+    #: deprecated spellings), range screening, the active-set heuristic, the solver's
+    #: controls and output; random_state is unused
+    _solver_params = frozenset({"screening", "bound", "rule", "range_screening",
+                                "active_set", "screening_interval", "tol", "max_iter",
+                                "warm_start", "verbose", "random_state"})
     _path_state = ("_path", "_input_memo", "_problem_cache")
 
     def __init__(self, alpha="auto", *, k="auto", loss="smoothed_hinge", smoothing=0.05,
@@ -383,9 +389,10 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
 
     def _validated_problem(self, X, y, triplets):
         """``(X, y_ind, k, fingerprint)``: validated data, encoded labels, resolved ``k``
-        and a content hash of the problem (data, labels, triplets and the parameters that
-        change the triplet set or the problem). With ``warm_start``, the same arrays with
-        unchanged content as the previous fit are not validated or encoded again
+        and a content hash of the data (data, labels, triplets; the parameters of the
+        problem are :func:`~sklearn_safescreen.base.problem_key`'s). With
+        ``warm_start``, the same arrays with unchanged content as the previous fit are
+        not validated or encoded again
         (:func:`~sklearn_safescreen._validation.memoised_validation`; a path step)."""
 
         def validate():
@@ -397,8 +404,7 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
             return Xv, yv
 
         (X, y), digest = memoised_validation(self, (X, y), validate)
-        key = ((digest, self.k, self._gamma, self.metric)
-               if digest is not None and triplets is None else None)
+        key = (digest, self.k) if digest is not None and triplets is None else None
         cached = getattr(self, "_problem_cache", None)
         if key is not None and cached is not None and cached[0] == key:
             return (X, *cached[1])
@@ -407,8 +413,8 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         k = None if triplets is not None else resolve_k(y, self.k)
         content = (digest,) if digest is not None else (X, y_ind)
         fingerprint = data_fingerprint(
-            *content, None if triplets is None else np.asarray(triplets), k, self._gamma,
-            self.metric, repr(classes.tolist()), str(classes.dtype))
+            *content, None if triplets is None else np.asarray(triplets),
+            repr(classes.tolist()), str(classes.dtype))
         self._problem_cache = (key, (y_ind, k, fingerprint))
         return X, y_ind, k, fingerprint
 
