@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import numbers
 import time
 from dataclasses import dataclass, replace
@@ -35,7 +36,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._utils.blas import single_blas_thread
-from ._utils.fingerprint import data_fingerprint, parameter_token
+from ._utils.fingerprint import parameter_token
 from ._utils.openmp import fit_threads
 from ._utils.warnings import warn_user
 from .engine.cost import path_values_after
@@ -192,7 +193,7 @@ def problem_params(estimator: BaseEstimator) -> dict[str, Any]:
     Returns
     -------
     dict
-        Name to value, in the constructor's order.
+        Name to value, by name (scikit-learn's order of ``get_params``).
     """
     skip = estimator._solver_params | {estimator._path_param}
     return {name: value for name, value in estimator.get_params(deep=False).items()
@@ -206,8 +207,8 @@ def problem_key(estimator: BaseEstimator, data_key: str) -> tuple[str, tuple]:
 
     The parameters are derived, not listed (:func:`problem_params`): a parameter that
     changes the problem cannot be left out of the key by omission. Their values are
-    small (a kernel's identity, a class-weight dict), so the key costs microseconds;
-    the data's content is in ``data_key``, digested once by the family.
+    small (a kernel's identity, a class-weight dict), so the key is cheap beside a path
+    step; the data's content is in ``data_key``, digested once by the family.
 
     Parameters
     ----------
@@ -224,7 +225,8 @@ def problem_key(estimator: BaseEstimator, data_key: str) -> tuple[str, tuple]:
     held: list = []
     tokens = [(name, parameter_token(value, held))
               for name, value in problem_params(estimator).items()]
-    return data_fingerprint(data_key, type(estimator).__qualname__, tokens), tuple(held)
+    key = repr((data_key, type(estimator).__qualname__, tokens)).encode()
+    return hashlib.blake2b(key, digest_size=16).hexdigest(), tuple(held)
 
 
 class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):

@@ -58,8 +58,19 @@ def parameter_token(value, held: list):
     identity and is appended to ``held``: whoever keeps the token must keep ``held``
     alive too, so that no other object can take its id meanwhile.
     """
-    if value is None or isinstance(value, str):
+    # the common exact types first: a key is computed at every path step, and the
+    # abstract-class checks below are slower
+    kind = type(value)
+    if value is None or kind is str:
         return value
+    if kind is float:
+        return ("float", value.hex())
+    if kind is int:
+        return ("int", value)
+    if kind is bool:
+        return ("bool", value)
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, bool | np.bool_):
         return ("bool", bool(value))
     if isinstance(value, numbers.Integral):
