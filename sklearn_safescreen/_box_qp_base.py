@@ -36,10 +36,6 @@ from .problems.kernels import (
     resolve_kernel_params,
 )
 
-#: Largest magnitude of an entry of X (and of y for LAD): the solver squares entries
-#: (norms, margins, kernel values) and sums them into duality gaps, which must stay far
-#: from float64's 1.8e308 for every C the estimators accept.
-MAX_ENTRY = 1e100
 #: A solve that stopped with a relative gap within this factor of the rounding floor got
 #: as far as float64 allows (a PrecisionWarning); further above it, it ran out of
 #: iterations (a ConvergenceWarning).
@@ -88,6 +84,11 @@ class BaseBoxQPEstimator(SafeEstimator):
 
     # the path protocol
     _path_param = "C"
+    #: how the problem is solved, not which problem: the rule (its kernel check aside,
+    #: see _fit_inputs), the solver's controls, output, threads, the coordinate order
+    #: (the optimum does not depend on it) and the kernel row cache's size
+    _solver_params = frozenset({"screening", "tol", "max_iter", "warm_start", "verbose",
+                                "random_state", "n_jobs", "cache_size"})
     _path_increasing = True  # larger C = less regularised
     _iteration_words = "epochs"
 
@@ -123,10 +124,11 @@ class BaseBoxQPEstimator(SafeEstimator):
     def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
         data = self._validated_inputs(X, y, sample_weight)
         data.kernel_params, data.bias = self._kernel_setup(data.X, data.sample_weight)
-        # the weights follow from the content (X, y, sample_weight) and class_weight,
-        # so the parameter stands for them (hashing them again cost a fifth of a step)
-        fingerprint = data_fingerprint(*data.content, getattr(self, "class_weight", None),
-                                       self.kernel, data.kernel_params, data.bias,
+        # the content (X, y, sample_weight) and the problem's parameters (class_weight,
+        # kernel, gamma, ...: base.problem_key) determine the weights and the kernel.
+        # screening is a solver parameter, but turning it on with a user kernel builds
+        # the kernel with a PSD check: that is part of the paths
+        fingerprint = data_fingerprint(*data.content,
                                        needs_psd_check(self.kernel, self.screening))
         return FitInputs(data, fingerprint)
 

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY, MEMORY_FRACTION
 from ._utils.memory import check_memory
 from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, LinearModelMixin, PathState, SafeEstimator, limit_blas_threads
@@ -33,10 +34,6 @@ from .engine.protocol import StepOutcome
 from .problems.doubly_sparse import HINGE, DoublySparseData, full_gap
 from .screening.doubly_sparse import DOUBLY_SPARSE_RULES
 
-#: Largest magnitude of an entry of X (and y): norms and margins square them.
-MAX_ENTRY = 1e100
-#: Fraction of the available memory a fit may use for its copies of X.
-MEMORY_FRACTION = 0.8
 #: Newton steps of the polish (each is exact when the support, the signs and the
 #: samples' loss pieces are those of the optimum).
 POLISH_STEPS = 3
@@ -61,6 +58,12 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
     }
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
+    #: how the problem is solved, not which problem: the rules, the solver's controls,
+    #: output, threads, the coordinate order; and l1_ratio, which with alpha makes the
+    #: step's (lambda, beta): each step is handed both, and the last solution is a
+    #: feasible reference whatever they are (the gap is recomputed at the step's)
+    _solver_params = frozenset({"l1_ratio", "screening", "tol", "max_iter", "warm_start",
+                                "verbose", "random_state", "n_jobs"})
     _path_state = (*SafeEstimator._path_state, "_label_cache")
     _gap_words = "absolute duality gap"
     _iteration_words = "epochs"
@@ -110,10 +113,8 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
     def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
         self._penalty()  # a clear error for l1_ratio at 0 or 1
         X, targets, weights, content = self._inputs(X, y, sample_weight)
-        fingerprint = data_fingerprint(*content, getattr(self, "class_weight", None),
-                                       self.fit_intercept, self.intercept_scaling,
-                                       self.smoothing, getattr(self, "epsilon", 0.0))
-        return FitInputs((X, targets, weights), fingerprint)
+        # (the parameters of the problem are base.problem_key's)
+        return FitInputs((X, targets, weights), data_fingerprint(*content))
 
     def _step_value(self, state: PathState) -> float:
         return self._penalty()[0]

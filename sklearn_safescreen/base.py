@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import numbers
 import time
 from dataclasses import dataclass, replace
@@ -35,6 +36,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._utils.blas import single_blas_thread
+from ._utils.fingerprint import parameter_token
 from ._utils.openmp import fit_threads
 from ._utils.warnings import warn_user
 from .engine.policy import check_mode, environment_mode
@@ -55,7 +57,9 @@ class PathEstimatorMixin:
     * :meth:`_eps_path_next`, when ``_has_eps_path``: the next value of an
       :math:`\\varepsilon`-approximation path from the last fit;
     * a ``warm_start`` parameter: with it, ``fit`` reuses the previous solution on the
-      same data as start point **and** screening reference.
+      same problem as start point **and** screening reference;
+    * ``_solver_params``: the parameters, beside ``_path_param``, that change how the
+      problem is solved but never which problem it is (see :func:`problem_key`).
 
     The warm-start state lives in the attributes named in ``_path_state``. It is kept
     only while ``warm_start=True`` (a fit without it drops the state, see
@@ -66,6 +70,9 @@ class PathEstimatorMixin:
     _path_param: str
     _path_increasing: bool
     _has_eps_path = False
+    #: parameters that do not define the problem (solver controls, screening, output);
+    #: every other parameter does, so that a new one is part of the problem by default
+    _solver_params: frozenset[str] = frozenset()
     #: attributes holding warm-start state (never pickled)
     _path_state: tuple[str, ...] = ("_path", "_input_memo")
 
@@ -227,8 +234,11 @@ def current_context(estimator) -> FitContext:
 @dataclass
 class FitInputs:
     """What a family's validation hands the fit skeleton: the validated data (the
-    family's own type) and the fingerprint of the problem it defines (data, weights and
-    every parameter that changes the problem rather than its regularisation value)."""
+    family's own type) and the fingerprint of that data (its content and weights, and
+    what the family derives beyond its parameters, e.g. whether a user kernel must be
+    checked). The parameters are added by :func:`problem_key`, so that no family keeps
+    a list of them: :meth:`SafeEstimator._state_for` hands :meth:`_make_paths` the
+    inputs with the whole problem's key as ``fingerprint``."""
 
     data: Any
     fingerprint: str
@@ -236,13 +246,64 @@ class FitInputs:
 
 @dataclass
 class PathState:
-    """Warm-start state: the problem's fingerprint and each one-vs-rest task's path
-    (what a path hands its next fit lives here, on the estimator)."""
+    """Warm-start state: the problem's key (:func:`problem_key`) and each one-vs-rest
+    task's path (what a path hands its next fit lives here, on the estimator)."""
 
     fingerprint: str
     paths: list[EnginePath]
     #: what the family keeps beside the paths (e.g. the samples of positive weight)
     extra: Any = None
+    #: the parameter values the key holds by identity (a callable kernel): kept alive
+    #: with the key, so that no other object can take their ids meanwhile
+    identities: tuple = ()
+
+
+def problem_params(estimator: BaseEstimator) -> dict[str, Any]:
+    """The parameters that define ``estimator``'s problem: every constructor parameter
+    except the path parameter and those declared in ``_solver_params``.
+
+    Parameters
+    ----------
+    estimator : PathEstimatorMixin
+        A Safe estimator.
+
+    Returns
+    -------
+    dict
+        Name to value, by name (scikit-learn's order of ``get_params``).
+    """
+    skip = estimator._solver_params | {estimator._path_param}
+    return {name: value for name, value in estimator.get_params(deep=False).items()
+            if name not in skip}
+
+
+def problem_key(estimator: BaseEstimator, data_key: str) -> tuple[str, tuple]:
+    """``(key, identities)``: the warm-start key of the problem ``estimator`` defines on
+    the data whose fingerprint is ``data_key``, and the objects the key holds by
+    identity (see :func:`~._utils.fingerprint.parameter_token`).
+
+    The parameters are derived, not listed (:func:`problem_params`): a parameter that
+    changes the problem cannot be left out of the key by omission. Their values are
+    small (a kernel's identity, a class-weight dict), so the key is cheap beside a path
+    step; the data's content is in ``data_key``, digested once by the family.
+
+    Parameters
+    ----------
+    estimator : PathEstimatorMixin
+        A Safe estimator.
+    data_key : str
+        The family's fingerprint of its validated data.
+
+    Returns
+    -------
+    key : str
+    identities : tuple
+    """
+    held: list = []
+    tokens = [(name, parameter_token(value, held))
+              for name, value in problem_params(estimator).items()]
+    key = repr((data_key, type(estimator).__qualname__, tokens)).encode()
+    return hashlib.blake2b(key, digest_size=16).hexdigest(), tuple(held)
 
 
 class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
@@ -339,11 +400,15 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         return self
 
     def _state_for(self, inputs: FitInputs) -> PathState:
-        """The warm-start state when it is for this problem, else new paths."""
+        """The warm-start state when it is for this problem (same data, same problem
+        parameters: :func:`problem_key`), else new paths."""
+        key, identities = problem_key(self, inputs.fingerprint)
         state = self.__dict__.get("_path")
-        if self.warm_start and state is not None and state.fingerprint == inputs.fingerprint:
+        if self.warm_start and state is not None and state.fingerprint == key:
             return state
-        return self._make_paths(inputs)
+        state = self._make_paths(replace(inputs, fingerprint=key))
+        state.identities = identities
+        return state
 
     def _run_tasks(self, state: PathState, value: float, settings: StepSettings
                    ) -> tuple[list[StepOutcome], ScreeningReport]:

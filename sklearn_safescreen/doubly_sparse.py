@@ -24,7 +24,8 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._doubly_sparse_base import _DOC_ATTRS, _DOC_PARAMS, MAX_ENTRY, _BaseDoublySparse
+from ._doubly_sparse_base import _DOC_ATTRS, _DOC_PARAMS, _BaseDoublySparse
+from ._utils.limits import MAX_ENTRY
 from ._validation import check_magnitude, class_weights
 from .base import OneVsRestClassifierMixin, one_vs_rest
 from .problems.doubly_sparse import EPSILON_INSENSITIVE, HINGE

@@ -22,8 +22,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ._box_qp_base import MAX_ENTRY, SOLVER_SQUARES, BaseBoxQPEstimator, FitData
+from ._box_qp_base import SOLVER_SQUARES, BaseBoxQPEstimator, FitData
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY
 from ._validation import check_magnitude, memoised_validation
 from .engine.box_qp import LADPath, lad_critical_value
 from .problems.box_qp import LADData

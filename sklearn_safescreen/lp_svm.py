@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY, MEMORY_FRACTION
 from ._utils.memory import check_memory
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, class_weights, memoised_validation
@@ -40,11 +41,6 @@ from .engine.lp_svm import LPSVMPath
 from .engine.protocol import StepSettings
 from .problems.lp_svm import LPSVMData, add_intercept_column
 from .screening.lp_svm import LP_SVM_RULES
-
-#: Largest magnitude of an entry of X: margins and correlations are sums of products.
-MAX_ENTRY = 1e100
-#: Fraction of the available memory a fit may use for its copies of X.
-MEMORY_FRACTION = 0.8
 
 
 class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, SafeEstimator):
@@ -162,6 +158,10 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
     }
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
+    #: how the problem is solved, not which problem: the rules, the solver's controls,
+    #: output and threads
+    _solver_params = frozenset({"screening", "tol", "max_iter", "warm_start", "verbose",
+                                "n_jobs"})
     _path_state = (*SafeEstimator._path_state, "_label_cache")
     _iteration_words = "rounds of column and row generation"
     #: the dual solution: available after fit, not pickled (it grows with the samples)
@@ -226,9 +226,8 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")
         content = (digest,) if digest is not None else (X, y_ind, sw)
-        fingerprint = data_fingerprint(*content, self.class_weight, self.fit_intercept,
-                                       self.intercept_scaling)
-        return FitInputs((X, classes, y_ind, weights), fingerprint)
+        # (the parameters of the problem are base.problem_key's)
+        return FitInputs((X, classes, y_ind, weights), data_fingerprint(*content))
 
     def _make_paths(self, inputs: FitInputs) -> PathState:
         """The samples of positive weight with the intercept column, once per data set

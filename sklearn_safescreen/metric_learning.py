@@ -28,6 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY_FOURTH_POWER
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
@@ -38,9 +39,6 @@ from .problems._triplet_fast import metric_factor
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
-#: Largest magnitude of an entry of X: triplet values are fourth powers of entries
-#: summed over triplets, which must stay far from float64's 1.8e308.
-MAX_ENTRY = 1e50
 #: ``alpha="auto"`` is this fraction of ``critical_alpha_``. ``alpha / critical_alpha_`` is
 #: invariant to the scale of X and to the number of triplets (both scale lambda_L and the
 #: useful values alike). At 1e-2, two decades into the path, standardised iris, wine
@@ -306,6 +304,12 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
     # the path protocol
     _path_param = "alpha"
     _path_increasing = False  # larger alpha = more regularised
+    #: how the problem is solved, not which problem: the balls and rules (and their
+    #: deprecated spellings), range screening, the active-set heuristic, the solver's
+    #: controls and output; random_state is unused
+    _solver_params = frozenset({"screening", "bound", "rule", "range_screening",
+                                "active_set", "screening_interval", "tol", "max_iter",
+                                "warm_start", "verbose", "random_state"})
     _path_state = ("_path", "_input_memo", "_problem_cache")
 
     def __init__(self, alpha="auto", *, k="auto", loss="smoothed_hinge", smoothing=0.05,
@@ -386,22 +390,22 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
 
     def _validated_problem(self, X, y, triplets):
         """``(X, y_ind, k, fingerprint)``: validated data, encoded labels, resolved ``k``
-        and a content hash of the problem (data, labels, triplets and the parameters that
-        change the triplet set or the problem). With ``warm_start``, the same arrays with
-        unchanged content as the previous fit are not validated or encoded again
+        and a content hash of the data (data, labels, triplets; the parameters of the
+        problem are :func:`~sklearn_safescreen.base.problem_key`'s). With
+        ``warm_start``, the same arrays with unchanged content as the previous fit are
+        not validated or encoded again
         (:func:`~sklearn_safescreen._validation.memoised_validation`; a path step)."""
 
         def validate():
             Xv, yv = validate_data(self, X, y, dtype=np.float64, order="C")
-            check_magnitude(Xv, "X", MAX_ENTRY,
+            check_magnitude(Xv, "X", MAX_ENTRY_FOURTH_POWER,
                             "triplet values are differences of squared distances and the "
                             "solver squares those (fourth powers of the entries)")
             check_classification_targets(yv)
             return Xv, yv
 
         (X, y), digest = memoised_validation(self, (X, y), validate)
-        key = ((digest, self.k, self._gamma, self.metric)
-               if digest is not None and triplets is None else None)
+        key = (digest, self.k) if digest is not None and triplets is None else None
         cached = getattr(self, "_problem_cache", None)
         if key is not None and cached is not None and cached[0] == key:
             return (X, *cached[1])
@@ -410,8 +414,8 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         k = None if triplets is not None else resolve_k(y, self.k)
         content = (digest,) if digest is not None else (X, y_ind)
         fingerprint = data_fingerprint(
-            *content, None if triplets is None else np.asarray(triplets), k, self._gamma,
-            self.metric, repr(classes.tolist()), str(classes.dtype))
+            *content, None if triplets is None else np.asarray(triplets),
+            repr(classes.tolist()), str(classes.dtype))
         self._problem_cache = (key, (y_ind, k, fingerprint))
         return X, y_ind, k, fingerprint
 

@@ -19,8 +19,9 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ._box_qp_base import MAX_ENTRY, SOLVER_SQUARES, BaseBoxQPEstimator, FitData
+from ._box_qp_base import SOLVER_SQUARES, BaseBoxQPEstimator, FitData
 from ._utils.fingerprint import data_fingerprint
+from ._utils.limits import MAX_ENTRY
 from ._validation import check_magnitude, class_weights, memoised_validation
 from .base import OneVsRestClassifierMixin, encode_labels, one_vs_rest
 from .engine.box_qp import SVMPath

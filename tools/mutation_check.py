@@ -51,6 +51,10 @@ LP = ("tests/screening/test_lp_svm_rules.py", "tests/engine/test_lp_svm_path.py"
       "tests/test_lp_svc.py")
 #: the triplet sets' exact k-NN search (its candidates left out on an error bound)
 KNN = ("tests/problems/test_triplets.py",)
+#: a warm start's problem key, and the folds of a path search
+WARM = ("tests/test_warm_start_problem.py",)
+FOLDS = ("tests/test_path_cv_folds.py", "tests/test_path_cv.py",
+         "tests/test_distributed.py")
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,34 @@ MUTATIONS = (
              "limit = lam * data.n_samples * (1.0 - SCREEN_RTOL)",
              "limit = lam * data.n_samples * 1.05", LP,
              "Theorem 6 screens features whose correlation bound reaches 1.05 lambda n"),
+    Mutation("ds_smoothing_not_problem", "sklearn_safescreen/_doubly_sparse_base.py",
+             '_solver_params = frozenset({"l1_ratio", "screening",',
+             '_solver_params = frozenset({"smoothing", "l1_ratio", "screening",',
+             (*WARM, "tests/test_doubly_sparse.py"),
+             "the doubly sparse estimators declare smoothing a solver parameter: a warm "
+             "start after a change of smoothing reuses the old problem's paths"),
+    Mutation("ds_class_weight_not_problem", "sklearn_safescreen/_doubly_sparse_base.py",
+             '_solver_params = frozenset({"l1_ratio", "screening",',
+             '_solver_params = frozenset({"class_weight", "l1_ratio", "screening",',
+             (*WARM, "tests/test_doubly_sparse.py"),
+             "the doubly sparse estimators declare class_weight a solver parameter"),
+    Mutation("lp_class_weight_not_problem", "sklearn_safescreen/lp_svm.py",
+             '_solver_params = frozenset({"screening", "tol",',
+             '_solver_params = frozenset({"class_weight", "screening", "tol",',
+             (*WARM, *LP),
+             "SafeLPSVC declares class_weight a solver parameter"),
+    Mutation("cv_folds_share_estimator", "sklearn_safescreen/model_selection.py",
+             "    est = clone(estimator)\n",
+             "    est = estimator\n",
+             FOLDS,
+             "RegularizationPathCV's folds walk one shared estimator instead of a clone "
+             "each"),
+    Mutation("ds_unweighted_downdate", "sklearn_safescreen/screening/doubly_sparse.py",
+             "col_sq -= (rows * rows).T @ c[idx]",
+             "col_sq -= (rows * rows).sum(axis=0)",
+             (*DOUBLY, "tests/screening/test_doubly_sparse_weighted_downdate.py"),
+             "the doubly sparse feature rule's dense column norms down-dated without the "
+             "decided samples' weights"),
 )
 
 

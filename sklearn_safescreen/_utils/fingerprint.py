@@ -2,13 +2,14 @@ r"""Cheap, exact identities of training data, for warm starts.
 
 A warm-started fit reuses the previous solution only if the problem is the same; the
 :func:`data_fingerprint` of the data and of every parameter the problem depends on
-decides it.
+(each through :func:`parameter_token`) decides it.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,6 +44,51 @@ def data_fingerprint(*parts) -> str:
         else:
             h.update(repr(part).encode())
     return h.hexdigest()
+
+
+def parameter_token(value, held: list):
+    """A stand-in for a parameter's value that :func:`data_fingerprint` hashes exactly
+    when, and only when, the value is the same.
+
+    Numbers become their type's kind and exact value (``np.float64(0.5)`` is ``0.5``;
+    ``1`` and ``1.0`` stay distinct, which only costs a cold start), strings and
+    ``None`` themselves, arrays and sparse matrices their content's fingerprint, dicts
+    their items sorted (``{0: 2.0, 1: 1.0}`` in any order), lists, tuples and sets their
+    elements. Any other object (a callable kernel, an estimator) stands for itself by
+    identity and is appended to ``held``: whoever keeps the token must keep ``held``
+    alive too, so that no other object can take its id meanwhile.
+    """
+    # the common exact types first: a key is computed at every path step, and the
+    # abstract-class checks below are slower
+    kind = type(value)
+    if value is None or kind is str:
+        return value
+    if kind is float:
+        return ("float", value.hex())
+    if kind is int:
+        return ("int", value)
+    if kind is bool:
+        return ("bool", value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool | np.bool_):
+        return ("bool", bool(value))
+    if isinstance(value, numbers.Integral):
+        return ("int", int(value))
+    if isinstance(value, numbers.Real):
+        return ("float", float(value).hex())  # exact, nan and infinities included
+    if isinstance(value, np.ndarray) or sp.issparse(value):
+        return ("array", data_fingerprint(value))
+    if isinstance(value, dict):
+        items = [(parameter_token(k, held), parameter_token(v, held))
+                 for k, v in value.items()]
+        return ("dict", tuple(sorted(items, key=repr)))
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, tuple(parameter_token(v, held) for v in value))
+    if isinstance(value, set | frozenset):
+        return ("set", tuple(sorted((parameter_token(v, held) for v in value), key=repr)))
+    held.append(value)
+    return ("object", type(value).__module__, type(value).__qualname__, id(value))
 
 
 def content_digest(X: np.ndarray) -> np.ndarray:
