@@ -197,10 +197,9 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
             paths.append(DoublySparsePath(data, name))
         return PathState(inputs.fingerprint, paths, extra=keep)
 
-    def _critical_from(self, state: PathState) -> float:
-        """``alpha_max``: the smallest ``alpha`` at which ``coef_`` is zero (the
-        largest over one-vs-rest tasks)."""
-        return max(p.lam_max for p in state.paths) / float(self.l1_ratio)
+    def _from_engine_value(self, value: float) -> float:
+        """``alpha`` for the engine's L1 weight :math:`\\lambda = \\alpha\\,\\rho`."""
+        return float(value) / float(self.l1_ratio)
 
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
         d = self.n_features_in_
@@ -214,7 +213,7 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
         self.dual_coef_ = dual
         self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
         self.dual_gap_ = np.array([o.gap for o in outcomes])
-        self.alpha_max_ = max(p.lam_max for p in state.paths) / float(self.l1_ratio)
+        self.alpha_max_ = self._critical_from(state)
         coef = W[:, :d]
         intercept = W[:, d] * self.intercept_scaling if self.fit_intercept \
             else np.zeros(len(outcomes))

@@ -343,7 +343,18 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         raise NotImplementedError  # pragma: no cover - each family defines it
 
     def _critical_from(self, state: PathState) -> float:
-        raise NotImplementedError  # pragma: no cover - each family defines it
+        """The critical value of the path protocol: the most regularised value at which
+        every task's solution is known in closed form (each engine path says its own,
+        :meth:`~sklearn_safescreen.engine.protocol.EnginePath.critical_value`), as the
+        estimator's parameter (:meth:`_from_engine_value`)."""
+        values = [p.critical_value(self.max_iter) for p in state.paths]
+        return self._from_engine_value(min(values) if self._path_increasing
+                                       else max(values))
+
+    def _from_engine_value(self, value: float) -> float:
+        """The estimator's regularisation parameter for an engine value (the same
+        unless the family scales it)."""
+        return float(value)
 
     def _check_step(self, state: PathState, value: float) -> None:
         """Refuse, before any work, a value the problem cannot be solved at."""

@@ -18,7 +18,6 @@ import numbers
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
@@ -26,7 +25,7 @@ from ._box_qp_base import SOLVER_SQUARES, BaseBoxQPEstimator, FitData
 from ._utils.fingerprint import data_fingerprint
 from ._utils.limits import MAX_ENTRY
 from ._validation import check_magnitude, memoised_validation
-from .engine.box_qp import LADPath, lad_critical_value
+from .engine.box_qp import LADPath
 from .problems.box_qp import LADData
 from .screening.lad import LAD_RULES
 
@@ -232,14 +231,6 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
 
     def _task_paths(self, Xa, kernel, data: FitData) -> list[LADPath]:
         return [LADPath(LADData(Xa, kernel, data.targets, data.weights))]
-
-    def _critical_from(self, state) -> float:
-        r""":math:`C^{\rm LAD}_{\min}`: for every :math:`C` at or below it the optimum is
-        :math:`\alpha = C\gamma` (closed form; see the class docstring), so a path
-        starts there. ``inf`` when that holds for every ``C`` (e.g. all targets 0). Costs
-        one product with :math:`G` (a kernel pass in kernel mode)."""
-        (path,) = state.paths
-        return lad_critical_value(path.data, self.max_iter, check_random_state(0))[0]
 
     def _set_model(self, inputs, state, outcomes):
         data = inputs.data

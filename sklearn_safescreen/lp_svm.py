@@ -253,11 +253,6 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
                             verbose=self.verbose, describe=self._describe())
 
-    def _critical_from(self, state: PathState) -> float:
-        """``alpha_max``: the smallest ``alpha`` at which ``coef_`` is 0 (the largest
-        over the one-vs-rest tasks)."""
-        return max(p.data.lambda_max() for p in state.paths)
-
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
         d = self.n_features_in_
         self.classes_ = inputs.data[1]

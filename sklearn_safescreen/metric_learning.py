@@ -381,13 +381,6 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         return (build_triplets(X, y_ind, k, self._diagonal) if triplets is None
                 else triplets_from_indices(X, triplets, self._diagonal))
 
-    def _critical_from(self, state: PathState) -> float:
-        r"""The critical value :math:`\lambda_L`: for every ``alpha`` at or above it the
-        optimum is :math:`G_+/\alpha` in closed form (the most regularised end of a
-        path). The path protocol's hook; users call
-        :func:`sklearn_safescreen.path.critical_value`."""
-        return float(state.paths[0].critical_alpha)
-
     def _validated_problem(self, X, y, triplets):
         """``(X, y_ind, k, fingerprint)``: validated data, encoded labels, resolved ``k``
         and a content hash of the data (data, labels, triplets; the parameters of the
@@ -455,7 +448,7 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
 
     def _step_value(self, state: PathState) -> float:
         """``alpha``, with ``"auto"`` resolved from the critical value."""
-        critical = state.paths[0].critical_alpha
+        critical = self._critical_from(state)
         return AUTO_ALPHA_FRACTION * critical if self._auto_alpha else float(self.alpha)
 
     @property
@@ -464,8 +457,8 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
 
     def _check_step(self, state: PathState, alpha: float) -> None:
         path = state.paths[0]
-        critical = path.critical_alpha
-        if alpha < _MIN_RELATIVE_ALPHA * critical and np.any(path.G_pos):
+        critical = self._critical_from(state)
+        if alpha < _MIN_RELATIVE_ALPHA * critical and path.separable:
             raise ValueError(
                 f"alpha={alpha:.3g} is below {_MIN_RELATIVE_ALPHA:g} x critical_alpha_ "
                 f"(the closed-form threshold lambda_L={critical:.6g} of these triplets): "
@@ -475,10 +468,10 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
 
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
         (path,), (outcome,) = state.paths, outcomes
-        self.n_triplets_ = path.ts.n_triplets
+        self.n_triplets_ = path.data.n_triplets
         self.k_ = inputs.data[2]
         self.alpha_ = self._step_value(state)
-        self.critical_alpha_ = path.critical_alpha
+        self.critical_alpha_ = self._critical_from(state)
         self._set_metric(outcome.reference.M)
         self.n_iter_ = int(outcome.n_iter)
         self.dual_gap_ = float(outcome.gap)
@@ -488,7 +481,7 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         (outcome,) = outcomes
         if not outcome.converged:
             warn_user(_convergence_message(self._step_value(self._path),
-                                           self._path.paths[0].critical_alpha,
+                                           self._critical_from(self._path),
                                            self._auto_alpha, outcome, self.tol,
                                            self.max_iter), ConvergenceWarning)
 

@@ -249,13 +249,6 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         return [SVMPath(SVMData(Xa, kernel, labels, data.weights), name)
                 for name, labels in one_vs_rest(data.classes, data.targets)]
 
-    def _critical_from(self, state) -> float:
-        r""":math:`C_{\min}` (Ogawa et al. 2013, Lemma 9, with weights): for every
-        :math:`C \le C_{\min}` each one-vs-rest problem has the closed-form optimum
-        :math:`\alpha = Cc` (every sample inside the margin). The smallest value over the
-        tasks."""
-        return float(min(p.data.critical_value()[0] for p in state.paths))
-
     def _eps_path_next(self, eps: float, stop: float) -> float | None:
         """Next C of the eps-path (Ogawa et al. 2013, Algorithm 1) from the last fit, or
         None when the path is over (no sample at its upper bound in any one-vs-rest

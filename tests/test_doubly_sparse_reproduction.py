@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import sklearn_safescreen.engine.doubly_sparse as engine
+import sklearn_safescreen.engine.doubly_sparse_reduced as engine
 from sklearn_safescreen import SafeDoublySparseSVC
 from sklearn_safescreen.datasets import make_sparse_text_classification
 from sklearn_safescreen.problems.doubly_sparse import (

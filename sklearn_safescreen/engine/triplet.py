@@ -139,6 +139,17 @@ class TripletPath:
     #: the one-vs-rest task (metric learning has one problem)
     name = ""
 
+    @property
+    def data(self) -> TripletSet:
+        """The triplet set (the engine protocol's name for the problem's data)."""
+        return self.ts
+
+    @property
+    def separable(self) -> bool:
+        """Whether some direction separates a triplet (``G_+ != 0``): otherwise the
+        optimum is 0 for every ``alpha > 0``."""
+        return self._separable
+
     def critical_value(self, max_iter: int) -> float:
         """:math:`\\lambda_L`: at and above it the metric is :math:`G_+/\\alpha`."""
         return float(self.critical_alpha)

@@ -388,7 +388,7 @@ def test_safesvc_path_through_the_greedy_solver(monkeypatch):
         calls.append(1)
         return real(*args, **kwargs)
 
-    from sklearn_safescreen.engine import box_qp as engine
+    from sklearn_safescreen.engine import box_qp_reduced as engine
 
     monkeypatch.setattr(engine, "solve_kernel_greedy", spy)
     for C in (0.1, 1.0, 10.0, 100.0):

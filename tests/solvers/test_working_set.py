@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_safescreen import SafeSVC
-from sklearn_safescreen.engine import box_qp as engine_box_qp
+from sklearn_safescreen.engine import box_qp_reduced as engine_box_qp
 from sklearn_safescreen.screening.balls import gap_ball_screen
 from sklearn_safescreen.solvers import dual_cd, working_set
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
