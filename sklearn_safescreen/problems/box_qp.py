@@ -438,8 +438,8 @@ class BoxQPData:
             nonzero = np.flatnonzero(v)
             if nonzero.size < changed.size:
                 # afresh when that reads fewer kernel columns than the update: a path's
-                # first product after steps without it (RBF, 5,000 samples: 1,204
-                # columns against 3,796 changed ones since the closed form, 9 ms)
+                # first product after steps without it, when more samples have changed
+                # since the stored product than are now non-zero
                 changed, dv, base, base_error = nonzero, s[nonzero] * v[nonzero], 0.0, 0.0
             else:
                 dv = s[changed] * (v[changed] - self._v[changed])
