@@ -8,13 +8,14 @@ functions are their Python faces.
 Householder tridiagonalisation and implicit QL (EISPACK ``tred2``/``tql2``) for
 d <= ``SMALL_EIGH``: at the sizes of the projection and of the gap, LAPACK's drivers
 spend more on their fixed costs (argument checks, workspace, code paths blocked for
-large matrices) than on the arithmetic, while LAPACK's blocked
-reductions win once the matrix is large (``benchmarks/bench_eigh.py``; the crossover is
-in ``doc/benchmarks.md``, "Small symmetric eigendecomposition (SafeMetricLearner's
-projection)"); LAPACK's ``dsyevd`` above, or if QL does not converge. Only orthogonality of the eigenvectors matters for
-safety: a PSD part is rebuilt from the kept eigenpairs, so it is PSD whatever the
-accuracy, and the duality gap uses :math:`\Gamma=-S_-` built the same way (negative
-semidefinite by construction), which keeps it a valid upper bound.
+large matrices) than on the arithmetic, while LAPACK's blocked reductions win once the
+matrix is large (``benchmarks/bench_eigh.py``; the crossover is in
+``doc/benchmarks.md``, "Small symmetric eigendecomposition (SafeMetricLearner's
+projection)"); LAPACK's ``dsyevd`` above, or if QL does not converge. Only
+orthogonality of the eigenvectors matters for safety: a PSD part is rebuilt from the
+kept eigenpairs, so it is PSD whatever the accuracy, and the duality gap uses
+:math:`\Gamma=-S_-` built the same way (negative semidefinite by construction), which
+keeps it a valid upper bound.
 """
 
 from libc.math cimport fabs, floor, isfinite, log2, pow, sqrt

@@ -414,7 +414,7 @@ class KernelMatrix:
             step = block_rows(len(rows), _CHUNK_ROWS)
             buf = np.empty((min(step, cols.size), len(rows)))
             # the rows' operand gathered once, not per block: it is the same for every
-            # block, and the gather runs on one thread while the blocks use them all
+            # block, and the gather runs on one thread while the blocks use every thread
             operand = self._columns(np.asarray(rows, dtype=np.int64))
             for start in range(0, cols.size, step):
                 part = cols[start:start + step]
