@@ -44,7 +44,8 @@ from ._box_qp_fast import (
 from .constants import TINY, UNIT_ROUNDOFF
 from .kernels import KernelMatrix, block_rows
 
-#: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`.
+#: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`: bounds
+#: the block's memory (the margins' accuracy does not depend on it).
 _BLOCK_ROWS = 256
 
 #: :meth:`BoxQP.accurate_margins_from` updates the margins when the samples that changed
@@ -555,7 +556,9 @@ def lad_critical_C(slope_predictions: np.ndarray, y: np.ndarray,
 
 
 # ------------------------------------------------------------- the SVM eps-path ---
-#: Resolution of the eps-path step search: candidate ratios are powers of this.
+#: Resolution of the eps-path step search: candidate ratios are powers of this, so the
+#: ratio chosen is within 0.1% of the largest admissible one; every candidate is
+#: evaluated (one vectorised pass, :func:`hinge_sums`), so a finer grid costs more.
 _EPS_PATH_RESOLUTION = 1.001
 
 

@@ -35,11 +35,14 @@ _NO_COLUMNS = np.empty(0, dtype=np.int64)
 #: Rows per chunk when a kernel block is reduced on the fly (bounded memory).
 _CHUNK_ROWS = 2048
 
-#: Rows of uncached kernel blocks per compensated product (:meth:`KernelMatrix.dot2_matvec`).
+#: Rows of uncached kernel blocks per compensated product (:meth:`KernelMatrix.dot2_matvec`):
+#: the block is one reused buffer, so its size bounds the memory, not the arithmetic.
 _DOT2_BLOCK_ROWS = 256
 
 #: :meth:`KernelMatrix.matvec` over cached columns sums their rows whole when the rows
-#: asked for are at least one in this many samples.
+#: asked for are at least one in this many samples: whole rows are read contiguously and
+#: in place, at most this many times the values needed, where taking the rows asked for
+#: copies a strided gather of every cached row.
 MATVEC_WHOLE_ROWS = 4
 
 #: Most bytes of a kernel block computed outside the row cache at a time (its kernel's

@@ -39,7 +39,9 @@ STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
 #: The evaluations' work buffers are kept on the problem up to this size (they save an
 #: allocation per evaluation, which counts for small problems only).
 KEPT_SCRATCH_BYTES = 8 * 2**20
-#: Pairs per block when the differences of a subset of the pairs are copied.
+#: Pairs per block when the differences of a subset of the pairs are copied, or their
+#: forms computed in blocks: a block's copy and product stay in cache, where one over
+#: every pair would be a temporary as large as the pairs.
 PAIR_BLOCK = 8192
 
 

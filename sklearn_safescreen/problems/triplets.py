@@ -50,11 +50,12 @@ from ._triplet_set_fast import hnorms, nearest_in_tiles, pair_vectors
 #: refuses fits up front and must not let through one that would not fit (the test
 #: ``test_memory_estimate_matches_a_measured_fit`` holds it to a real fit's peak).
 BYTES_PER_TRIPLET = 160
-#: Fraction of the available memory a triplet set may take.
+#: Fraction of the available memory a triplet set may take: the estimate covers the set
+#: and its solver's copies, so the rest is left to the data, the fit's other arrays and
+#: the process itself.
 MEMORY_FRACTION = 0.7
-#: Neighbours per side of ``k="auto"`` (the paper's protocol, Yoshida et al. 2019, Sec. 7),
-#: capped
-#: by the smallest class.
+#: Neighbours per side of ``k="auto"`` (the paper's protocol, Yoshida et al. 2019,
+#: Sec. 7, so that results compare with the paper's), capped by the smallest class.
 K_AUTO = 10
 
 
