@@ -46,7 +46,9 @@ from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
 
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
-#: interior-point method (when its Newton systems are small enough).
+#: interior-point method (when its Newton systems are small enough): CD's linear rate,
+#: on which the hand-over is decided, is only measurable once its first, fast epochs
+#: are behind it.
 IPM_AFTER_EPOCHS = 10
 #: Linear mode: CD hands over to the interior-point method when, at its measured linear
 #: rate, it would still need more than this many epochs per feature. (Counting flops,
@@ -60,10 +62,13 @@ IPM_EPOCHS_PER_FEATURE = 2
 #: (then the finisher has reached round-off and the solve stops at its best point).
 IPM_MAX_FINISHES = 8
 #: Largest Newton system the finisher forms: d+1 (linear mode) or the free-set size
-#: (kernel mode).
+#: (kernel mode). Its matrix takes ``8 m^2`` bytes and its factorisation ``m^3 / 3``
+#: flops per Newton step, which this bound keeps small beside a fit.
 IPM_MAX_SYSTEM = 2500
 #: Problems whose Newton system costs at most this many flops are always finished by the
-#: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``.
+#: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``: at that
+#: size a finish costs little in absolute terms, and an exact solution is the tightest
+#: screening reference for the next step.
 IPM_SMALL_FLOPS = 1e6
 #: ... and those that screening made that small while CD's gap exceeds this many times
 #: ``tol`` (see :func:`_polish`): far from ``tol`` CD still needs many epochs and the
@@ -83,7 +88,8 @@ KERNEL_IPM_EPOCHS_PER_VARIABLE = 1
 #: the interior-point finisher is cheap).
 STOP_WHEN_SLOW_MIN = 2000
 #: Kernel mode: epochs after which a Newton step on the interior variables is tried
-#: (each time the interior set changes).
+#: (each time the interior set changes): a few epochs first settle which variables are
+#: interior, so that the step is taken on a set likely to hold.
 NEWTON_AFTER_EPOCHS = 5
 #: At most this many Newton steps per solve: with clipping, the interior set could
 #: otherwise cycle.

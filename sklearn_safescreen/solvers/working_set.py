@@ -44,7 +44,8 @@ from .dual_cd import DynamicScreen, SolveResult, _solve_linear, solve_box_qp
 #: beside the samples near the margin, which the working set holds (``doc/benchmarks.md``,
 #: "Screening on against off (issue 30)").
 WS_MIN_PROBLEM = 2000
-#: Smallest working set.
+#: Smallest working set: small beside ``WS_MIN_PROBLEM``, so that the first inner solve
+#: is cheap and the doubling reaches the needed size in a few rounds.
 WS_INITIAL = 100
 #: Inner solves aim this much below ``tol``, so that the heuristic part of the gap does
 #: not make the outer loop stall on the inner solver's residual.
