@@ -28,9 +28,11 @@ ENTRY_NS_DEFAULT = 4.5
 #: the solver's gradient updates and the certificate's margins, a cost of the order of
 #: computing a cheap entry (the same calibration as ``ENTRY_NS``).
 SOLVER_NS = 5.0
-#: Fits estimated to take at least this long (seconds) say so.
+#: Fits estimated to take at least this long (seconds) say so: about where a user would
+#: rather choose a smaller problem than wait.
 LONG_FIT_SECONDS = 60.0
-#: Seconds between two progress lines of one fit (verbose >= 1).
+#: Seconds between two progress lines of one fit (verbose >= 1): often enough to show
+#: the fit is alive, rarely enough not to flood the output.
 PROGRESS_SECONDS = 5.0
 
 

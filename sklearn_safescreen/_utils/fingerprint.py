@@ -15,7 +15,8 @@ import scipy.sparse as sp
 
 from ._fingerprint_fast import multilinear_hashes
 
-#: Dense matrices larger than this are fingerprinted through :func:`content_digest`.
+#: Dense matrices larger than this are fingerprinted through :func:`content_digest`;
+#: smaller ones are hashed byte for byte, which is then cheap, and exact.
 _DIGEST_MIN_SIZE = 4096
 
 
