@@ -3,11 +3,10 @@ progress while it runs.
 
 A kernel fit evaluates every entry of the kernel matrix at least once: the solver's
 gradients and the certificate's margins need the rows of the support against every
-sample, and the support of an SVM or LAD dual is a large part of the samples (measured:
-1.00-1.07 n^2 entries per cold RBF fit at n = 5,000-20,000). When the matrix does not
-fit in the row cache, every further pass over it costs as much again. So n^2 times the
-cost of one entry is a lower bound of the fit's time, and the figure a user needs before
-waiting for minutes.
+sample, and the support of an SVM or LAD dual is a large part of the samples, so a cold
+fit evaluates about the whole matrix. When the matrix does not fit in the row cache,
+every further pass over it costs as much again. So n^2 times the cost of one entry is a
+lower bound of the fit's time, and the figure a user needs before waiting for minutes.
 """
 
 from __future__ import annotations
@@ -15,20 +14,25 @@ from __future__ import annotations
 import threading
 import time
 
-#: CPU time of one kernel entry (ns): a per-kernel constant plus a per-feature one,
-#: measured on this project's 2-core x86_64 machine with one thread (blocks of 1,000
-#: rows x 20,000 columns, d = 10-500): rbf 4.9 ns at d = 10 and 27 ns at d = 500,
-#: polynomial 13-38 ns, linear 2.6-29 ns.
+#: CPU time of one kernel entry (ns): a per-kernel constant (the kernel's function of
+#: the inner product: an exponential, a power, nothing) plus a per-feature one (the
+#: inner product's multiply-add), a calibration of the compiled kernel blocks on one
+#: thread of an ordinary x86-64 core. The estimate only has to tell seconds from minutes
+#: (it decides whether a fit announces itself), so a machine a few times faster or
+#: slower does not change what it is for.
 ENTRY_NS = {"rbf": 4.5, "poly": 13.0, "linear": 2.2}
 ENTRY_NS_PER_FEATURE = 0.045
 #: A kernel given by the user (callable, or any kernel we did not measure): rbf's.
 ENTRY_NS_DEFAULT = 4.5
-#: The solver's own work per evaluated entry (ns): cold RBF fits at n = 20,000, d = 10
-#: took 10.5 ns per evaluated entry where the entries alone cost about 5.
+#: The solver's own work per evaluated entry (ns): each entry computed is also read by
+#: the solver's gradient updates and the certificate's margins, a cost of the order of
+#: computing a cheap entry (the same calibration as ``ENTRY_NS``).
 SOLVER_NS = 5.0
-#: Fits estimated to take at least this long (seconds) say so.
+#: Fits estimated to take at least this long (seconds) say so: about where a user would
+#: rather choose a smaller problem than wait.
 LONG_FIT_SECONDS = 60.0
-#: Seconds between two progress lines of one fit (verbose >= 1).
+#: Seconds between two progress lines of one fit (verbose >= 1): often enough to show
+#: the fit is alive, rarely enough not to flood the output.
 PROGRESS_SECONDS = 5.0
 
 

@@ -21,12 +21,13 @@ class _SingleBlasThread:
 
     The solvers make many small BLAS calls (margins of a working set, Newton systems of
     a few hundred variables, the d x d products of the triplet solver); with several
-    BLAS threads each call wakes them, and they spin on the CPU the fit needs: measured
-    here, one SVM path step took 10x longer, and the digits metric-learning path of
-    ``benchmarks/bench_metric_learning.py`` used twice the CPU time for a longer wall
-    time. Parallelism comes from joblib instead (one-vs-rest tasks, folds). numpy and
-    scipy each bring an OpenBLAS; the controllers are found once, and a limit then costs
-    a few microseconds (threadpoolctl's own ``limit`` costs about 25 us a fit).
+    BLAS threads each call wakes them, and they spin on the CPU the fit needs, so a call
+    too small to split costs more CPU and more wall time than on one thread
+    (``doc/benchmarks.md``, "Compiled core: numba (before) against Cython (now)").
+    Parallelism comes from joblib instead (one-vs-rest tasks, folds). numpy and scipy
+    each bring an OpenBLAS; the controllers are found once, so that a limit then costs
+    only the calls that set it (threadpoolctl's own ``limit`` searches the loaded
+    libraries again at each use, which a fit would pay every time).
     """
 
     _libs = None

@@ -3,13 +3,12 @@
 An OpenMP runtime's default lets an idle thread spin for a while before it sleeps. The
 package's loops are short (a kernel row, the margins of one certificate) and run
 between sequential solver steps, so on a machine whose cores are also busy with other
-processes a spinning thread holds a core that the thread it waits for needs: measured
-on this project's 2-core machine at load average 11, a parallel region of two threads
-took 4-16 ms with libgomp's default and 5-8 us with ``OMP_WAIT_POLICY=PASSIVE``, and
-the RBF path on two threads was slower than on one. The runtime reads the variable when
-it is loaded, so it is set (unless ``OMP_WAIT_POLICY`` or libgomp's ``GOMP_SPINCOUNT``
-is already set) before the first compiled module of the package loads; child processes
-inherit it.
+processes a spinning thread holds a core that the thread it waits for needs, so a
+parallel region can take orders of magnitude longer than its work, and two threads
+end up slower than one (``doc/benchmarks.md``, "Parallel loops (issue 27, item 3)").
+The runtime reads the variable when it is loaded, so it is set (unless
+``OMP_WAIT_POLICY`` or libgomp's ``GOMP_SPINCOUNT`` is already set) before the first
+compiled module of the package loads; child processes inherit it.
 """
 
 from __future__ import annotations

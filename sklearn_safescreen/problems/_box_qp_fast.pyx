@@ -29,8 +29,9 @@ cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
     void ss_axpy(int n, double a, const double* x, double* y)
 
 #: Below this many floating-point operations a loop runs on one thread: a parallel
-#: region costs a few microseconds on an idle machine (waking the threads), and much
-#: more when other processes hold the cores, about what this much work takes on one.
+#: region has a fixed cost (waking the threads and joining them), much larger when
+#: other processes hold the cores, which below this much work outweighs the share of
+#: the work the other threads take.
 cdef enum:
     PARALLEL_MIN_WORK = 131072
 
@@ -77,7 +78,7 @@ def gap_terms(const double[::1] q, const double[::1] p, const double[::1] lo,
 def add_rows(double[::1] g, const double[:, ::1] A, const int64_t[::1] rows,
              const double[::1] coef, int n_threads=0):
     """``g += coef @ A[rows]`` in place, without copying the rows, skipping zero
-    coefficients (``A[rows]`` of a 2,400 x 5,000 kernel block is 96 MB).
+    coefficients (``A[rows]`` would be a copy of ``8 len(rows) A.shape[1]`` bytes).
 
     Each element of ``g`` gets the rows' products in the order of ``rows``, each
     product rounded and then added (this module is compiled without contraction into
@@ -176,7 +177,9 @@ def dot2_rows(const double[:, ::1] X, const double[::1] w, int n_threads=0):
     One row's Dot2 is a chain of dependent operations; blocks of rows are transposed
     into a buffer instead, so that a feature's values over the rows of a block form one
     vectorised compensated update: the same terms in the same order per row, so the
-    same values, several times faster. The blocks are split among the threads, each
+    same values, with the rows' independent chains side by side in the vector lanes
+    instead of one chain waiting on each operation's latency. The blocks are split among
+    the threads, each
     with its own buffer."""
     cdef Py_ssize_t i, i0, k, m, b, n = X.shape[0], d = X.shape[1]
     if w.shape[0] != d:
@@ -407,13 +410,15 @@ def symmetric_kernel_block(const double[:, ::1] A, const double[::1] a_sq,
     if failed:
         raise MemoryError("symmetric_kernel_block: cannot allocate the packed operands")
     if kind == 1:
-        # NumPy's vectorised exponential (several times faster than the C library's)
+        # NumPy's vectorised exponential (whole vectors of values per instruction where
+        # the C library's exp computes one value per call)
         _exp_in_place(out_arr.reshape(-1), nt)
     return out_arr
 
 
-#: Fewest values whose exponential is shared among threads (0.2 ms on one: handing a
-#: part to another thread costs 20-50 us).
+#: Fewest values whose exponential is shared among threads: handing a part to another
+#: thread (a task submitted to the pool and its result waited for) has a fixed cost,
+#: which below this many values is a large share of the time the part saves.
 EXP_PARALLEL_MIN = 1 << 18
 
 _exp_pool = None

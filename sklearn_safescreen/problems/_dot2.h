@@ -9,7 +9,8 @@
  * break the exactness of the error-free transformations. The fma() calls are explicit.
  *
  * Without -march, x86-64 has no FMA instruction and fma() is a library call (exact, but
- * twenty times slower than the product itself, and it stops the vectoriser): on x86-64
+ * a call that emulates in software what one instruction does, and it stops the
+ * vectoriser): on x86-64
  * Linux with GCC or clang each routine is also built for AVX2 + FMA and chosen at run time
  * when the processor has both. The two builds compute the same values: every operation is
  * correctly rounded in both, only the speed differs.

@@ -6,12 +6,16 @@ call the ``cdef`` versions declared in ``_eigh_fast.pxd`` without the GIL; the `
 functions are their Python faces.
 
 Householder tridiagonalisation and implicit QL (EISPACK ``tred2``/``tql2``) for
-d <= 32, faster than LAPACK's drivers at the sizes of the projection and of the gap
-(``benchmarks/bench_eigh.py``, results in ``doc/benchmarks.md``); LAPACK's ``dsyevd``
-above, or if QL does not converge. Only orthogonality of the eigenvectors matters for
-safety: a PSD part is rebuilt from the kept eigenpairs, so it is PSD whatever the
-accuracy, and the duality gap uses :math:`\Gamma=-S_-` built the same way (negative
-semidefinite by construction), which keeps it a valid upper bound.
+d <= ``SMALL_EIGH``: at the sizes of the projection and of the gap, LAPACK's drivers
+spend more on their fixed costs (argument checks, workspace, code paths blocked for
+large matrices) than on the arithmetic, while LAPACK's blocked reductions win once the
+matrix is large (``benchmarks/bench_eigh.py``; the crossover is in
+``doc/benchmarks.md``, "Small symmetric eigendecomposition (SafeMetricLearner's
+projection)"); LAPACK's ``dsyevd`` above, or if QL does not converge. Only
+orthogonality of the eigenvectors matters for safety: a PSD part is rebuilt from the
+kept eigenpairs, so it is PSD whatever the accuracy, and the duality gap uses
+:math:`\Gamma=-S_-` built the same way (negative semidefinite by construction), which
+keeps it a valid upper bound.
 """
 
 from libc.math cimport fabs, floor, isfinite, log2, pow, sqrt
@@ -27,7 +31,9 @@ cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
 import numpy as np
 
 cdef enum:
-    # Largest dimension handled by the compiled QL eigensolver (LAPACK above).
+    # Largest dimension handled by the compiled QL eigensolver (LAPACK above): where
+    # LAPACK's blocked reductions start to pay (doc/benchmarks.md, "Small symmetric
+    # eigendecomposition (SafeMetricLearner's projection)").
     SMALL_EIGH = 32
 
 

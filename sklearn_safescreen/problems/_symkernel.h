@@ -185,10 +185,12 @@ typedef double symk_v8d __attribute__((vector_size(64)));
 typedef double symk_v2d;
 #endif
 
-/* Tiles (vectors per row, rows): the accumulators, a row of vectors and a broadcast
- * within the registers (32 zmm, 16 ymm or xmm); measured on a Zen 4 (CPU time, busy
- * machine): AVX-512 4 x 4 about 40 GFLOP/s at 784 features, AVX2 2 x 6 about 35, SSE2
- * 2 x 6 about 16 (3 vectors per row were spilled in the AVX2 build: 6 GFLOP/s). */
+/* Tiles (vectors per row, rows): the NV x R accumulators, a row of NV vectors and a
+ * broadcast must all stay in the registers, so that the inner loop does no load or store
+ * but the operands': AVX-512's 32 zmm hold 4 x 4 (16 + 4 + 1), the 16 ymm or xmm of AVX2
+ * and SSE2 hold 2 x 6 (12 + 2 + 1). A wider tile on 16 registers leaves the compiler none
+ * to spare and it spills accumulators to memory, which costs more than the wider tile
+ * saves in loads. */
 #ifndef SYMK_AVX512_TILE
 #define SYMK_AVX512_TILE 4, 4
 #endif

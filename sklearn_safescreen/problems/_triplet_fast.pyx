@@ -42,9 +42,9 @@ cdef enum:
     # Largest size of the half-vectorised pair outer products (matrix-vector form).
     VECH_BYTES = 1048576
     # Size of the block of pairs the matrix-product forms take at a time: the block's
-    # product and copies stay in cache. One product over every pair wrote and read back
-    # an npairs x d temporary (600,000 pairs of 32 features: pair forms 56 -> 43 ms, the
-    # Laplacian sum 50 -> 30 ms in blocks of 1 MB)
+    # product and copies stay in cache, where one product over every pair would write
+    # and read back an npairs x d temporary through main memory (and fault it in
+    # afresh whenever it is reallocated)
     BLOCK_BYTES = 1048576
 
 
@@ -411,10 +411,10 @@ def status_split(const signed char[::1] status, const int[::1] pos, const int[::
 
 cdef void _gram(const double[:, ::1] diff, const double[::1] w, double[:, ::1] S):
     """:math:`\\sum_pw_pa_pa_p^\\top` into ``S`` (matrix-product form) with workspaces of
-    one block of pairs (:c:func:`laplacian_sum_c` takes them a block at a time): two
-    copies of every pair of non-zero weight (600,000 pairs of 32 features: 300 MB
-    faulted in afresh at each sum, 0.46 s a call, most of a whole-problem H_L) were the
-    temporaries of one product."""
+    one block of pairs (:c:func:`laplacian_sum_c` takes them a block at a time): one
+    product over every pair would need two copies of every pair of non-zero weight as
+    temporaries, memory as large as the pairs themselves, faulted in afresh at each sum
+    and dominating the cost of a whole-problem H_L."""
     cdef Py_ssize_t npairs = diff.shape[0]
     cdef int d = diff.shape[1]
     cdef Py_ssize_t rows = block_rows_c(npairs, d)
@@ -475,8 +475,8 @@ cdef tuple _compact_rows(const int[::1] pos, const int[::1] neg, const double[:,
     cdef int[::1] ri
     cdef double[:, ::1] cd
     # every pair used (a step without screening): the pairs themselves, in place and
-    # read-only, instead of a copy in the same order (154 MB at 600,000 pairs of 32
-    # features, 17 ms of a 280 ms step)
+    # read-only, instead of a copy in the same order (which would be as large as the
+    # pairs and only move memory: its values and order would be the same)
     cdef bint whole = not rows and count == n_pairs
     if rows:
         cdiff = np.empty(count, dtype=np.int32)
@@ -554,8 +554,9 @@ cdef double _certificate_c(const double* D, const int* pos, const int* neg,
                            const signed char* status, Py_ssize_t n, double gamma,
                            double* z, bint* on_side) noexcept nogil:
     """The certificate's pass: values, loss, whether every screened triplet is on its
-    side. (Its branches follow the statuses, which come in runs along the triplets:
-    measured on the iris and wine paths, a branch-free form was slower.)"""
+    side. (Its branches follow the statuses, which come in runs along the triplets, so
+    they are well predicted and skip the work of the other cases; a branch-free form
+    would compute every case for every triplet.)"""
     cdef Py_ssize_t t
     cdef double loss = 0.0, zt
     cdef signed char s

@@ -13,15 +13,15 @@ that anchor (a max-heap of k (distance, position) entries per anchor). A candida
 out is then farther than k others, exactly: its exact distance is at least its
 approximation less ``tol``, which exceeds the heap's largest entry, which can only
 decrease. The tile is scanned while it is in cache, so the search reads each
-approximate distance once (the NumPy form it replaces wrote and read them five times,
-in 64 MB chunks: two thirds of its time on the mnist-shaped set).
+approximate distance once (a NumPy form writes and reads each of them several times,
+in chunks too large for the caches, so memory traffic rather than the ``gemm`` bounds
+it).
 
 **Pairs and norms** (:func:`pair_vectors`, :func:`hnorms`): one pass per pair writes
 its difference (or its square), read from the two rows in place; gathering the rows
-first, as NumPy does, wrote and read every pair three more times. (What is left is the
-first touch of the output: the Gisette-shaped set's 180,000 pairs of 5,000 squares
-take 7.2 GB, whose page faults cost 14 s on a virtual machine where a second pass over
-the same memory takes 0.8 s.)
+first, as NumPy does, writes and reads every pair three more times. (What is left is
+the first touch of the output, ``8 d`` bytes a pair: on large sets its page faults,
+which a virtual machine makes dearer still, cost more than the pass itself.)
 
 Every loop runs on OpenMP threads, split by output element (anchors' tiles, pairs,
 triplets); each element is computed by one thread from the same values in the same

@@ -44,7 +44,8 @@ from ._box_qp_fast import (
 from .constants import TINY, UNIT_ROUNDOFF
 from .kernels import KernelMatrix, block_rows
 
-#: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`.
+#: Rows of a kernel block gathered at a time by :meth:`BoxQP.accurate_margins`: bounds
+#: the block's memory (the margins' accuracy does not depend on it).
 _BLOCK_ROWS = 256
 
 #: :meth:`BoxQP.accurate_margins_from` updates the margins when the samples that changed
@@ -438,8 +439,8 @@ class BoxQPData:
             nonzero = np.flatnonzero(v)
             if nonzero.size < changed.size:
                 # afresh when that reads fewer kernel columns than the update: a path's
-                # first product after steps without it (RBF, 5,000 samples: 1,204
-                # columns against 3,796 changed ones since the closed form, 9 ms)
+                # first product after steps without it, when more samples have changed
+                # since the stored product than are now non-zero
                 changed, dv, base, base_error = nonzero, s[nonzero] * v[nonzero], 0.0, 0.0
             else:
                 dv = s[changed] * (v[changed] - self._v[changed])
@@ -555,7 +556,9 @@ def lad_critical_C(slope_predictions: np.ndarray, y: np.ndarray,
 
 
 # ------------------------------------------------------------- the SVM eps-path ---
-#: Resolution of the eps-path step search: candidate ratios are powers of this.
+#: Resolution of the eps-path step search: candidate ratios are powers of this, so the
+#: ratio chosen is within 0.1% of the largest admissible one; every candidate is
+#: evaluated (one vectorised pass, :func:`hinge_sums`), so a finer grid costs more.
 _EPS_PATH_RESOLUTION = 1.001
 
 

@@ -499,9 +499,9 @@ def _norms(X, weights):
 
 def _dense_submatrix(X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """``X[rows][:, cols]`` in the Fortran order the solver reads, copied column by
-    column from the Fortran-ordered ``X`` (a gather through ``np.ix_`` followed by a
-    reordering made two strided copies: 118 ms against 11 ms for 3,000 x 3,173 kept
-    of 3,000 x 4,001)."""
+    column from the Fortran-ordered ``X``: each kept column is then one contiguous read
+    and one contiguous write, where a gather through ``np.ix_`` followed by a reordering
+    makes two strided copies of the whole block."""
     if len(rows) == X.shape[0]:
         sub = X.T[cols].T  # whole columns: contiguous rows of the transpose
     else:

@@ -35,17 +35,21 @@ _NO_COLUMNS = np.empty(0, dtype=np.int64)
 #: Rows per chunk when a kernel block is reduced on the fly (bounded memory).
 _CHUNK_ROWS = 2048
 
-#: Rows of uncached kernel blocks per compensated product (:meth:`KernelMatrix.dot2_matvec`).
+#: Rows of uncached kernel blocks per compensated product (:meth:`KernelMatrix.dot2_matvec`):
+#: the block is one reused buffer, so its size bounds the memory, not the arithmetic.
 _DOT2_BLOCK_ROWS = 256
 
 #: :meth:`KernelMatrix.matvec` over cached columns sums their rows whole when the rows
-#: asked for are at least one in this many samples.
+#: asked for are at least one in this many samples: whole rows are read contiguously and
+#: in place, at most this many times the values needed, where taking the rows asked for
+#: copies a strided gather of every cached row.
 MATVEC_WHOLE_ROWS = 4
 
 #: Most bytes of a kernel block computed outside the row cache at a time (its kernel's
-#: temporaries take about as much again): without it, a chunk's size grew with n and
-#: the columns (2,048 rows against 30,000 columns: 490 MB), and a fit at 50,000 samples
-#: held 970 MB where the row caches take 400.
+#: temporaries take about as much again): a chunk of ``_CHUNK_ROWS`` rows against
+#: ``n_cols`` columns takes ``8 * 2048 * n_cols`` bytes, which grows with the data until
+#: the transient blocks outweigh the row caches the memory budget is meant for; a bound
+#: in bytes keeps the fit's peak at the caches plus a constant.
 BLOCK_BYTES = 32 * 2**20
 
 
@@ -218,8 +222,9 @@ class KernelMatrix:
                 part = slots[start:start + step]
                 if self._kind is not None and bool(np.all(np.diff(part) == 1)):
                     # consecutive slots (a cold cache fills them in order): computed in
-                    # place, with no block to allocate (a fresh one's first touch cost
-                    # as much as its kernel values at 4,000 samples) and to copy
+                    # place, with no block to allocate (a fresh block's first touch
+                    # faults in every page, a cost of the order of computing its kernel
+                    # values) and to copy
                     self._compute(missing[start:start + step], every,
                                   out=self._rows[part[0]:part[0] + part.size])
                 else:  # scattered into their slots on the fit's threads (times 1: exact)
@@ -394,9 +399,8 @@ class KernelMatrix:
                     return out
                 if MATVEC_WHOLE_ROWS * len(rows) >= self.n_samples:
                     # many rows: the cached rows added whole, in place, and the rows
-                    # taken from the sum (a copy of each block of rows, then of its
-                    # columns, cost twice as much: 8,000 samples, the pending
-                    # variables' gradient, 30 ms a call)
+                    # taken from the sum (copying each block of rows, then its columns,
+                    # moves every value twice to save adding the few rows not asked for)
                     whole = np.zeros(self.n_samples)
                     add_rows(whole, self._rows, slots, np.asarray(v, dtype=np.float64))
                     return whole[rows]
@@ -412,8 +416,8 @@ class KernelMatrix:
             v = np.ascontiguousarray(v, dtype=np.float64)
             step = block_rows(len(rows), _CHUNK_ROWS)
             buf = np.empty((min(step, cols.size), len(rows)))
-            # the rows' operand gathered once (per block it cost 0.7 s of a two-thread
-            # path at 32,000 samples, on one thread)
+            # the rows' operand gathered once, not per block: it is the same for every
+            # block, and the gather runs on one thread while the blocks use every thread
             operand = self._columns(np.asarray(rows, dtype=np.int64))
             for start in range(0, cols.size, step):
                 part = cols[start:start + step]

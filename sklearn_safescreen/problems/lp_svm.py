@@ -315,7 +315,8 @@ class SortedColumns:
                        Zc.indices[order].astype(np.intp), Zc.indptr.astype(np.intp))
         n, d = Zc.shape
         # each column a contiguous row of the transpose, sorted in place of a strided
-        # stable sort along axis 0 (three times the time at a few hundred samples)
+        # stable sort along axis 0 (which gathers every strided column into a buffer and
+        # scatters it back, and whose merge sort needs a workspace of its own)
         columns = np.ascontiguousarray(Zc.T, dtype=np.float64)
         order = np.argsort(columns, axis=1)
         values = np.take_along_axis(columns, order, axis=1)

@@ -39,7 +39,9 @@ STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
 #: The evaluations' work buffers are kept on the problem up to this size (they save an
 #: allocation per evaluation, which counts for small problems only).
 KEPT_SCRATCH_BYTES = 8 * 2**20
-#: Pairs per block when the differences of a subset of the pairs are copied.
+#: Pairs per block when the differences of a subset of the pairs are copied, or their
+#: forms computed in blocks: a block's copy and product stay in cache, where one over
+#: every pair would be a temporary as large as the pairs.
 PAIR_BLOCK = 8192
 
 
@@ -75,8 +77,8 @@ def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool) -> np.ndarray:
     if diff.shape[0] <= PAIR_BLOCK:
         return np.einsum("ij,ij->i", diff @ Q, diff)
     # in blocks: the product of every pair with Q at once is a temporary as large as the
-    # pairs, faulted in afresh at each call (600,000 pairs of 32 features: 66-74 ms a
-    # call warm, 430 ms cold, against 46 ms in blocks; the same values, row by row)
+    # pairs, faulted in afresh at each call, where a block's product stays in cache (the
+    # same values, row by row)
     out = np.empty(diff.shape[0])
     for start in range(0, diff.shape[0], PAIR_BLOCK):
         block = diff[start:start + PAIR_BLOCK]
@@ -90,9 +92,8 @@ def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool) -> np.ndarray:
     if diagonal:
         return kn.rows_weighted_sum(diff, np.arange(diff.shape[0], dtype=np.int32),
                                     np.ascontiguousarray(w, dtype=np.float64))
-    # compiled, in blocks of pairs: the weighted copy of every pair at once was a
-    # temporary as large as the pairs, faulted in afresh at most calls (a fifth of
-    # 600,000 pairs of 32 features: 150 ms cold against 18 ms warm)
+    # compiled, in blocks of pairs: the weighted copy of every pair at once would be a
+    # temporary as large as the pairs, faulted in afresh at most calls
     return kn.gram(np.ascontiguousarray(diff, dtype=np.float64),
                    np.ascontiguousarray(w, dtype=np.float64))
 
@@ -182,9 +183,9 @@ def update_hl(ts: TripletSet, diagonal: bool, status_old: np.ndarray, HL_old: np
 def _aggregate_rows(ts: TripletSet, rows: np.ndarray, w: np.ndarray,
                     diagonal: bool) -> np.ndarray:
     """The Laplacian sum over the pairs ``rows`` with weights ``w``, read in place (a
-    diagonal set's squares: copying the rows would cost more than the product, at
-    5,000 features 40 kB a pair; a full set's rows through blocks of the compiled
-    sum)."""
+    diagonal set's squares: copying the rows, ``8 d`` bytes a pair, would cost more than
+    the product, which reads each value once; a full set's rows through blocks of the
+    compiled sum)."""
     if diagonal:
         return kn.rows_weighted_sum(ts.diff, rows.astype(np.int32), w)
     full = np.zeros(ts.n_pairs)  # (the kernel copies the rows of non-zero weight only)
@@ -247,13 +248,14 @@ class TripletProblem:
         # one compiled call: active list, their pairs, H_L's pair weights and (full
         # metric) H_L. A diagonal problem reads its pairs' squares in place through their
         # indices: its products are matrix-vector products, which a copy would not speed
-        # up, and the copy would double the memory (5,000 features: 40 kB a pair).
+        # up, and the copy would double the memory (``8 d`` bytes a pair).
         # ``HL``, when given, is H_L of ``status`` already (see :func:`update_hl`): the
         # sum over all screened pairs is then not computed again. A full-metric problem's
         # copy of its pairs is made when first read (:attr:`cdiff`): the compiled solver
-        # gathers them into its own copy from their indices (:attr:`solver_pairs`), and
-        # a copy of its own cost a late screened mnist-shaped step 25-45 ms (and, where
-        # the process grew its memory for it, 250 ms)
+        # gathers them into its own copy from their indices (:attr:`solver_pairs`), so
+        # a copy of the problem's own, made eagerly, would be a second pass over memory
+        # as large as the active pairs (and, where the process must grow its memory for
+        # it, page faults) that most screened steps never read
         work, cpos, cneg, cdiff, wL, nL, HL_sum = kn.status_split(
             self.status, ts.pos, ts.neg, ts.diff, not diagonal and HL is None, True)
         self._pair_rows = None  # (full metric: the pairs' indices until copied)

@@ -20,7 +20,8 @@ triplet).
 A diagonal metric sees a pair only through the squares :math:`(x_u-x_v)\circ(x_u-x_v)`
 (:math:`D_q(u,v)=\sum_f q_f(x_{uf}-x_{vf})^2`), so a diagonal set stores those instead of
 the differences: every pass is then one product with the stored matrix, and the squares
-are never formed again (at 5,000 features they were most of a path step's time).
+are never formed again (forming them costs a pass over d values per pair, as much as
+the product that reads them, at every step).
 
 Memory: about ``BYTES_PER_TRIPLET`` bytes per triplet for the estimator (indices, norms,
 current values, range bookkeeping) plus ``8 (3d + 8)`` bytes per pair for a full metric
@@ -44,14 +45,17 @@ from ._triplet_set_fast import hnorms, nearest_in_tiles, pair_vectors
 
 #: Bytes per triplet at the peak of a fit: two int32 pair indices, the norm, z (reference
 #: and current), the working index list, status, range ends and label, construction
-#: temporaries, and a full-problem evaluation in the certificate (measured with
-#: tracemalloc: 85 to 146 B depending on the path taken; 10% margin).
+#: temporaries, and a full-problem evaluation in the certificate; an upper bound, with a
+#: margin, of the traced peak over the estimator's code paths, because the estimate
+#: refuses fits up front and must not let through one that would not fit (the test
+#: ``test_memory_estimate_matches_a_measured_fit`` holds it to a real fit's peak).
 BYTES_PER_TRIPLET = 160
-#: Fraction of the available memory a triplet set may take.
+#: Fraction of the available memory a triplet set may take: the estimate covers the set
+#: and its solver's copies, so the rest is left to the data, the fit's other arrays and
+#: the process itself.
 MEMORY_FRACTION = 0.7
-#: Neighbours per side of ``k="auto"`` (the paper's protocol, Yoshida et al. 2019, Sec. 7),
-#: capped
-#: by the smallest class.
+#: Neighbours per side of ``k="auto"`` (the paper's protocol, Yoshida et al. 2019,
+#: Sec. 7, so that results compare with the paper's), capped by the smallest class.
 K_AUTO = 10
 
 
@@ -131,8 +135,9 @@ def count_knn_triplets(y: np.ndarray, k: int | None) -> int:
 #: an approximate distance against the double-precision one (:func:`_nearest`), by the
 #: precision of the approximations: 16 units of their roundoff.
 _APPROX_TOL = {np.float32: 16 * 2.0 ** -24, np.float64: 16 * 2.0 ** -53}
-#: Features up to which the approximations are computed in single precision (twice the
-#: speed of ``dgemm``); above, the bound, which grows with the features, would let
+#: Features up to which the approximations are computed in single precision (``sgemm``
+#: moves and multiplies twice as many values per vector instruction as ``dgemm``);
+#: above, the bound, which grows with the features, would let
 #: through more candidates than it saves (at 256 features it is 2.5e-4 of the squared
 #: norms).
 SINGLE_PRECISION_FEATURES = 256
@@ -200,7 +205,8 @@ def _nearest(X, anchors, candidates, k, exclude_self, precision=None):
            + (d + 8) * (2.0 ** -120 + 2.0 ** -1060 * scale * scale))
     n_threads = current_n_threads()
     # each OpenMP thread calls BLAS on its own tiles: BLAS's threads would compete with
-    # them (outside a fit, on two cores: 3.7 s against 1.9-2.2 s for the mnist-shaped set)
+    # them for the same cores (oversubscription: every core then switches between
+    # threads that wait on each other)
     with single_blas_thread() if n_threads > 1 else nullcontext():
         return nearest_in_tiles(A, C, A_approx, C_approx, a_sq, c_sq, tol, scale * scale,
                                 int(k), bool(exclude_self), n_threads)

@@ -149,8 +149,10 @@ def reference_ball_masks(const double[::1] margins, const double[::1] margin_err
                          double rtol, double u):
     """:func:`~.balls.reference_ball`'s projections and their error bound,
     :func:`~.balls.ball_bounds` and :func:`~.balls.decide` fused in one pass, with the
-    same arithmetic in the same order (a rule's whole per-sample work on a path step;
-    on a 2000-sample SafeLAD path, 18 NumPy operations cost 35 microseconds a step).
+    same arithmetic in the same order (a rule's whole per-sample work on a path step:
+    as some eighteen NumPy operations, each a pass over the samples with its own
+    temporary and call overhead, it would cost the short steps of small paths more than
+    its arithmetic).
     ``margins`` are the reference's, ``c`` the centre's scale, ``u`` the unit
     round-off. Returns ``(at_lower, at_upper, lower, upper)``."""
     cdef Py_ssize_t i, n = margins.shape[0]

@@ -6,9 +6,10 @@
   row's entries for the limits of :math:`\\mu`, the bound read from them in place.
 
 A vectorised NumPy form needs about twenty passes over every stored entry for the
-knapsacks and some forty array operations for the margins; at a few hundred samples,
-where a restricted LP takes well under a millisecond, that was most of a screening
-event's time (and the event the price of every measurement of screening along a path).
+knapsacks and some forty array operations for the margins, each with its temporary
+and its call overhead; on small problems, where a restricted LP is itself cheap, those
+passes would cost more than the solves that screening shortens, and every screening
+event along a path pays them.
 The arithmetic of each value is the NumPy form's, operation for operation (the module is
 compiled without contraction into fused multiply-adds), so the rounding analysis of the
 docstrings in :mod:`.lp_svm` applies unchanged.

@@ -6,8 +6,9 @@ takes no starting basis), while a path of LP-SVMs is piecewise linear in
 :math:`\\lambda` and its restricted LPs only grow: kept in one HiGHS instance, a column
 added keeps the basis primal feasible, a row added keeps it dual feasible, a new
 :math:`\\lambda` changes costs only, and the simplex continues from the last basis
-(none to a few hundred pivots per value near :math:`\\lambda_{\\max}` and at the end of
-a path, thousands where the support grows fastest: ``doc/benchmarks.md``, LP-SVM path).
+(few pivots per value where the support changes little, more where it grows fastest:
+``doc/benchmarks.md``, "LP-SVM path (issue 29, items 4 and 6): the core against the
+full LP").
 HiGHS's own Python API has that, and scipy ships it (since scipy 1.15) as
 ``scipy.optimize._highspy._core._Highs``, the class ``highspy.Highs`` derives from.
 It is not scipy's public API, so every use of it is in this module, which relies on:
@@ -80,8 +81,10 @@ class HighsLP:
         self._h = core._Highs()
         self._check(self._h.setOptionValue("output_flag", False), "setOptionValue")
         # the primal simplex: a new lambda changes costs and a new column joins at
-        # 0, both keep the basis primal feasible (measured on the dense benchmark's
-        # first 18 values: 19 s against 48 s with HiGHS's default dual simplex)
+        # 0, both keep the basis primal feasible, so the primal simplex continues from
+        # it where the dual simplex would first have to repair dual feasibility
+        # (doc/benchmarks.md, "LP-SVM path (issue 29, items 4 and 6): the core against
+        # the full LP")
         for name, value in (("presolve", "off"), ("solver", "simplex"),
                             ("simplex_strategy", SIMPLEX_PRIMAL), ("threads", 1)):
             self._check(self._h.setOptionValue(name, value), "setOptionValue")

@@ -16,8 +16,8 @@ unused pairs), those in :math:`\hat{\mathcal L}` are folded into :math:`H_{\hat 
 Every ball contains the iterate, so the objective, gradient and step history stay
 valid. Every buffer is allocated before the loop, which runs without the GIL; the
 buffers live in a :class:`SpgWorkspace` that a caller may keep between calls (the
-engine keeps one per path), since allocating about twenty of them cost a small fit
-as much as its iterations.
+engine keeps one per path), since allocating (and faulting in) about twenty buffers
+afresh at each call would cost a small fit as much as its iterations, which are cheap.
 """
 
 from libc.math cimport fabs, INFINITY
@@ -41,12 +41,19 @@ from ..problems._triplet_fast cimport (
 from ..screening._triplet_fast cimport ball_codes_c, ball_codes_workspace
 
 #: Non-monotone acceptance: a step is accepted if the objective is below the largest of
-#: the last NONMONOTONE values minus SUFFICIENT * t * <grad, direction> (SPG).
+#: the last NONMONOTONE values minus SUFFICIENT * t * <grad, direction> (SPG; the values
+#: of Birgin, Martinez and Raydan 2000: the memory lets the Barzilai-Borwein steps raise
+#: the objective now and then, which is what makes them fast, while the sufficient
+#: decrease keeps the method globally convergent).
 NONMONOTONE = 10
 SUFFICIENT = 1e-4
-#: Rejected steps allowed in a row before a (tiny) step is accepted anyway.
+#: Rejected steps allowed in a row before a (tiny) step is accepted anyway: every
+#: rejection at least halves the step, so by then it is below the round-off of the
+#: iterate and further rejections could not change it.
 MAX_BACKTRACK = 60
-#: Pairs are compacted once this fraction of them is no longer used by any triplet.
+#: Pairs are compacted once this fraction of them is no longer used by any triplet: a
+#: compaction is itself a pass over the pairs, so it waits until it saves a good share of
+#: every later pass.
 PAIR_SLACK = 0.25
 #: A kept :class:`SpgWorkspace` larger than this after a call is released, unless its
 #: owner raised its ``kept_bytes`` (a path walked with warm starts keeps its buffers from
@@ -54,6 +61,8 @@ PAIR_SLACK = 0.25
 #: :meth:`..engine.triplet.TripletPath.end_fit`).
 KEPT_BYTES = 8 * 2**20
 
+# The same values as C constants, for the loop that runs without the GIL (a Python
+# global cannot be read there).
 cdef enum:
     _NONMONOTONE = 10
     _MAX_BACKTRACK = 60
@@ -70,10 +79,10 @@ cdef class SpgWorkspace:
     dimension d: a larger call grows it, a call at another d rebuilds it, and buffers
     of more than ``kept_bytes`` in all (``KEPT_BYTES`` unless the owner sets it) are
     released after the call (bounded). The buffers a call grows are touched when they
-    are allocated, and the CPU time that takes (their memory faulted in: on the
-    mnist-shaped path the first solve of the whole problem, 650 ms against 256 ms for
-    the next ones) is added to ``growth_seconds``: a one-off cost, which a path's cost
-    model leaves out of the step it compares. It carries
+    are allocated, and the CPU time that takes (their memory faulted in, which can be a
+    large share of a path's first solve of the whole problem) is added to
+    ``growth_seconds``: a one-off cost, which a path's cost model leaves out of the step
+    it compares. It carries
     nothing from one call to the next (every buffer is written before it is read), so
     a kept workspace gives the same results as a fresh one. A cache, not state: it
     pickles empty. One call at a time: :func:`spg` uses a fresh one while it is busy
@@ -267,8 +276,8 @@ cdef tuple _spg(SpgWorkspace ws, diff_in, pos_in, neg_in, const double[::1] hnor
     ws.reserve(npairs, n, d, cap_checks, private)
     # private copies (the screening compacts them in place) and buffers, from the
     # workspace; without screening nothing is written to the pairs and triplets, which
-    # are then read in place (a plain step on 600,000 pairs of 32 features copied 170 MB
-    # and, at the path's first such step, faulted in the copies' memory)
+    # are then read in place (a copy would move as much memory as the pairs at every
+    # plain step and, at the path's first such step, fault in the copies' memory)
     cdef double[:, ::1] diff
     cdef int[::1] pos
     cdef int[::1] neg

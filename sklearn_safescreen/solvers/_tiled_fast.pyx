@@ -2,15 +2,17 @@
 steps of the kernel solvers (:mod:`.newton`).
 
 LAPACK's ``dpotrf`` on the BLAS's own threads gives a factor that changes with the
-number of threads (measured: by up to 5e-14 on a 4,000-variable system), so the fits
-held BLAS to one thread and the factorisations stayed serial (a quarter of the
-two-thread RBF path at 16,000 samples). Here the matrix is cut into fixed square tiles
-of ``TILE`` rows and each tile is computed by one single-threaded BLAS call (``dpotrf``
-on a diagonal tile, ``dtrsm`` on the tiles below it, ``dsyrk``/``dgemm`` for the
-trailing tiles): which thread computes a tile does not change it, so the factor and
-the solutions are the same, bit for bit, on any number of threads. The tiles of one
-step are shared among the threads (a parallel region per step: about 2 n / TILE of
-them for a factorisation).
+number of threads in its last bits (the BLAS splits its blocked updates, and so orders
+their sums, by the number of threads), so the fits held BLAS to one thread and the
+factorisations stayed serial, one of the largest serial parts of a kernel path
+(``doc/benchmarks.md``, "The greedy loop and the Newton steps on the threads (sixth
+round)"). Here the matrix is cut into fixed square tiles of ``TILE`` rows and each
+tile is computed by one single-threaded BLAS call (``dpotrf`` on a diagonal tile,
+``dtrsm`` on the tiles below it, ``dsyrk``/``dgemm`` for the trailing tiles): which
+thread computes a tile does not change it, so the factor and the solutions are the
+same, bit for bit, on any number of threads. The tiles of one step are shared among
+the threads (a parallel region per step: about 2 n / TILE of them for a
+factorisation).
 
 Layout: column-major (Fortran) arrays, the factor in the lower triangle (LAPACK's
 ``uplo='L'``, as ``scipy.linalg.cho_factor(lower=True)``); the upper triangle is

@@ -46,42 +46,50 @@ from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
 
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
-#: interior-point method (when its Newton systems are small enough).
+#: interior-point method (when its Newton systems are small enough): CD's linear rate,
+#: on which the hand-over is decided, is only measurable once its first, fast epochs
+#: are behind it.
 IPM_AFTER_EPOCHS = 10
 #: Linear mode: CD hands over to the interior-point method when, at its measured linear
-#: rate, it would still need more than this many epochs per feature. (~25 Newton steps
-#: of O(n d^2) flops against O(n d) per epoch suggests ~25, but BLAS-3 flops are far
-#: cheaper than CD's: measured on 20000 x 50, 2 gave the fastest paths, 25 was 1.2x
-#: slower on paths and 2x slower at large C.)
+#: rate, it would still need more than this many epochs per feature. (Counting flops,
+#: a few tens of Newton steps of O(n d^2) against O(n d) per epoch would put the
+#: hand-over at a few tens of epochs per feature; but the Newton steps' flops are
+#: level-3 BLAS, each far cheaper than a flop of CD's dependent scalar updates, so
+#: handing over early pays, above all at large C where CD's rate is slowest.)
 IPM_EPOCHS_PER_FEATURE = 2
 #: Linear mode: at most this many interior-point finishes per solve; one more is tried
 #: when CD is slow again after a finish, unless the last one did not improve the gap
 #: (then the finisher has reached round-off and the solve stops at its best point).
 IPM_MAX_FINISHES = 8
 #: Largest Newton system the finisher forms: d+1 (linear mode) or the free-set size
-#: (kernel mode).
+#: (kernel mode). Its matrix takes ``8 m^2`` bytes and its factorisation ``m^3 / 3``
+#: flops per Newton step, which this bound keeps small beside a fit.
 IPM_MAX_SYSTEM = 2500
 #: Problems whose Newton system costs at most this many flops are always finished by the
-#: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``.
+#: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``: at that
+#: size a finish costs little in absolute terms, and an exact solution is the tightest
+#: screening reference for the next step.
 IPM_SMALL_FLOPS = 1e6
 #: ... and those that screening made that small while CD's gap exceeds this many times
-#: ``tol`` (see :func:`_polish`: on a Houses-shaped SafeLAD path the gap after the first
-#: epoch was 28 to 3,000 times ``tol`` in 90% of the steps, and CD alone needed 10 to
-#: 170 epochs; on a small SafeLAD path 2 to 4 times, and one or two epochs more).
+#: ``tol`` (see :func:`_polish`): far from ``tol`` CD still needs many epochs and the
+#: finisher is the short way, while within a small factor of it one or two epochs are
+#: cheaper than a finish (``doc/benchmarks.md``, "Screening on against off (issue 30)").
 CD_NEAR_TOL = 10.0
 #: Relative gap the finisher aims at: far below ``tol``, because the solution is the next
 #: screening reference and the gap inflation of an inexact reference grows with
 #: the square root of the absolute gap.
 IPM_TOL = 1e-12
 #: Kernel mode: the interior-point finisher starts after this many epochs per free
-#: variable (measured: a LAPACK factorisation of n variables costs far fewer than n/3
-#: compiled CD epochs, and 10 per variable made hard problems 2-4x slower).
+#: variable: a LAPACK factorisation of n variables (n^3/3 flops of level-3 BLAS) costs
+#: far less than n/3 compiled CD epochs (n^2 flops each, of dependent scalar updates),
+#: so waiting longer only lets hard problems crawl.
 KERNEL_IPM_EPOCHS_PER_VARIABLE = 1
 #: ``stop_when_slow`` returns only when more variables than this are undecided (fewer:
 #: the interior-point finisher is cheap).
 STOP_WHEN_SLOW_MIN = 2000
 #: Kernel mode: epochs after which a Newton step on the interior variables is tried
-#: (each time the interior set changes).
+#: (each time the interior set changes): a few epochs first settle which variables are
+#: interior, so that the step is taken on a set likely to hold.
 NEWTON_AFTER_EPOCHS = 5
 #: At most this many Newton steps per solve: with clipping, the interior set could
 #: otherwise cycle.
@@ -189,7 +197,7 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     converged, gap_history = False, []
     # The finisher's best point, and whether the last finish failed to improve on it
     # (the interior-point method stalls only at round-off: then neither it nor CD,
-    # whose steps on unscaled data move w by delta z_i with ||z_i||^2 ~ 1e7, will
+    # whose steps on unscaled data move w by delta z_i with a large ||z_i||, will
     # do better, and the solve stops there instead of crawling to max_iter).
     best, stalled = None, False
     finished = False  # the interior-point finisher has just run
@@ -203,7 +211,8 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             n_iter += epochs
         else:
             # measure the finisher's point before any CD epoch: at large C on unscaled
-            # data a few epochs from it raised the gap from 1e-7 to 5e-5
+            # data CD's steps (each delta z_i, with a large ||z_i||) can raise the gap of
+            # a point the finisher has just brought to round-off
             pg_ok = True
         q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
         if finished:
@@ -217,8 +226,8 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         if rel_gap <= tol and not polish:
             # confirm on w afresh from alpha (O(nd), once per solve): CD's updates
             # w += delta z_i drift by round-off, and on unscaled data a gap measured on
-            # the drifted w (1e-10) was far below the one the certificate recomputes
-            # (6e-8), so the solve "converged" and was sent back again and again
+            # the drifted w can be orders of magnitude below the one the certificate
+            # recomputes, so the solve would "converge" and be sent back again and again
             w = problem.primal_weights(alpha)
             q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
             polish = ipm_fits and n_finish == 0 and _polish(problem, active, rel_gap, tol)
@@ -250,8 +259,8 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         if (slow and best is not None and (stalled or n_finish >= IPM_MAX_FINISHES)
                 and (rel_gap >= best[0] or _not_progressing(gap_history[:-1], rel_gap))):
             # round-off: the better of the finisher's best point and CD's is returned
-            # below (CD stuck at one gap after the last finish ran on to max_iter: the
-            # spread SafeLAD set at C = 1000, tol = 1e-8, under numpy 2.4)
+            # below (CD stuck at one gap after the last finish would otherwise run on to
+            # max_iter, which happens on badly scaled data at large C and small tol)
             break
         if (ipm_fits and n_finish < IPM_MAX_FINISHES
                 and active.size > 1  # screening may have emptied it
@@ -279,10 +288,10 @@ def _polish(problem, active: np.ndarray, rel_gap: float, tol: float) -> bool:
     CD's rate. A small problem (Newton systems of at most ``IPM_SMALL_FLOPS``) is
     always finished to ``IPM_TOL``. A problem that screening made that small is
     finished while CD is far from ``tol`` (:data:`CD_NEAR_TOL`): the finisher is then
-    the short way there (a Houses-shaped SafeLAD path: one epoch and the finisher at
-    each value, where CD alone took 10 to 170 epochs), but near it or past it a few
-    epochs are far cheaper than a finish (a small SafeLAD path, 2000 x 30: a finish
-    cost 0.3-0.4 ms on steps of 0.7 ms)."""
+    the short way there (one epoch and the finisher, where CD alone would need many
+    epochs at its linear rate), but near it or past it a few epochs are far cheaper
+    than a finish, whose Newton steps each cost several epochs (``doc/benchmarks.md``,
+    "Screening on against off (issue 30)")."""
     if not rel_gap > IPM_TOL:
         return False
     flops = problem.X.shape[1] ** 2
@@ -344,9 +353,9 @@ def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen):
                                       tol=ipm_tol, alpha0=alpha[active],
                                       screen=dynamic_screen)
     # Snapping to the bounds moves a variable by up to 1e-6 of its box, which moves the
-    # margins by ||z_i||^2 times that: on unscaled data (||z_i||^2 ~ 1e7) it turned a
-    # relative gap of 1e-7 into 1e-1. Keep the snapped point only if its gap (of the
-    # problem over ``active``, the others held) is not worse.
+    # margins by ||z_i||^2 times that: on unscaled data (large ||z_i||) that can raise
+    # the relative gap by orders of magnitude. Keep the snapped point only if its gap (of
+    # the problem over ``active``, the others held) is not worse.
     snapped = snap_to_bounds(a, lo, hi)
     if np.any(snapped != a) and (_sub_gap(Z, w_rest, p[active], lo, hi, snapped)
                                  > _sub_gap(Z, w_rest, p[active], lo, hi, a)):

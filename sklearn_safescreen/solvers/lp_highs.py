@@ -25,7 +25,7 @@ When nothing is priced in, the restricted objective equals the reduced one at
 the reduced problem's optimum (to HiGHS's tolerances). The loop starts from the working
 sets it is given (along a path: the previous value's support and margin samples), and
 rows and columns only join; a round that adds violators also adds the samples and zero
-columns close to violating (``NEAR_BAND``), which saves rounds.
+columns close to violating (:attr:`GenerationOptions.near_band`), which saves rounds.
 
 Where the restricted LPs are solved:
 
@@ -36,16 +36,17 @@ Where the restricted LPs are solved:
   at the new value are held out by bounds and slack costs, not deleted;
 * where scipy has no HiGHS bindings (before scipy 1.15, see :mod:`._highs_api`), by a
   cold ``scipy.optimize.linprog`` per round (HiGHS's dual simplex, or its interior point
-  above ``IPM_NNZ`` entries).
+  above :attr:`GenerationOptions.ipm_nnz` entries).
 
 Tolerances:
 
 * HiGHS's ``primal_feasibility_tolerance`` and ``dual_feasibility_tolerance`` start at
-  ``HIGHS_TOLERANCE`` and are tightened tenfold (down to ``HIGHS_TIGHTEST``) when the
-  certificate misses ``tol`` with nothing left to price;
+  :attr:`GenerationOptions.highs_tolerance` and are tightened tenfold (down to
+  :attr:`GenerationOptions.highs_tightest`) when the certificate misses ``tol`` with
+  nothing left to price;
 * a feature or sample is priced in when it violates its condition by more than
-  ``PRICE_RTOL`` (relative to :math:`\lambda n`, or to the margin 1): smaller violations
-  are below what HiGHS resolves;
+  :attr:`GenerationOptions.price_rtol` (relative to :math:`\lambda n`, or to the
+  margin 1): smaller violations are below what HiGHS resolves;
 * ``tol`` is the target of the **full problem's relative duality gap**
   :math:`(P_\lambda(w)-D(a))/P_\lambda(w)`, with :math:`a` made dual feasible by scaling
   and both objectives bounded for rounding (:meth:`LPSVMData.certificate`): a returned
@@ -68,26 +69,68 @@ from ..problems.lp_svm import LPCertificate, LPSVMData, l1_radius
 from ._highs_api import highs_available
 from .lp_warm import WarmRestrictedLP
 
-#: HiGHS's primal and dual feasibility tolerances of the first solves.
-HIGHS_TOLERANCE = 1e-9
-#: The tightest they are set to when the certificate asks for more.
-HIGHS_TIGHTEST = 1e-10
-#: Relative violation below which pricing ignores a feature or a sample.
-PRICE_RTOL = 1e-9
-#: Features priced in per round: at least this many, at most as many as are working.
-MIN_FEATURES_ADDED = 20
-#: Constraint-matrix entries above which a restricted LP goes to HiGHS's interior point
-#: method (with its crossover to a vertex) rather than its dual simplex (measured on the
-#: dense 2000 x 2000 benchmark: simplex iterations grow with the rows and each costs a
-#: pass over the entries; the interior point's ~20 iterations win beyond ~3e5 entries).
-IPM_NNZ = 300_000
-#: Distance from the margin 1 (and relative distance of a correlation below
-#: :math:`\lambda n`) within which a sample becomes a row, or a column joins, in a round
-#: that adds violators anyway.
-NEAR_BAND = 0.05
-#: Default initial states from the start point's margins: rows within this distance of
-#: 1, linear below, out above.
-ROW_BAND = 0.2
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    r"""The tuning of :class:`ColumnRowGeneration`: HiGHS's tolerances and how much each
+    round adds. They set the work (rounds, pivots), not what is certified: the answer is
+    checked on the full problem's duality gap whatever they are.
+
+    Attributes
+    ----------
+    highs_tolerance : float
+        HiGHS's primal and dual feasibility tolerances of the first solves: tighter than
+        HiGHS's defaults, since the restricted optimum becomes the pair whose full
+        duality gap is certified against ``tol``.
+    highs_tightest : float
+        The tightest they are set to when the certificate asks for more: further down
+        they approach the round-off of the LP's own arithmetic, where HiGHS's
+        feasibility tests stop meaning anything.
+    tighten_factor : float
+        The factor of each tightening: one decade at a time, so that a re-solve asks
+        no more accuracy than the certificate needs.
+    price_rtol : float
+        Relative violation below which pricing ignores a feature or a sample: smaller
+        violations are below what HiGHS's tolerances resolve, and pricing them in
+        would only add rounds.
+    min_features_added : int
+        Features priced in per round: at least this many (a quarter of it for a warm
+        start's initial set), so that a small working set does not grow by a few
+        columns a round, and at most as many as are working, so that it at most
+        doubles and the LPs stay small.
+    cold_start_features : int
+        Features a cold start (no support, few priced) begins with: the most correlated
+        ones, so that the first LP has columns to move.
+    ipm_nnz : int
+        Constraint-matrix entries above which a restricted LP goes to HiGHS's interior
+        point method (with its crossover to a vertex) rather than its dual simplex (the
+        cold ``linprog`` fallback only): the simplex's iterations grow with the rows
+        and each costs a pass over the entries, while the interior point's iterations
+        grow only slowly with the size, so it wins on large restricted LPs.
+    near_band : float
+        Distance from the margin 1 (and relative distance of a correlation below
+        :math:`\lambda n`) within which a sample becomes a row, or a column joins, in a
+        round that adds violators anyway: those are the next rounds' violators, cheaper
+        to add now than in rounds of their own.
+    row_band : float
+        Default initial states from the start point's margins: rows within this
+        distance of 1, linear below, out above. Wider than ``near_band``: a start point
+        is further from the optimum than a round's iterate.
+    """
+
+    highs_tolerance: float = 1e-9
+    highs_tightest: float = 1e-10
+    tighten_factor: float = 0.1
+    price_rtol: float = 1e-9
+    min_features_added: int = 20
+    cold_start_features: int = 5
+    ipm_nnz: int = 300_000
+    near_band: float = 0.05
+    row_band: float = 0.2
+
+
+#: The options every solve uses unless given others.
+DEFAULT_OPTIONS = GenerationOptions()
 
 
 @dataclass
@@ -142,10 +185,10 @@ class ColumnRowGeneration:
     features, samples : ndarray of bool, default=None
         The initial working features and rows (within the universe). Default: the
         support of ``w_start`` and the features most correlated with ``alpha_start``;
-        the samples whose margin at ``w_start`` is within ``ROW_BAND`` of 1.
+        the samples whose margin at ``w_start`` is within ``options.row_band`` of 1.
     linear : ndarray of bool, default=None
         The initial linear samples. Default: those with margin below
-        ``1 - ROW_BAND`` at ``w_start`` (when ``samples`` is None; else none).
+        ``1 - options.row_band`` at ``w_start`` (when ``samples`` is None; else none).
     w_start, alpha_start : ndarray, default=None
         A primal and a dual point (e.g. the previous value's solution); they give the
         default working sets and the bound :math:`\\|w^*\\|_1\\le P_\\lambda(w)/\\lambda`.
@@ -155,12 +198,15 @@ class ColumnRowGeneration:
         working sets), ``"new"`` a model of this solve's own (when
         :func:`~._highs_api.highs_available`; else as None), None a cold
         ``linprog`` per round.
+    options : GenerationOptions, default=DEFAULT_OPTIONS
+        HiGHS's tolerances and the sizes of the rounds.
     """
 
     def __init__(self, data: LPSVMData, lam: float, fixed_features=None, at_zero=None,
                  at_box=None, features=None, samples=None, w_start=None, alpha_start=None,
-                 linear=None, model="new"):
+                 linear=None, model="new", options: GenerationOptions = DEFAULT_OPTIONS):
         n, d = data.n_samples, data.n_features
+        opt = self.options = options
         self.data, self.lam = data, float(lam)
         self.fixed_features = _mask(fixed_features, d)
         self.at_zero = _mask(at_zero, n)
@@ -173,22 +219,24 @@ class ColumnRowGeneration:
         if features is None:
             # the support, and the features the start's dual prices in (as the first
             # round would), ranked, at most half as many as the support (at least
-            # MIN_FEATURES_ADDED // 4; a cold start takes the 5 most correlated)
+            # min_features_added // 4; a cold start takes the cold_start_features most
+            # correlated)
             features = w0 != 0.0
-            limit = lam * data.n_samples * (1.0 + PRICE_RTOL)
+            limit = lam * data.n_samples * (1.0 + opt.price_rtol)
             priced = ~features & ~self.fixed_features & (np.abs(corr) > limit)
-            keep = max(MIN_FEATURES_ADDED // 4, int(features.sum()) // 2)
+            keep = max(opt.min_features_added // 4, int(features.sum()) // 2)
             idx = np.flatnonzero(priced)
             idx = idx[np.argsort(-np.abs(corr[idx]), kind="stable")[:keep]]
-            if not features.any() and len(idx) < 5:
+            if not features.any() and len(idx) < opt.cold_start_features:
                 free = np.flatnonzero(~self.fixed_features)
-                idx = free[np.argsort(-np.abs(corr[free]), kind="stable")[:5]]
+                idx = free[np.argsort(-np.abs(corr[free]),
+                                      kind="stable")[:opt.cold_start_features]]
             features = features.copy()
             features[idx] = True
         if samples is None:
-            samples = np.abs(m0 - 1.0) <= ROW_BAND
+            samples = np.abs(m0 - 1.0) <= opt.row_band
             if linear is None:
-                linear = m0 < 1.0 - ROW_BAND
+                linear = m0 < 1.0 - opt.row_band
         features = _mask(features, d) & ~self.fixed_features
         # each working feature's allowed sign: that of the start's w where it is
         # non-zero, else that of the start's correlation (both where it is 0)
@@ -196,7 +244,7 @@ class ColumnRowGeneration:
         self.plus = features & (sign >= 0.0)
         self.minus = features & (sign <= 0.0)
         if isinstance(model, str):
-            model = new_model(data) if model == "new" else None
+            model = new_model(data, opt) if model == "new" else None
         self.model = model
         if model is not None:
             # what the model already holds works again: its columns and rows are in
@@ -206,7 +254,7 @@ class ColumnRowGeneration:
             samples = _mask(samples, n) | model.has_row
         self.samples = _mask(samples, n) & self.free_samples
         self.linear = _mask(linear, n) & self.free_samples & ~self.samples
-        self.tolerance = HIGHS_TOLERANCE
+        self.tolerance = opt.highs_tolerance
         self.w = np.where(self.features, w0, 0.0)
         self.a = np.where(self.at_box | self.linear, data.s, 0.0)
         self.rounds = 0
@@ -233,16 +281,16 @@ class ColumnRowGeneration:
         solved when nothing changed since the last converged call."""
         if not self.stale:
             return 0, True
-        data, lam = self.data, self.lam
+        data, lam, opt = self.data, self.lam, self.options
         n = data.n_samples
-        limit = lam * n * (1.0 + PRICE_RTOL)
+        limit = lam * n * (1.0 + opt.price_rtol)
         for it in range(max_iter):
             self._solve_working_set()
             m = data.margins(self.w)
             corr = data.correlations(self.a)
             free = self.free_samples & ~self.samples
-            wrong_out = free & ~self.linear & (m < 1.0 - PRICE_RTOL)
-            wrong_linear = free & self.linear & (m > 1.0 + PRICE_RTOL)
+            wrong_out = free & ~self.linear & (m < 1.0 - opt.price_rtol)
+            wrong_linear = free & self.linear & (m > 1.0 + opt.price_rtol)
             # a column p_j (w_j > 0) prices in when Z_j^T a > lambda n, q_j when < -lambda n
             free_f = ~self.fixed_features
             cand_p = free_f & ~self.plus & (corr > limit)
@@ -253,16 +301,16 @@ class ColumnRowGeneration:
                 return it + 1, True
             # with another LP to solve anyway, the samples and columns about to violate
             # join too (cheaper than the rounds they would cost later)
-            near = np.abs(m - 1.0) <= NEAR_BAND
+            near = np.abs(m - 1.0) <= opt.near_band
             new_s = wrong_out | wrong_linear | (free & near)
             self.samples |= new_s
             self.linear &= ~new_s
-            near_limit = (1.0 - NEAR_BAND) * limit
+            near_limit = (1.0 - opt.near_band) * limit
             cand_p |= free_f & ~self.plus & (corr > near_limit) & (self.w == 0.0)
             cand_m |= free_f & ~self.minus & (corr < -near_limit) & (self.w == 0.0)
             idx = np.flatnonzero(cand_p | cand_m)
             if len(idx):
-                keep = max(MIN_FEATURES_ADDED, int(self.features.sum()))
+                keep = max(opt.min_features_added, int(self.features.sum()))
                 if len(idx) > keep:
                     idx = idx[np.argsort(-np.abs(corr[idx]), kind="stable")[:keep]]
                 self.plus[idx[cand_p[idx]]] = True
@@ -276,9 +324,10 @@ class ColumnRowGeneration:
         cert = data.certificate(lam, self.w, data.y * self.a)
         m = cert.margins
         corr = np.abs(data.correlations(self.a))
-        feats = self.fixed_features & (corr > lam * data.n_samples * (1.0 + PRICE_RTOL))
-        samples = (self.at_zero & (m < 1.0 - PRICE_RTOL)) \
-            | (self.at_box & (m > 1.0 + PRICE_RTOL))
+        rtol = self.options.price_rtol
+        feats = self.fixed_features & (corr > lam * data.n_samples * (1.0 + rtol))
+        samples = (self.at_zero & (m < 1.0 - rtol)) \
+            | (self.at_box & (m > 1.0 + rtol))
         return LPCheck(cert, feats, samples)
 
     def release(self, features: np.ndarray, samples: np.ndarray) -> None:
@@ -301,9 +350,10 @@ class ColumnRowGeneration:
 
     def tighten(self) -> bool:
         """Tighten HiGHS's tolerances tenfold; False when already at the tightest."""
-        if self.tolerance <= HIGHS_TIGHTEST:
+        tightest = self.options.highs_tightest
+        if self.tolerance <= tightest:
             return False
-        self.tolerance = max(self.tolerance * 0.1, HIGHS_TIGHTEST)
+        self.tolerance = max(self.tolerance * self.options.tighten_factor, tightest)
         if self.model is not None:
             # the re-solve starts from the same basis factored afresh (when pivots have
             # updated the factor since it was last fresh): its duals are the accurate ones
@@ -333,7 +383,7 @@ class ColumnRowGeneration:
         options = {"primal_feasibility_tolerance": self.tolerance,
                    "dual_feasibility_tolerance": self.tolerance}
         nnz = 0 if lp.A_ub is None else lp.A_ub.nnz
-        method = "highs-ipm" if nnz > IPM_NNZ else "highs-ds"
+        method = "highs-ipm" if nnz > self.options.ipm_nnz else "highs-ds"
         res = linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, bounds=lp.bounds, method=method,
                       options=options)
         self.n_lp += 1
@@ -349,8 +399,8 @@ class ColumnRowGeneration:
 
 
 def solve_lp_svm(data: LPSVMData, lam: float, screen=None, w_start=None, alpha_start=None,
-                 features=None, samples=None, tol: float = 1e-9, max_iter: int = 200
-                 ) -> LPResult:
+                 features=None, samples=None, tol: float = 1e-9, max_iter: int = 200,
+                 options: GenerationOptions = DEFAULT_OPTIONS) -> LPResult:
     """Solve the LP-SVM at ``lam`` exactly: column-and-row generation on the problem
     reduced by ``screen`` (anything with boolean ``features``, ``at_zero``, ``at_box``;
     None: nothing fixed), certified on the full problem, fixed variables that violate
@@ -358,14 +408,15 @@ def solve_lp_svm(data: LPSVMData, lam: float, screen=None, w_start=None, alpha_s
     tightened while the full relative gap exceeds ``tol``.
 
     A minimal certify-and-repair driver, for tests, benchmarks and callers without the
-    engine.
+    engine; ``options`` tune the generation (:class:`GenerationOptions`).
     """
     task = ColumnRowGeneration(
         data, lam,
         fixed_features=None if screen is None else screen.features,
         at_zero=None if screen is None else screen.at_zero,
         at_box=None if screen is None else screen.at_box,
-        features=features, samples=samples, w_start=w_start, alpha_start=alpha_start)
+        features=features, samples=samples, w_start=w_start, alpha_start=alpha_start,
+        options=options)
     used = 0
     while True:
         iters, _ = task.solve(tol, max(max_iter - used, 1))
@@ -385,12 +436,14 @@ def solve_lp_svm(data: LPSVMData, lam: float, screen=None, w_start=None, alpha_s
                     tuple(task.released), task.features.copy(), task.samples.copy())
 
 
-def new_model(data: LPSVMData) -> WarmRestrictedLP | None:
-    """A live HiGHS model for ``data``'s restricted LPs, or None where this scipy has no
-    HiGHS bindings (the solver then calls ``linprog``, cold, each round)."""
+def new_model(data: LPSVMData, options: GenerationOptions = DEFAULT_OPTIONS
+              ) -> WarmRestrictedLP | None:
+    """A live HiGHS model for ``data``'s restricted LPs, at ``options``' first
+    tolerances, or None where this scipy has no HiGHS bindings (the solver then calls
+    ``linprog``, cold, each round)."""
     if not highs_available():
         return None
-    return WarmRestrictedLP(data, HIGHS_TOLERANCE)
+    return WarmRestrictedLP(data, options.highs_tolerance)
 
 
 def _mask(m, size) -> np.ndarray:

@@ -22,8 +22,9 @@ is brought to the working sets of each round by changes that keep HiGHS's basis:
 then HiGHS's simplex re-solves from its basis. Nothing is deleted, so the model's size
 is the union of the working sets it has seen (see :attr:`WarmRestrictedLP.size`):
 deleting, at each value of a path, the rows and columns outside its initial working
-sets (where the basis allowed it) was measured 4x slower, the rows coming back in the
-next rounds with thousands of pivots (``doc/benchmarks.md``, LP-SVM path).
+sets (where the basis allowed it) throws away basis information that the next rounds
+need again: the rows come back, each re-entry paid in pivots (``doc/benchmarks.md``,
+"LP-SVM path (issue 29, items 4 and 6): the core against the full LP").
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class WarmRestrictedLP:
         self.lp.set_tolerance(tolerance)
         x, row_dual = self.lp.solve()
         self.solves += 1
-        # a basic column at 0 comes back as round-off (1e-13) from the simplex's
+        # a basic column at 0 comes back as a round-off-sized value from the simplex's
         # updates: below HiGHS's primal feasibility tolerance it is 0 (exact zeros are
         # the support; the certificate judges the point returned, whatever it is)
         x = np.where(np.abs(x) <= tolerance, 0.0, x)
@@ -212,8 +213,8 @@ class WarmRestrictedLP:
 
 class _Compressed(NamedTuple):
     """A CSC or CSR block as HiGHS takes it (``indptr``, ``indices``, ``data``), built
-    without scipy.sparse (whose constructors cost ~200 us a call: most of a small
-    restricted LP's growth)."""
+    without scipy.sparse, whose constructors check and convert their inputs at every
+    call, a fixed cost larger than building a small block itself."""
 
     indptr: np.ndarray
     indices: np.ndarray

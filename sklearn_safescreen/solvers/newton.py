@@ -24,24 +24,29 @@ from ..problems.box_qp import BoxQP
 from ..problems.kernels import add_rows
 from ._tiled_fast import tiled_cho_solve, tiled_cholesky
 
-#: Kernel mode: largest interior set a Newton step factorises (512 MB; measured on an
-#: RBF path over make_classification(10000 x 20), 10 values, both caches 2 GB: at 2,500,
-#: coordinate descent alone crawled through the 4,600-variable interiors and the path
-#: took 3.8x SVC's time, at 6,000 1.8x; at 32,000 samples, where the interior sets of
-#: C = 46.4 and 100 hold 6,300-7,000 variables, steps on 6,000 of them, the others held,
-#: raised the objective and the path took 175.9 s, against 128.3 s at 8,000).
+#: Kernel mode: largest interior set a Newton step factorises (a factor of
+#: ``8 * NEWTON_MAX_SYSTEM**2`` bytes, 512 MB). Above it coordinate descent does the last
+#: decades of a solve alone, which on large interiors crawls, and a step on part of the
+#: set, the others held, can raise the objective at first; so the limit is as large as a
+#: fit's memory comfortably affords (``doc/benchmarks.md``, "A third round: the kept row
+#: cache, returning variables and the Newton steps").
 NEWTON_MAX_SYSTEM = 8000
 
 
-#: Factors of at most this many variables (50 MB) are kept between the fits of a path
-#: (:meth:`NewtonCache.end_fit`); larger ones serve the rounds of one fit only.
+#: Factors of at most this many variables (``8 * 2500**2`` bytes, 50 MB) are kept
+#: between the fits of a path (:meth:`NewtonCache.end_fit`), where a warm-started fit's
+#: interior set is mostly the last one's; larger ones serve the rounds of one fit only,
+#: so that a path does not hold a large factor between fits.
 NEWTON_KEEP_SYSTEM = 2500
 
 
 #: A Newton system whose interior set differs from the last factorised one by at most
 #: this fraction of its size is solved with that factor, bordered (k+1 triangular solve
-#: pairs, 2 k m^2 flops, against m^3 / 3 for a new factorisation; measured on the
-#: n=5000 RBF path: 0.12 was slower than 0.05).
+#: pairs, 2 k m^2 flops, against m^3 / 3 for a new factorisation). The flop count alone
+#: would allow a larger k; the bordered solves are level-2 BLAS, memory-bound, while a
+#: factorisation is level-3, and a larger fraction gained nothing (``doc/benchmarks.md``,
+#: "A fourth round: the certificate's margins along the path, the scans four at a
+#: time").
 NEWTON_UPDATE_FRACTION = 0.05
 
 
@@ -52,8 +57,8 @@ class NewtonCache:
     the kernel and the signs only, not on C).
 
     The next Newton systems' interior sets usually differ from F by a few variables
-    (measured on the n=5000 RBF benchmark: 2,249 then 2,248 of the same variables within
-    a round, about 2% between path steps), so they cost a few triangular solves with
+    (within a round the free variables barely change, and along a path they move
+    gradually with C), so they cost a few triangular solves with
     this factor, bordered (:func:`bordered_solve`), instead of a new O(m^3)
     factorisation. A factor holds at most ``NEWTON_MAX_SYSTEM`` squared doubles (512 MB)
     within a fit and ``NEWTON_KEEP_SYSTEM`` squared (50 MB) between fits; not pickled.
@@ -62,9 +67,8 @@ class NewtonCache:
     def __init__(self):
         self.clear()
         #: the memory of the factor, reused by the next factorisations (a fresh block's
-        #: first touch cost about as much system time as the factorisation's arithmetic
-        #: on this project's machine: 0.57 s of page faults for 32 factorisations at
-        #: 16,000 samples)
+        #: first touch faults in every page of it, system time of the order of the
+        #: factorisation's own arithmetic)
         self._workspace = None
         #: factors up to this many bytes are also kept between fits (the greedy solver
         #: sets it to the kernel cache's budget)
@@ -181,7 +185,8 @@ def bordered_solve(problem, F, factor, removed, A, idx, rhs):
     kept = ~removed
     at = np.searchsorted(idx, F[kept])  # rows of the answer of F's kept variables
     # y0 and W = Q_FF^{-1} B in one solve with k + 1 right-hand sides: the factor is
-    # read once (a read took 0.026 s at 4,000 variables, the solves 1.3 s of a path)
+    # read once (the triangular solves are bound by reading the factor from memory, so
+    # k + 1 right-hand sides together cost little more than one)
     Bb = np.zeros((F.size, k + 1), order="F")
     Bb[kept, 0] = rhs[at]
     if n_A:

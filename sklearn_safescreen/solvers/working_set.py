@@ -25,7 +25,8 @@ the inner solve is the plain solve. The number of rounds is at most
 
 Kernel problems use the greedy two-variable solver instead (:mod:`.greedy_cd`): its row
 cache and shrinking play the working set's part without gathering a kernel block per
-round, and it was faster on every benchmark path measured.
+round (each round's block would be computed or copied afresh, where the row cache
+keeps its rows from one iteration to the next).
 """
 
 from __future__ import annotations
@@ -36,14 +37,15 @@ from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
 from .dual_cd import DynamicScreen, SolveResult, _solve_linear, solve_box_qp
 
-#: Undecided samples below which the plain solver is used directly. Below a few thousand
-#: samples a round's full-problem margins, gap and gap balls cost more than the epochs
-#: they save: on a SafeLAD path over 2,000 x 30 samples, steps with 400-2,000 undecided
-#: samples took 3.2-4.7 ms with working sets against 1.2-2.3 ms with the plain solver
-#: (400 was the threshold then); the 20,000-sample SafeLAD and linear SafeSVC paths,
-#: whose working sets start from more undecided samples, run as before.
+#: Undecided samples below which the plain solver is used directly. Every round of
+#: working sets pays a full-problem pass (margins, gap and gap balls) on top of its
+#: inner solve; on a small undecided set the plain solver's epochs cost about as much
+#: as that pass, so the rounds only add work. They pay when the undecided set is large
+#: beside the samples near the margin, which the working set holds (``doc/benchmarks.md``,
+#: "Screening on against off (issue 30)").
 WS_MIN_PROBLEM = 2000
-#: Smallest working set.
+#: Smallest working set: small beside ``WS_MIN_PROBLEM``, so that the first inner solve
+#: is cheap and the doubling reaches the needed size in a few rounds.
 WS_INITIAL = 100
 #: Inner solves aim this much below ``tol``, so that the heuristic part of the gap does
 #: not make the outer loop stall on the inner solver's residual.
