@@ -8,7 +8,7 @@ logspace(-1, 2), one BLAS thread, CPU time of the process.
 
 Per value of the path: the greedy loop's two-variable (and single) updates, its time
 split into the selection scan, the partner scan, the gradient updates and shrinking
-(the loop's own counters, ``_greedy_fast.set_profile``), kernel rows computed for the
+(the loop's own counters, ``_greedy_fast.LoopProfile``), kernel rows computed for the
 solver, Newton steps and their time, the certificate's compensated margins, the next
 reference, the screening, and the samples left to the solver; beside SVC's time and
 ``n_iter_``. ``--experiments`` also replays single warm-started values (the state the
@@ -60,6 +60,8 @@ class Probe:
     def __init__(self):
         self.stats = defaultdict(float)
         self._saved = []
+        # the loop's counters, handed to every call of the loop
+        self.loop_profile = _greedy_fast.LoopProfile()
 
     def _wrap(self, owner, name, key, count=None):
         original = getattr(owner, name)
@@ -77,7 +79,18 @@ class Probe:
         self._saved.append((owner, name, original))
         setattr(owner, name, wrapper)
 
+    def _profile_loop(self):
+        original = greedy_cd.greedy_updates
+        profile = self.loop_profile
+
+        def profiled(*args, **kwargs):
+            return original(*args, profile=profile, **kwargs)
+
+        self._saved.append((greedy_cd, "greedy_updates", original))
+        greedy_cd.greedy_updates = profiled
+
     def install(self):
+        self._profile_loop()
         self._wrap(engine, "solve_kernel_greedy", "solve")
         self._wrap(greedy_cd, "greedy_updates", "loop", lambda a, k, out: out[1])
         self._wrap(greedy_cd.RowCache, "signed", "rows", lambda a, k, out: out.shape[0])
@@ -91,19 +104,18 @@ class Probe:
         self._wrap(problems.BoxQP, "reference", "reference")
         self._wrap(problems.BoxQP, "margins_from", "start_margins")
         self._wrap(engine.SVMPath, "screen", "screen")
-        _greedy_fast.set_profile(True)
+        self.loop_profile.reset()
 
     def uninstall(self):
         for owner, name, original in reversed(self._saved):
             setattr(owner, name, original)
         self._saved.clear()
-        _greedy_fast.set_profile(False)
 
     def take(self) -> dict:
         out = dict(self.stats)
-        out.update(_greedy_fast.profile_counters())
+        out.update(self.loop_profile.counters())
         self.stats.clear()
-        _greedy_fast.set_profile(True)
+        self.loop_profile.reset()
         return out
 
 

@@ -37,13 +37,15 @@ s and 0.90 s for the two scans of 102,000 updates against 1.44 s and 1.85 s).
 The masked scans and the gradient updates run over fixed chunks of 512 positions, and
 the next selection scan of a chunk right after its update (while the chunk is in the
 core's cache). With several threads (``n_threads``, W of at least
-``set_parallel_min`` positions) one parallel region spans the whole call: its first
+``parallel_min`` positions) one parallel region spans the whole call: its first
 thread runs the loop and hands each scan and update to the team, every thread taking
 the same contiguous chunks at every task. Each chunk's candidates are merged in chunk
 order, so the choices and the gradient are the same, bit for bit, on any number of
 threads. Measured at 16,000 samples (W of 4,000-6,000 positions from C = 2 on): the
 path on two threads 1.34-1.39x the one-thread path, against 1.14x with the loop on one.
 """
+
+from collections import namedtuple
 
 from cython.parallel cimport parallel
 from libc.math cimport INFINITY, fabs, isfinite
@@ -78,20 +80,6 @@ cdef extern from "sklearn_safescreen/solvers/_greedy_scan.h" nogil:
     void gs_update(Py_ssize_t m, double* g, double d1, const double* r1, double d2,
                    const double* r2)
 
-# The scans read every position of W through a mask (four at a time, _greedy_scan.h)
-# instead of the listed active positions one by one when the active positions are at
-# least this share of W (``set_dense_scan_share``).
-cdef double _dense_share = 0.25
-
-
-def set_dense_scan_share(double share) -> float:
-    """Set the share of W the active positions must reach for the masked scans (above
-    1: never; 0: always) and return the previous one (tests and benchmarks)."""
-    global _dense_share
-    old = _dense_share
-    _dense_share = share
-    return old
-
 cdef enum:
     CONVERGED_ = 0
     MAX_UPDATES_ = 1
@@ -102,11 +90,21 @@ CONVERGED = CONVERGED_
 MAX_UPDATES = MAX_UPDATES_
 NEED_ROW = NEED_ROW_
 
-# profiling counters (off unless ``set_profile(True)``: a benchmark's breakdown of the
-# loop's time, never read by the solver)
-cdef bint _profile = False
-cdef double _prof_t[4]  # selection scan, partner scan, gradient update, shrinking
-cdef long long _prof_n[5]  # scanned, partner-scanned, updated elements, pairs, singles
+#: Spins of a waiting thread before it starts yielding its core (the default of
+#: ``greedy_updates``' ``patience``).
+TEAM_SPINS = GT_SPINS
+
+#: What one ``greedy_updates`` call did: ``status`` (``CONVERGED``, ``MAX_UPDATES`` or
+#: ``NEED_ROW``), ``updates`` made, ``n_active`` positions left in the scans, the row
+#: cache's ``clock``, the largest projected gradient (``violation``) at the last scan,
+#: the position whose row is missing (``need``), the ``decrease`` of the objective,
+#: ``since_shrink`` (updates since the last shrinking pass), ``team_size`` (the threads
+#: the call started its scans on) and ``team_gave_up`` (whether it dismissed them, the
+#: others too often late). Returned by each call: calls running at once on threads of
+#: one process (one-vs-rest tasks) each read their own.
+LoopOutcome = namedtuple("LoopOutcome", [
+    "status", "updates", "n_active", "clock", "violation", "need", "decrease",
+    "since_shrink", "team_size", "team_gave_up"])
 
 
 cdef inline double _now() noexcept nogil:
@@ -115,24 +113,34 @@ cdef inline double _now() noexcept nogil:
     return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
-def set_profile(bint on):
-    """Turn the loop's profiling counters on or off (and reset them)."""
-    global _profile
-    _profile = on
-    cdef int k
-    for k in range(4):
-        _prof_t[k] = 0.0
-    for k in range(5):
-        _prof_n[k] = 0
+cdef class LoopProfile:
+    """Counters of the ``greedy_updates`` calls given this object (``profile=``), owned
+    by the caller (a benchmark's breakdown of the loop's time; the solver never reads
+    them): thread CPU seconds in the selection scan, the partner scan, the gradient
+    updates and shrinking; elements scanned by each scan and updated; pair and
+    single-variable updates. Not for calls running at the same time (each call adds to
+    the counters without a lock): one object per thread."""
 
+    cdef double t[4]  # selection scan, partner scan, gradient update, shrinking
+    cdef long long n[5]  # scanned, partner-scanned, updated elements, pairs, singles
 
-def profile_counters() -> dict:
-    """The counters since the last ``set_profile``: seconds in the selection scan, the
-    partner scan, the gradient updates and shrinking; elements scanned by each scan and
-    updated; pair and single-variable updates."""
-    return dict(t_select=_prof_t[0], t_partner=_prof_t[1], t_update=_prof_t[2],
-                t_shrink=_prof_t[3], n_scanned=_prof_n[0], n_partner_scanned=_prof_n[1],
-                n_updated=_prof_n[2], pairs=_prof_n[3], singles=_prof_n[4])
+    def __cinit__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Set every counter to zero."""
+        cdef int k
+        for k in range(4):
+            self.t[k] = 0.0
+        for k in range(5):
+            self.n[k] = 0
+
+    def counters(self) -> dict:
+        """The counters as a dict (see the class)."""
+        return dict(t_select=self.t[0], t_partner=self.t[1], t_update=self.t[2],
+                    t_shrink=self.t[3], n_scanned=self.n[0],
+                    n_partner_scanned=self.n[1], n_updated=self.n[2], pairs=self.n[3],
+                    singles=self.n[4])
 
 
 #: Curvature used along a pair direction whose curvature is not positive (LIBSVM's tau).
@@ -143,49 +151,6 @@ cdef double TAU = 1e-12
 # are then the same whatever the number of threads that share the chunks.
 cdef enum:
     CHUNK = 512
-# Threads share the chunks when W has at least this many positions (below it the fork
-# and join of a parallel region, about 1 us each, costs more than half a scan saves;
-# ``set_parallel_min``).
-cdef Py_ssize_t _parallel_min = 2048
-
-
-# the threads of the last call's team (tests: whether the team ran)
-cdef int _last_team = 1
-
-
-cdef bint _team_gave_up = False
-# a wait of the first thread is late past this many spins (``set_team_patience``)
-cdef int _patience = GT_SPINS
-
-
-def set_team_patience(int spins) -> int:
-    """Set the spins past which the first thread's wait for the team counts as late
-    (0: every wait; tests) and return the previous value."""
-    global _patience
-    old = _patience
-    _patience = spins
-    return old
-
-
-def last_team_size() -> int:
-    """The number of threads the last ``greedy_updates`` call started its scans on."""
-    return _last_team
-
-
-def team_gave_up() -> bool:
-    """Whether the last ``greedy_updates`` call dismissed its team of threads: the
-    others were too often late (their cores busy with other work)."""
-    return _team_gave_up
-
-
-def set_parallel_min(Py_ssize_t positions) -> int:
-    """Set the fewest positions of W for which the loop's scans and updates use the
-    fit's threads, and return the previous value (tests and benchmarks)."""
-    global _parallel_min
-    old = _parallel_min
-    _parallel_min = positions
-    return old
-
 
 cdef struct _Loop
 
@@ -286,6 +251,7 @@ cdef struct _Team:
     long tasks  # tasks handed to the team in this call
     long late  # of which the first thread waited past its spins for
     bint gave_up  # the team was dismissed (the others were too often late)
+    int patience  # a wait of the first thread is late past this many spins
     int kind
     _Pos* pos
     _Chunks* ch
@@ -331,7 +297,7 @@ cdef void _team_run(_Team* T, int kind) noexcept nogil:
         spins = 0
         while gt_load(&T.done[w]) != p:
             gt_relax(&spins)
-        if spins >= _patience:
+        if spins >= T.patience:
             T.late += 1
     T.tasks += 1
     if T.tasks >= _LATE_WINDOW and T.late * _LATE_SHARE > T.tasks:
@@ -533,6 +499,9 @@ cdef struct _Loop:
     Py_ssize_t any_partner_within
     double uncached_gain
     Py_ssize_t since_shrink
+    double dense_share  # the masked scans while the active positions are this share
+    double* prof_t  # a LoopProfile's counters (NULL: not profiled)
+    long long* prof_n
     int64_t* buf
     uint8_t* mark
     double* on
@@ -582,6 +551,10 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
     cdef int64_t* buf = L.buf
     cdef uint8_t* mark = L.mark
     cdef double* on = L.on
+    cdef double dense_share = L.dense_share
+    cdef bint profile = L.prof_t != NULL
+    cdef double* prof_t = L.prof_t
+    cdef long long* prof_n = L.prof_n
     for j in range(m):
         mark[j] = 0
     _sort_positions(act, 0, n_active, mark, m)
@@ -591,7 +564,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
         on[j] = 0.0
     for k in range(n_active):
         on[act[k]] = 1.0
-    dense = n_active >= _dense_share * m
+    dense = n_active >= dense_share * m
     # rows are fetched between calls only: whether all are cached holds for this one
     slots_seen = NULL
     for j in range(m):
@@ -611,9 +584,9 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
     T.pos = &pos
     while True:
         # one scan: the largest violation and the best exact coordinate step
-        if _profile:
+        if profile:
             t0 = _now()
-            _prof_n[0] += n_active
+            prof_n[0] += n_active
         vmax = 0.0
         best = -1
         best_score = 0.0
@@ -656,15 +629,15 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
             if score > cached_score and slot[j] >= 0:
                 cached_score = score
                 cached = j
-        if _profile:
-            _prof_t[0] += _now() - t0
+        if profile:
+            prof_t[0] += _now() - t0
         if vmax <= eps or best < 0:
             if n_active < n_listed:  # converged on the shrunk set: check them all
                 for k in range(n_active, n_listed):
                     on[act[k]] = 1.0
                 n_active = n_listed
                 _sort_positions(act, 0, n_active, mark, m)
-                dense = n_active >= _dense_share * m
+                dense = n_active >= dense_share * m
                 since_shrink = 0
                 continue
             return_status = CONVERGED_
@@ -703,9 +676,9 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
             cached_b2 = 0.0
             cached_c = 1.0
             cached_partner = -1
-            if _profile:
+            if profile:
                 t0 = _now()
-                _prof_n[1] += n_active
+                prof_n[1] += n_active
             if dense:
                 T.row1 = row_i
                 T.first = best
@@ -743,8 +716,8 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
             if partner >= 0 and slot[partner] < 0 and not (
                     best_b2 * cached_c >= factor * cached_b2 * best_c):
                 partner = cached_partner
-            if _profile:
-                _prof_t[1] += _now() - t0
+            if profile:
+                prof_t[1] += _now() - t0
         if partner >= 0 and slot[partner] < 0:
             # keep the first variable's row the most recent: fetching the partner's
             # must not evict it
@@ -774,15 +747,15 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                 d2 = new - old
                 a[partner] = new
                 decrease -= _quad2(qii, qij, diag[partner], G, G_p, d1, d2)
-                if _profile:
+                if profile:
                     t0 = _now()
-                    _prof_n[3] += 1
-                    _prof_n[2] += (d1 != 0.0) * m + (d2 != 0.0) * m
+                    prof_n[3] += 1
+                    prof_n[2] += (d1 != 0.0) * m + (d2 != 0.0) * m
                 # the gradient, and the next selection scan with it
                 _team_update(T, d1, row_i, d2, rows + slot[partner] * m, dense)
                 fresh = dense
-                if _profile:
-                    _prof_t[2] += _now() - t0
+                if profile:
+                    prof_t[2] += _now() - t0
                 clock += 1
                 last_use[slot[best]] = clock
                 last_use[slot[partner]] = clock
@@ -795,21 +768,21 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
             delta = new - old
             decrease -= delta * (G + 0.5 * qii * delta)
             a[best] = new
-            if _profile:
+            if profile:
                 t0 = _now()
-                _prof_n[4] += 1
-                _prof_n[2] += m
+                prof_n[4] += 1
+                prof_n[2] += m
             _team_update(T, delta, row_i, 0.0, NULL, dense)
             fresh = dense
-            if _profile:
-                _prof_t[2] += _now() - t0
+            if profile:
+                prof_t[2] += _now() - t0
             clock += 1
             last_use[slot[best]] = clock
         updates += 1
         since_shrink += 1
         if shrink_every > 0 and since_shrink >= shrink_every:
             since_shrink = 0
-            if _profile:
+            if profile:
                 t0 = _now()
             # LIBSVM's rule: at a bound, pushed outwards beyond the largest
             # violation; a stable partition keeps the kept positions in increasing
@@ -832,9 +805,9 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
             if n_shrunk:  # the mask changed: scan again
                 fresh = False
             n_active = kk
-            dense = n_active >= _dense_share * m
-            if _profile:
-                _prof_t[3] += _now() - t0
+            dense = n_active >= dense_share * m
+            if profile:
+                prof_t[3] += _now() - t0
     L.status = return_status
     L.updates = updates
     L.n_active = n_active
@@ -854,14 +827,20 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                    double eps, Py_ssize_t shrink_every, bint pairs=True,
                    double prefer_cached=1.0, Py_ssize_t any_partner_within=0,
                    double uncached_gain=INFINITY,
-                   Py_ssize_t since_shrink=0, int n_threads=1):
+                   Py_ssize_t since_shrink=0, int n_threads=1, *,
+                   double dense_share, Py_ssize_t parallel_min, int patience=GT_SPINS,
+                   LoopProfile profile=None):
     """Greedy updates over the positions ``active[:n_active]`` until the largest
     projected gradient there is at most ``eps`` (then, if some positions were shrunk,
     over all ``n_listed`` again), ``max_updates`` updates, or a missing row.
 
     ``n_threads``: the threads that share the masked scans and the gradient updates
-    when W has at least ``set_parallel_min`` positions; the results do not depend on
-    it (fixed chunks of positions, merged in their order).
+    when W has at least ``parallel_min`` positions; the results do not depend on it
+    (fixed chunks of positions, merged in their order). The scans read every position
+    through a mask while the active positions are at least ``dense_share`` of W (above
+    1: never; 0: always), else the listed ones. The team is dismissed when the first
+    thread's waits too often outlast ``patience`` spins (0: every wait counts; tests).
+    ``profile`` (a :class:`LoopProfile`) accumulates the loop's counters.
 
     ``inv_diag`` is ``1 / diag`` where ``diag > 0``; ``sign`` the signs ``S`` of
     ``Q = SKS`` (+1 or -1). ``a``, ``g`` (the gradient ``Q a - p`` over every position),
@@ -882,19 +861,18 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     16,000 samples, where rows are missing every ~400 updates, no variable was ever
     shrunk).
 
-    Returns ``(status, updates, n_active, clock, violation, need, decrease,
-    since_shrink)``: ``status``
-    is ``CONVERGED``, ``MAX_UPDATES`` or ``NEED_ROW`` (then ``need`` is the position
-    whose row is missing; nothing was changed for it), ``violation`` the largest
-    projected gradient over the scanned positions at the last scan, ``decrease`` the sum
-    of the updates' exact decreases of the objective.
+    Returns a :data:`LoopOutcome`: ``status`` is ``CONVERGED``, ``MAX_UPDATES`` or
+    ``NEED_ROW`` (then ``need`` is the position whose row is missing; nothing was
+    changed for it), ``violation`` the largest projected gradient over the scanned
+    positions at the last scan, ``decrease`` the sum of the updates' exact decreases of
+    the objective; ``team_size`` and ``team_gave_up`` describe this call's team.
     """
     cdef Py_ssize_t m = g.shape[0]
     cdef _Loop L
     cdef _Team T
     cdef _Chunks ch
     cdef Py_ssize_t n_chunks = (m + CHUNK - 1) // CHUNK
-    cdef int nt = n_threads if (n_threads > 1 and m >= _parallel_min
+    cdef int nt = n_threads if (n_threads > 1 and m >= parallel_min
                                 and gt_atomics()) else 1
     if (a.shape[0] != m or lo.shape[0] != m or hi.shape[0] != m or diag.shape[0] != m
             or inv_diag.shape[0] != m or sign.shape[0] != m
@@ -945,6 +923,12 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     L.any_partner_within = any_partner_within
     L.uncached_gain = uncached_gain
     L.since_shrink = since_shrink
+    L.dense_share = dense_share
+    L.prof_t = NULL
+    L.prof_n = NULL
+    if profile is not None:
+        L.prof_t = profile.t
+        L.prof_n = profile.n
     T.ch = &ch
     T.n_chunks = n_chunks
     T.phase = 0
@@ -952,18 +936,16 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     T.tasks = 0
     T.late = 0
     T.gave_up = False
+    T.patience = patience
     if nt > 1:
         with nogil, parallel(num_threads=nt):
             _team_enter(&T, &L)
     else:
         with nogil:
             _loop(&L, &T)
-    global _last_team, _team_gave_up
-    _last_team = T.size
-    _team_gave_up = T.gave_up
     free(L.buf)
     free(L.mark)
     free(L.on)
     free(ch.vmax)
-    return (L.status, L.updates, L.n_active, L.clock, L.vmax, L.need, L.decrease,
-            L.since_shrink)
+    return LoopOutcome(L.status, L.updates, L.n_active, L.clock, L.vmax, L.need,
+                       L.decrease, L.since_shrink, T.size, bool(T.gave_up))

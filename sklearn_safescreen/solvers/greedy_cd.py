@@ -38,7 +38,7 @@ from ..problems._box_qp_fast import compact_rows, spread_rows
 from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
 from ..problems.kernels import add_rows, block_rows, gather_signed_rows
-from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates, team_gave_up
+from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache
 
@@ -132,6 +132,13 @@ PARTNER_ANY = True
 #: 16,000 samples, C = 46.4, 1.2 computed 24,600 rows, 1.5 14,000, cached partners
 #: only 10,400; 4.0 changed nothing).
 UNCACHED_PARTNER_GAIN = 1.5
+#: The compiled loop's scans read every position of W through a mask (four at a time)
+#: instead of the listed active positions one by one while the active positions are at
+#: least this share of W: a masked position costs a fraction of a listed one.
+DENSE_SCAN_SHARE = 0.25
+#: Fewest positions of W for which the loop's scans and updates are shared by the fit's
+#: threads: below it a task is too short to repay the hand-over between threads.
+PARALLEL_MIN = 2048
 #: Rows copied together when a cache is widened (bounded temporaries).
 _COPY_ROWS = 256
 #: ``gather_signed_rows``'s "every column, in order".
@@ -620,19 +627,21 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
             g[flip] *= -1.0
             loop_a, loop_g, loop_sign = a, g, np.ones(m)
             loop_lo, loop_hi = np.where(flip, -hi, lo), np.where(flip, -lo, hi)
+        out = greedy_updates(loop_a, loop_g, loop_lo, loop_hi, diag, inv_diag, loop_sign,
+                             active, n_active, n_listed, cache.rows, cache.slot,
+                             cache.last_use, cache.clock, budget, eps,
+                             min(SHRINK_EVERY, n_listed) if n_listed > 1 else 0, True,
+                             PREFER_CACHED, cache.capacity if PARTNER_ANY else 0,
+                             uncached_gain, since_shrink, n_threads,
+                             dense_share=DENSE_SCAN_SHARE, parallel_min=PARALLEL_MIN)
         status, done, n_active, cache.clock, violation, need, decrease, since_shrink = \
-            greedy_updates(loop_a, loop_g, loop_lo, loop_hi, diag, inv_diag, loop_sign,
-                           active, n_active, n_listed, cache.rows, cache.slot,
-                           cache.last_use, cache.clock, budget, eps,
-                           min(SHRINK_EVERY, n_listed) if n_listed > 1 else 0, True,
-                           PREFER_CACHED, cache.capacity if PARTNER_ANY else 0,
-                           uncached_gain, since_shrink, n_threads)
+            out[:8]
         if cache.signs is not None:
             a[flip] *= -1.0
             g[flip] *= -1.0
         updates += done
         objective -= decrease
-        if n_threads > 1 and team_gave_up():
+        if out.team_gave_up:
             n_threads = 1  # other work holds the cores: alone for the rest of the solve
         if status == NEED_ROW:
             cache.fetch(problem, _prefetch(a, g, lo, hi, active[:n_active], cache, need,

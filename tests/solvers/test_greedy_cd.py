@@ -15,9 +15,8 @@ from _svm_truth import noisy_data, solve_svm_dual
 from sklearn_safescreen.solvers._greedy_fast import (
     CONVERGED,
     NEED_ROW,
-    greedy_updates,
-    set_dense_scan_share,
 )
+from sklearn_safescreen.solvers._greedy_fast import greedy_updates as _greedy_updates
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen.problems.box_qp import BoxQP
@@ -29,6 +28,13 @@ from sklearn_safescreen.solvers.greedy_cd import RowCache, solve_kernel_greedy
 from sklearn_safescreen.solvers.newton import NewtonCache
 
 GAMMA = 0.5
+
+
+def greedy_updates(*args, dense_share=greedy_cd.DENSE_SCAN_SHARE,
+                   parallel_min=greedy_cd.PARALLEL_MIN, **kwargs):
+    """The compiled loop with the solver's tuning values unless told otherwise."""
+    return _greedy_updates(*args, dense_share=dense_share, parallel_min=parallel_min,
+                           **kwargs)
 
 
 def _problem(X, y, C, cache_mb, newton=None):
@@ -585,17 +591,8 @@ def test_loop_answer_does_not_depend_on_the_order_of_the_active_list(seed):
         np.testing.assert_allclose(a, truth, atol=1e-7)
 
 
-@pytest.fixture
-def scan_share():
-    """Set the share of W above which the loop scans through the mask; restored
-    after the test."""
-    old = set_dense_scan_share(0.25)
-    yield set_dense_scan_share
-    set_dense_scan_share(old)
-
-
 @pytest.mark.parametrize("seed", range(8))
-def test_masked_scans_choose_as_the_listed_ones(seed, scan_share):
+def test_masked_scans_choose_as_the_listed_ones(seed):
     """The vector scans over every position through the mask (four lanes, each with its
     own best, merged at the end) make the very same updates as the scalar scans through
     the active list: with shrinking, bounds reached, a number of positions that is not
@@ -626,14 +623,13 @@ def test_masked_scans_choose_as_the_listed_ones(seed, scan_share):
     rows = np.ascontiguousarray(Q)
     runs = []
     for share in (2.0, 0.0):
-        scan_share(share)
         a, g, slot = a0.copy(), Q @ a0 - p, slot0.copy()
         active = np.arange(m, dtype=np.int64)
         trace = []
         for _ in range(200):  # calls until converged, serving each missing row
             out = greedy_updates(a, g, lo, hi, diag, inv, s, active, m, m, rows, slot,
                                  np.zeros(m, dtype=np.int64), 0, 25, 1e-12, 5, True, 1.0,
-                                 m // 2, 1.5)
+                                 m // 2, 1.5, dense_share=share)
             trace.append((out[0], out[1], out[5]))
             if out[0] == NEED_ROW:
                 slot[out[5]] = out[5]
@@ -732,9 +728,9 @@ def test_gap_checks_come_at_most_a_quarter_epoch_apart(monkeypatch):
     budgets = []
     original = greedy_cd.greedy_updates
 
-    def recording(*args):
+    def recording(*args, **kwargs):
         budgets.append(args[14])
-        return original(*args)
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(greedy_cd, "greedy_updates", recording)
     X, y = noisy_data(seed=5, n=400, d=4)
