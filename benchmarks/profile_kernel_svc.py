@@ -26,6 +26,7 @@ import json
 import os
 import time
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 from sklearn.datasets import make_classification
@@ -261,12 +262,12 @@ def replay(state: dict, *, partner_any=True, prefer_cached=None, start="seed",
         elif start == "extrapolated":  # along the path's slope at the previous value
             alpha, margins = extrapolated_start(problem, state["ref"], alpha)
     problem.newton = newton
-    saved = (greedy_cd.PARTNER_ANY, greedy_cd.PREFER_CACHED, greedy_cd.SHRINK_EVERY)
-    greedy_cd.PARTNER_ANY = partner_any
+    changes = dict(partner_any=partner_any)
     if prefer_cached is not None:
-        greedy_cd.PREFER_CACHED = prefer_cached
+        changes["prefer_cached"] = prefer_cached
     if shrink_every is not None:
-        greedy_cd.SHRINK_EVERY = shrink_every
+        changes["shrink_every"] = shrink_every
+    options = replace(greedy_cd.DEFAULT_OPTIONS, **changes)
     probe = Probe()
     probe.install()
     try:
@@ -274,12 +275,11 @@ def replay(state: dict, *, partner_any=True, prefer_cached=None, start="seed",
         res = greedy_cd.solve_kernel_greedy(
             problem, alpha, fixed, tol=tol, max_iter=100000,
             random_state=np.random.RandomState(0), dynamic_screen=None,
-            start_margins=margins)
+            start_margins=margins, options=options)
         t = time.process_time() - t0
         stats = probe.take()
     finally:
         probe.uninstall()
-        greedy_cd.PARTNER_ANY, greedy_cd.PREFER_CACHED, greedy_cd.SHRINK_EVERY = saved
     q, _ = problem.accurate_margins(res.alpha)
     G = q - problem.p
     a = res.alpha

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -394,7 +395,8 @@ def test_an_rbf_path_is_the_same_with_the_greedy_loop_on_a_team(monkeypatch):
     bit for bit, on one thread and on two."""
     from sklearn_safescreen.solvers import greedy_cd
 
-    monkeypatch.setattr(greedy_cd, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(greedy_cd, "DEFAULT_OPTIONS",
+                        replace(greedy_cd.DEFAULT_OPTIONS, parallel_min=0))
     test_an_rbf_path_is_the_same_on_one_and_on_two_threads()
 
 
@@ -557,7 +559,8 @@ def test_greedy_solves_on_threads_match_a_sequential_run(monkeypatch):
     from sklearn_safescreen.solvers import greedy_cd
 
     Cs = [0.3, 1.0, 3.0, 10.0]
-    monkeypatch.setattr(greedy_cd, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(greedy_cd, "DEFAULT_OPTIONS",
+                        replace(greedy_cd.DEFAULT_OPTIONS, parallel_min=0))
     # two threads for the team of each solve, also when they all run at once
     monkeypatch.setattr(greedy_cd, "current_n_threads", lambda: 2 * len(Cs))
     X, y = _path_data(1200)

@@ -18,8 +18,7 @@ eigenvector is close to the constant vector), so :math:`Q` has a dominant eigenv
 along :math:`S\\mathbf 1`. Single-coordinate steps zig-zag across that direction; the
 pair direction :math:`s_i e_i - s_j e_j` is orthogonal to it, as SMO's steps are for the
 SVM's equality constraint (Platt 1998), while the closed-form two-variable minimisation
-still moves along it when that pays. Measured on an RBF SVM path with 4,600 free support
-vectors: about five times fewer updates than single-coordinate greedy steps.
+still moves along it when that pays: far fewer updates reach the same gap.
 
 Each update adds the two variables' signed kernel rows to the gradient. Rows come from a
 row cache the caller fills (least recently used rows are evicted there); when a selected
@@ -30,9 +29,10 @@ over every position), so un-shrinking needs no gradient reconstruction.
 
 The two scans of an update (the first variable, then its partner) read the active
 positions through their sorted list, one at a time, or, while the active positions are
-at least a quarter of W, every position through a mask four at a time
-(``_greedy_scan.h``): the same choices, at half the cost (16,000 samples, C = 100: 0.69
-s and 0.90 s for the two scans of 102,000 updates against 1.44 s and 1.85 s).
+at least the share ``dense_share`` of W, every position through a mask four at a time
+(``_greedy_scan.h``): the same choices, at a fraction of the cost per position, since
+the vector form has no chain of dependent branches (doc/benchmarks.md, "A fourth round:
+the certificate's margins along the path, the scans four at a time").
 
 The masked scans and the gradient updates run over fixed chunks of 512 positions, and
 the next selection scan of a chunk right after its update (while the chunk is in the
@@ -41,8 +41,8 @@ core's cache). With several threads (``n_threads``, W of at least
 thread runs the loop and hands each scan and update to the team, every thread taking
 the same contiguous chunks at every task. Each chunk's candidates are merged in chunk
 order, so the choices and the gradient are the same, bit for bit, on any number of
-threads. Measured at 16,000 samples (W of 4,000-6,000 positions from C = 2 on): the
-path on two threads 1.34-1.39x the one-thread path, against 1.14x with the loop on one.
+threads. The section "The greedy loop and the Newton steps on the threads (sixth
+round)" of doc/benchmarks.md has the team's gain.
 """
 
 from collections import namedtuple
@@ -229,9 +229,10 @@ cdef enum:
     _UPDATE = 2
     _MAX_TEAM = 16
     # the team is dismissed when more than one task in _LATE_SHARE made the first
-    # thread wait past its spins, over at least _LATE_WINDOW tasks (measured with a
-    # busy loop on one of two cores: a path at 8,000 samples took 6.6 s on two threads
-    # against 4.8 s on one)
+    # thread wait past its spins, over at least _LATE_WINDOW tasks: each late task
+    # waited for a time slice of the scheduler (another process holds that core),
+    # which costs far more than the task, so a team often late is slower than one
+    # thread; a window of tasks keeps one late wait from dismissing it
     _LATE_WINDOW = 64
     _LATE_SHARE = 8
 
@@ -243,7 +244,8 @@ cdef struct _Team:
     # reading the same part of the arrays, in its own cache) and the first waits for
     # the others' ``done``. The loop's decisions between tasks take well under a
     # microsecond, so the others wait spinning (then yielding), not in the OpenMP
-    # runtime (a parallel region per task cost 5-50 us with the passive wait policy).
+    # runtime, whose parallel region per task (a sleep and a wake-up of each thread
+    # with the passive wait policy) would cost more than the task.
     long phase  # the task's number; -1: the loop is over
     long done[_MAX_TEAM]
     int nt  # the threads that share the tasks now
@@ -857,9 +859,8 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     them outwards by more than the largest violation (LIBSVM's rule), every
     ``shrink_every`` updates; ``since_shrink`` counts the updates
     since the last shrinking pass, carried across calls (a call that stops for a
-    missing row after a few hundred updates must not restart the count: measured at
-    16,000 samples, where rows are missing every ~400 updates, no variable was ever
-    shrunk).
+    missing row after fewer than ``shrink_every`` updates must not restart the count,
+    else a solve whose rows are often missing would never shrink).
 
     Returns a :data:`LoopOutcome`: ``status`` is ``CONVERGED``, ``MAX_UPDATES`` or
     ``NEED_ROW`` (then ``need`` is the position whose row is missing; nothing was

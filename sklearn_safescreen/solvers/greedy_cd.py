@@ -40,107 +40,9 @@ from ..problems.constants import TINY
 from ..problems.kernels import add_rows, block_rows, gather_signed_rows
 from ._greedy_fast import CONVERGED, NEED_ROW, greedy_updates
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule
+from .greedy_options import DEFAULT_OPTIONS, GreedyOptions
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache
 
-#: A row cache whose columns are at least this fraction of the samples computes its rows
-#: through the kernel's row cache (:meth:`RowCache.signed`).
-SHARE_FRACTION = 0.9
-#: Fewest rows the cache holds whatever ``cache_size`` (a tiny cache would recompute a
-#: row at nearly every update).
-MIN_CACHE_ROWS = 16
-#: Rows computed together when the selected variable's row is missing: it and the
-#: largest other violations (the next selections, likely), one blocked kernel call.
-PREFETCH_ROWS = 32
-#: ... and in a solve from zero, where nearly every variable violates its condition
-#: alike and most rows are needed (measured: a cold fit of 8,000 samples at C = 0.1,
-#: 2.1 s down to 1.2-1.4 s, the rows computed in blocks of 128 instead of 32).
-PREFETCH_ROWS_COLD = 128
-#: A kept cache serves the next solve if its columns cover the new free set after adding
-#: at most this fraction of new columns, and hold at most this factor more columns than
-#: the free set (each update adds a row over every column).
-EXTEND_FRACTION = 0.25
-#: ... and is narrowed to the new free set only when more than this fraction of its
-#: columns left it.
-NARROW_FRACTION = 0.1
-SHRINK_COLUMNS = 1.5
-#: ... and at most this factor when its rows do not all fit in the cache (wider rows
-#: leave room for fewer of them).
-WIDER_COLUMNS = 1.1
-#: Newton steps on the interior variables (with the kept Cholesky factor, bordered when
-#: the interior set changed little: :class:`~.newton.NewtonCache`) are tried once the
-#: relative gap over W is below this, at most ``NEWTON_MAX_STEPS`` times per solve:
-#: greedy steps alone crawl through the last decades of the gap on thousands of free
-#: support vectors, and most of a warm-started large-C solve's updates come before the
-#: gap reaches 1e-3 (measured on the RBF path's warm values, 8,000 samples, C = 21.5,
-#: 46.4, 100: 24,700 / 41,900 / 47,800 updates and 1.2 / 2.0 / 1.9 s with Newton below
-#: 1e-3; 8,000 / 12,000 / 19,100 updates and 0.9 / 1.3 / 1.2 s below 5e-2; below 0.2
-#: fewer updates but no less time. 16,000 samples, C = 46.4: 124,000 updates and 11.3 s
-#: against 34,400 and 8.1 s). A step from a wrong interior set is clipped to the box
-#: and only costs the updates that follow it.
-NEWTON_BELOW_GAP = 5e-2
-#: (12: at 16,000 samples, C = 46.4 and 100, the sixth step came after 80,000-150,000
-#: updates and the rest of the solve, 90,000-110,000 updates, had none; with up to 12,
-#: 91,000 and 103,000 updates in all against 172,000 and 188,000, and no value used
-#: more than 12); pending variables returning to W renew half of it (the interior set
-#: changed: at 16,000 samples and tol=1e-6, C = 10 spent its 12 steps before the last
-#: return and crawled on with 74,000 greedy updates in all, 23,000 with the renewal)
-NEWTON_MAX_STEPS = 12
-#: ... and once a step tried early raised the objective, from this gap only (until
-#: pending variables return to W: the interior set changes and the gap opens again, so
-#: the early threshold holds again; without that, at 16,000 samples and C = 100 the
-#: 40,000 updates before the return were followed by 135,000 without a Newton step).
-NEWTON_LATE_GAP = 1e-3
-#: ... but only after this many steps in a row raised it: the clipping of a raised
-#: step moves most wrongly interior variables to their bound, so the next step, a few
-#: updates later, usually lands (one-thread RBF path, warm values, best of two walks:
-#: 4,000 samples 0.84 -> 0.72 s, C = 46.4 and 100 0.22 -> 0.16 s each; with the
-#: check cap below, 8,000 samples 3.31 -> 3.27 s, 16,000 14.65 -> 14.23 s).
-NEWTON_RETRIES = 1
-#: At most this many eighths of an epoch (of the free variables) of updates between
-#: two gap checks (the schedule grows linearly, and a solve that a retried Newton step
-#: had brought near its end once ran 17,000 updates to a relative gap of 1e-8 before
-#: its next check; the measures are those of ``NEWTON_RETRIES``).
-CHECK_EIGHTHS = 2
-#: A variable whose row is cached is updated instead of the best one when its decrease
-#: is at least this fraction of the best's (no kernel row computed for the update).
-PREFER_CACHED = 0.1
-#: A warm solve whose kept columns' rows no longer all fit starts over from every free
-#: sample when the rows of its interior set, times this, fit in rows that wide (measured
-#: on the RBF benchmark path, paired: 8,000 samples 5.07-5.74 s -> 4.37-4.47 s, 16,000
-#: 17.88-18.07 s -> 17.49-17.62 s).
-FRESH_START_ROOM = 1.5
-#: Check the pending variables once before the first Newton step of a solve.
-EARLY_PENDING_CHECK = True
-#: Fewest movable samples for which :func:`prefer_greedy` chooses this solver.
-GREEDY_MIN_FREE = 400
-#: W is narrowed to the variables shrinking kept when they are fewer than this fraction
-#: of it.
-RESTRICT_FRACTION = 0.7
-#: Updates between two shrinking passes, relative to the free set (LIBSVM: min(n, 1000)).
-SHRINK_EVERY = 1000
-#: Partner among every scanned variable (its row computed when missing), as LIBSVM's
-#: second-order selection, rather than among the cached rows only, while the cache can
-#: hold a row for each of them. Measured on warm-started values of the RBF path (8,000
-#: samples, C = 21.5, 46.4, 100, every row of W cached): 23-30% fewer updates for 25%
-#: more rows computed; at 16,000 samples (the cache holds half of W's rows) 20% fewer
-#: updates but five times the rows computed, 76,000 against 14,000 at C = 46.4.
-PARTNER_ANY = True
-#: ... and when they do not all fit, a partner whose row is missing is taken when its
-#: second-order gain is at least this factor times the best cached partner's (measured
-#: at 8,000 samples, C = 46.4 and 100 warm-started: 49,800 and 54,800 updates at 1.5,
-#: 41,900 and 47,800 at 1.2, against 53,500 and 72,600 with cached partners only; at
-#: 16,000 samples, C = 46.4, 1.2 computed 24,600 rows, 1.5 14,000, cached partners
-#: only 10,400; 4.0 changed nothing).
-UNCACHED_PARTNER_GAIN = 1.5
-#: The compiled loop's scans read every position of W through a mask (four at a time)
-#: instead of the listed active positions one by one while the active positions are at
-#: least this share of W: a masked position costs a fraction of a listed one.
-DENSE_SCAN_SHARE = 0.25
-#: Fewest positions of W for which the loop's scans and updates are shared by the fit's
-#: threads: below it a task is too short to repay the hand-over between threads.
-PARALLEL_MIN = 2048
-#: Rows copied together when a cache is widened (bounded temporaries).
-_COPY_ROWS = 256
 #: ``gather_signed_rows``'s "every column, in order".
 _NO_COLUMNS = np.empty(0, dtype=np.int64)
 
@@ -157,9 +59,10 @@ class RowCache:
     #: the rows being the kernel's own (:math:`K`, :class:`KernelRowView`)
     signs = None
 
-    def __init__(self, problem: BoxQP, W: np.ndarray, buffer: np.ndarray | None = None):
+    def __init__(self, problem: BoxQP, W: np.ndarray, buffer: np.ndarray | None = None,
+                 options: GreedyOptions | None = None):
         self.W = np.asarray(W, dtype=np.int64)
-        self._setup(problem)
+        self._setup(problem, options)
         self.slot = np.full(self.W.size, -1, dtype=np.int64)
         self.owner = np.full(self.capacity, -1, dtype=np.int64)
         self.last_use = np.zeros(self.capacity, dtype=np.int64)
@@ -185,15 +88,17 @@ class RowCache:
         signed rows of :math:`Q` (ones: these rows hold the signs)."""
         return np.ones(len(slots)), np.ones(len(positions))
 
-    def _setup(self, problem):
+    def _setup(self, problem, options: GreedyOptions | None):
+        self.options = DEFAULT_OPTIONS if options is None else options
         self._budget_values = int(problem.kernel.cache_bytes // 8)
-        self.capacity = _rows_that_fit(problem, self.W.size) if self.W.size else 0
+        self.capacity = _rows_that_fit(problem, self.W.size, self.options.min_cache_rows) \
+            if self.W.size else 0
         self._evaluate = problem.kernel.rows_over(self.W)
         self._sign_W = np.ascontiguousarray(problem.sign[self.W], dtype=np.float64)
         # columns covering (nearly) every sample: rows through the kernel's own row
         # cache, whose whole rows the certificate's margins then read instead of
         # computing them again (a cold fit's solve touches every row)
-        self._shared = self.W.size >= SHARE_FRACTION * problem.n_samples
+        self._shared = self.W.size >= self.options.share_fraction * problem.n_samples
         # columns of every sample in order (nothing fixed yet): rows copied whole
         every = self.W.size == problem.n_samples and bool(
             np.array_equal(self.W, np.arange(self.W.size)))
@@ -201,8 +106,8 @@ class RowCache:
 
     def _fill(self, problem: BoxQP, slots: np.ndarray, positions: np.ndarray) -> None:
         """Store the signed rows of ``positions`` in the buffer rows ``slots``, each
-        written once (measured at 16,000 samples, C = 100: the gather, the two sign
-        passes and the assignment of :meth:`signed` took 1.5 s of the 3 s of rows)."""
+        written once (no block computed, then signed twice and copied, as
+        :meth:`signed` would)."""
         rows = self.W[positions]
         sign_rows = np.ascontiguousarray(problem.sign[rows], dtype=np.float64)
         if self._shared and problem.kernel.signed_rows_into(
@@ -253,8 +158,9 @@ class RowCache:
         if cached.any():
             add_rows(out, self.rows, self.slot[positions[cached]], coef[cached])
         rest, rest_coef = positions[~cached], coef[~cached]
-        for start in range(0, rest.size, 256):
-            part, c = rest[start:start + 256], rest_coef[start:start + 256]
+        step = self.options.block_rows  # bounded temporaries
+        for start in range(0, rest.size, step):
+            part, c = rest[start:start + step], rest_coef[start:start + step]
             empty = np.flatnonzero(self.owner < 0)
             if empty.size >= part.size:
                 self.fetch(problem, part)
@@ -262,14 +168,16 @@ class RowCache:
             else:
                 out += c @ self.signed(problem, part)
 
-    def restricted(self, problem: BoxQP, keep: np.ndarray) -> RowCache:
+    def restricted(self, problem: BoxQP, keep: np.ndarray,
+                   options: GreedyOptions | None = None) -> RowCache:
         """This cache over the columns ``W[keep]`` (sorted positions): the cached rows of
         the kept positions, narrowed in this cache's buffer (no kernel values computed,
-        no new allocation); this cache is retired."""
+        no new allocation); this cache is retired. ``options``: the new cache's (by
+        default this one's)."""
         keep = np.asarray(keep, dtype=np.int64)
         new = RowCache.__new__(RowCache)
         new.W = self.W[keep]
-        new._setup(problem)
+        new._setup(problem, self.options if options is None else options)
         new.slot = np.full(new.W.size, -1, dtype=np.int64)
         new.owner = np.full(new.capacity, -1, dtype=np.int64)
         new.last_use = np.zeros(new.capacity, dtype=np.int64)
@@ -297,17 +205,20 @@ class RowCache:
         self._retire()
         return new
 
-    def extended(self, problem: BoxQP, extra: np.ndarray) -> RowCache:
+    def extended(self, problem: BoxQP, extra: np.ndarray,
+                 options: GreedyOptions | None = None) -> RowCache:
         """This cache over the columns ``W + extra`` (appended): the kept rows gain the
         new columns (computed), the least recently used ones are dropped if the wider
         rows no longer fit. The rows are widened in this cache's buffer when it holds
-        them (measured at 16,000 samples: a fresh buffer's first touch made each
-        widening 0.2-0.4 s of system time); this cache is retired."""
+        them (a fresh buffer's first touch costs a page fault per page, system time
+        that grows with the buffer); this cache is retired. ``options``: the new
+        cache's (by default this one's)."""
         extra = np.asarray(extra, dtype=np.int64)
         new = RowCache.__new__(RowCache)
         new.W = np.concatenate([self.W, extra])
-        new._setup(problem)
+        new._setup(problem, self.options if options is None else options)
         m_old, m_new = self.W.size, new.W.size
+        step = new.options.block_rows
         new.slot = np.full(m_new, -1, dtype=np.int64)
         new.owner = np.full(new.capacity, -1, dtype=np.int64)
         new.last_use = np.zeros(new.capacity, dtype=np.int64)
@@ -323,16 +234,16 @@ class RowCache:
         else:
             new._use_buffer(None)
             sign_rows, sign_cols = self._signs_of(held, np.arange(m_old))
-            for start in range(0, held.size, _COPY_ROWS):  # bounded temporaries
-                sl = slice(start, min(start + _COPY_ROWS, held.size))
+            for start in range(0, held.size, step):  # bounded temporaries
+                sl = slice(start, min(start + step, held.size))
                 new.rows[sl, :m_old] = self.rows[held[sl]]
                 new.rows[sl, :m_old] *= sign_rows[sl, None] * sign_cols
         if held.size:
             pos = self.owner[held]
             if extra.size:
                 evaluate = problem.kernel.rows_over(extra)
-                for start in range(0, held.size, _COPY_ROWS):  # bounded temporaries
-                    sl = slice(start, min(start + _COPY_ROWS, held.size))
+                for start in range(0, held.size, step):  # bounded temporaries
+                    sl = slice(start, min(start + step, held.size))
                     rows_g = self.W[pos[sl]]
                     block = evaluate(rows_g)
                     block *= problem.sign[rows_g][:, None]
@@ -353,18 +264,18 @@ class KernelRowView(RowCache):
     gradients and bounds flipped where :math:`s = -1`: exact negations, so the updates
     are those on :math:`\alpha` bit for bit).
 
-    A second copy of the rows cost a cold fit of 4,000 samples the copy and the first
-    touch of 128 MB, and a fit of n samples ``8 n^2`` bytes more.
+    A second copy of the rows would cost a fit of n samples ``8 n^2`` bytes more, and a
+    cold fit the copy and the first touch of that memory.
     """
 
-    def __init__(self, problem: BoxQP):
+    def __init__(self, problem: BoxQP, options: GreedyOptions | None = None):
         kernel = problem.kernel
         store = kernel.every_row_store()
         if store is None:
             raise ValueError("the kernel's row cache cannot hold every row")
         self._kernel = kernel
         self.W = np.arange(problem.n_samples, dtype=np.int64)
-        self._setup(problem)
+        self._setup(problem, options)
         self.rows, self.slot, self.owner, self.last_use = store
         self.capacity = self.rows.shape[0]
         self.signs = np.ascontiguousarray(problem.sign, dtype=np.float64)
@@ -410,13 +321,15 @@ class KernelRowView(RowCache):
         self.rows = self.slot = self.owner = self.last_use = None
 
 
-def prefer_greedy(problem: BoxQP, n_movable: int) -> bool:
+def prefer_greedy(problem: BoxQP, n_movable: int,
+                  options: GreedyOptions | None = None) -> bool:
     """Whether a kernel problem of ``n_movable`` samples (those whose box is not a
-    point) should be solved by this solver: when it is not small. Measured on RBF paths
-    against the working sets over the cached kernel block: SafeSVC n=5000 4.5 s against
-    6.8 s, kernel SafeLAD n=2000 1.8 s against 5.5 s (at large ``C``, thousands of
-    interpolated or free samples, the working sets' cyclic epochs crawl)."""
-    return not problem.linear and n_movable > GREEDY_MIN_FREE
+    point) should be solved by this solver: when it is not small
+    (:attr:`GreedyOptions.greedy_min_free`). At large ``C``, with thousands of
+    interpolated or free samples, the working sets' cyclic epochs over the cached
+    kernel block crawl, where greedy pairs with a row cache do not."""
+    options = DEFAULT_OPTIONS if options is None else options
+    return not problem.linear and n_movable > options.greedy_min_free
 
 
 def holds_every_row(problem: BoxQP) -> bool:
@@ -426,14 +339,16 @@ def holds_every_row(problem: BoxQP) -> bool:
     return problem.kernel.cache_bytes >= 8.0 * n * n
 
 
-def _rows_that_fit(problem: BoxQP, width: int) -> int:
-    """Rows of ``width`` columns a row cache holds (as :class:`RowCache` sizes it)."""
+def _rows_that_fit(problem: BoxQP, width: int, min_rows: int) -> int:
+    """Rows of ``width`` columns a row cache holds, at least ``min_rows`` (as
+    :class:`RowCache` sizes it)."""
     width = max(int(width), 1)
     budget = int(problem.kernel.cache_bytes // (8 * width))
-    return int(min(width, max(budget, MIN_CACHE_ROWS)))
+    return int(min(width, max(budget, min_rows)))
 
 
-def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCache:
+def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray,
+               options: GreedyOptions) -> RowCache:
     """The columns of the solve: the kept cache's within ``free`` (extended by the
     ``interior`` free variables it lacks) when it keeps most of its rows, else a new
     cache over ``free``.
@@ -441,10 +356,9 @@ def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCac
     When the cache holds every row over every sample (:func:`holds_every_row`), the
     columns are every sample, the fixed ones held at their value: narrower rows would
     not let more of them fit, and the columns stay the same from one step of a path to
-    the next whatever screening fixed. Narrowing them to the free samples made every
-    step whose free set differs from the last one's extend the cache and bring back
-    pending samples (standardised breast cancer, RBF, 50 values: 0.151 s against
-    0.098 s with the cost model choosing, 0.089 s with screening off)."""
+    the next whatever screening fixed (narrowed to the free samples, every step whose
+    free set differs from the last one's would extend the cache and bring back pending
+    samples)."""
     keeper = problem.newton
     cache = getattr(keeper, "rows", None)
     if isinstance(cache, KernelRowView) and not cache.serves(problem):
@@ -452,42 +366,43 @@ def _row_cache(problem: BoxQP, free: np.ndarray, interior: np.ndarray) -> RowCac
     if holds_every_row(problem):
         n = problem.n_samples
         if cache is None:
-            cache = (KernelRowView(problem) if KernelRowView.possible(problem)
-                     else RowCache(problem, np.arange(n)))
+            cache = (KernelRowView(problem, options) if KernelRowView.possible(problem)
+                     else RowCache(problem, np.arange(n), options=options))
         elif cache.W.size < n:
-            cache = cache.extended(problem, np.setdiff1d(np.arange(n), cache.W))
+            cache = cache.extended(problem, np.setdiff1d(np.arange(n), cache.W), options)
         _install(problem, cache)
         return cache
     if (cache is not None and cache.capacity < cache.W.size
-            and FRESH_START_ROOM * interior.size <= _rows_that_fit(problem, free.size)):
+            and options.fresh_start_room * interior.size
+            <= _rows_that_fit(problem, free.size, options.min_cache_rows)):
         # the kept columns' rows no longer all fit, while the interior set's would fit
         # with room to spare in rows over every free sample: start from every free
         # sample (the buffer reused), which the solve narrows to what the cache holds;
-        # extending the kept columns instead let W grow along the path past what the
-        # cache holds (8,000 samples: 6,000 columns, 4,300 rows cached at C = 100)
+        # extending the kept columns instead would let W grow along the path past what
+        # the cache holds
         buffer = cache._buffer
         cache._retire()
-        cache = RowCache(problem, free, buffer)
+        cache = RowCache(problem, free, buffer, options)
         _install(problem, cache)
         return cache
     if cache is not None:
         inside = np.isin(cache.W, free, assume_unique=True)
         extra = np.setdiff1d(interior, cache.W, assume_unique=True)
-        if inside.mean() >= 1.0 - EXTEND_FRACTION and extra.size <= EXTEND_FRACTION * (
-                cache.W.size):
-            if inside.mean() < 1.0 - NARROW_FRACTION:
-                cache = cache.restricted(problem, np.flatnonzero(inside))
+        share = options.extend_fraction
+        if inside.mean() >= 1.0 - share and extra.size <= share * cache.W.size:
+            if inside.mean() < 1.0 - options.narrow_fraction:
+                cache = cache.restricted(problem, np.flatnonzero(inside), options)
             # else the few columns now fixed stay in W, held at their value (narrowing
             # copies every cached row)
             if extra.size:
-                cache = cache.extended(problem, extra)
+                cache = cache.extended(problem, extra, options)
             _install(problem, cache)
             return cache
     buffer = None
     if cache is not None:  # its buffer is reused (touched memory: no page faults)
         buffer = cache._buffer
         cache._retire()
-    cache = RowCache(problem, free, buffer)
+    cache = RowCache(problem, free, buffer, options)
     _install(problem, cache)
     return cache
 
@@ -496,7 +411,8 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                         tol: float, max_iter: int, random_state: np.random.RandomState,
                         dynamic_screen: DynamicScreen | None = None,
                         const_fixed_quad: float | None = None,
-                        start_margins: np.ndarray | None = None) -> SolveResult:
+                        start_margins: np.ndarray | None = None,
+                        options: GreedyOptions | None = None) -> SolveResult:
     """Greedy two-variable descent with a row cache (see the module docstring); same
     contract as :func:`~.dual_cd.solve_box_qp` in kernel mode (``max_iter`` counts
     epochs: updates divided by the number of free variables). ``random_state`` is not
@@ -512,13 +428,17 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
     *pending*: held at their value, their gradient is reconstructed (one kernel product)
     before the solve may stop, and those that violate their optimality condition
     return to ``W``. The reported gap is always that of every free variable.
+
+    ``options`` (:class:`~.greedy_options.GreedyOptions`, default
+    :data:`DEFAULT_OPTIONS`) holds the solver's tuning values.
     """
     del random_state
+    options = DEFAULT_OPTIONS if options is None else options
     with _LoopTeam() as n_threads:
         return _solve_kernel_greedy(
             problem, alpha, fixed, tol=tol, max_iter=max_iter,
             dynamic_screen=dynamic_screen, const_fixed_quad=const_fixed_quad,
-            start_margins=start_margins, n_threads=n_threads)
+            start_margins=start_margins, n_threads=n_threads, options=options)
 
 
 class _LoopTeam:
@@ -547,21 +467,22 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
                          dynamic_screen: DynamicScreen | None,
                          const_fixed_quad: float | None,
                          start_margins: np.ndarray | None,
-                         n_threads: int) -> SolveResult:
+                         n_threads: int, options: GreedyOptions) -> SolveResult:
+    opt = options
     alpha = alpha.astype(np.float64, copy=True)
     cold = not alpha.any()
-    prefetch_rows = PREFETCH_ROWS_COLD if cold else PREFETCH_ROWS
+    prefetch_rows = opt.prefetch_rows_cold if cold else opt.prefetch_rows
     # a solve from zero takes partners among the cached rows only: most rows are not
-    # cached yet, and a missing partner's row each update computed 39,000 rows against
-    # 5,000 for a cold fit of 8,000 samples at C = 0.1 (3.3 s against 1.0 s)
-    uncached_gain = UNCACHED_PARTNER_GAIN if PARTNER_ANY and not cold else np.inf
+    # cached yet, and computing a missing partner's row at each update would compute
+    # most rows several times over before the cache holds them
+    uncached_gain = opt.uncached_partner_gain if opt.partner_any and not cold else np.inf
     pending_margins = _PendingMargins(problem, alpha, start_margins)
     fixed = fixed | (problem.hi <= problem.lo)
     n = problem.n_samples
     s, K = problem.sign, problem.kernel
     free = np.flatnonzero(~fixed)
     interior = free[(alpha[free] > problem.lo[free]) & (alpha[free] < problem.hi[free])]
-    cache = _row_cache(problem, free, interior)
+    cache = _row_cache(problem, free, interior, opt)
     every_row = holds_every_row(problem)  # W stays every sample (see _row_cache)
     W = cache.W
     m = W.size
@@ -608,7 +529,7 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
     gap = rel_gap = np.inf
     converged = False
     newton_tried, n_newton, early_done, n_raised = None, 0, False, 0
-    newton_below = NEWTON_BELOW_GAP
+    newton_below = opt.newton_below_gap
     if problem.newton is not None:
         problem.newton.keep_bytes = problem.kernel.cache_bytes
     while True:
@@ -616,7 +537,8 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
             inv_diag = _inverse(diag)
             since_shrink = 0
             sign_W = np.ascontiguousarray(problem.sign[W], dtype=np.float64)
-        budget = min(max(min(_check_schedule(n_checks), CHECK_EIGHTHS) * n_free0 // 8, 1),
+        budget = min(max(min(_check_schedule(n_checks), opt.check_eighths) * n_free0 // 8,
+                         1),
                      max(max_updates - updates, 1))
         if cache.signs is None:
             loop_a, loop_g, loop_lo, loop_hi, loop_sign = a, g, lo, hi, sign_W
@@ -630,10 +552,10 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
         out = greedy_updates(loop_a, loop_g, loop_lo, loop_hi, diag, inv_diag, loop_sign,
                              active, n_active, n_listed, cache.rows, cache.slot,
                              cache.last_use, cache.clock, budget, eps,
-                             min(SHRINK_EVERY, n_listed) if n_listed > 1 else 0, True,
-                             PREFER_CACHED, cache.capacity if PARTNER_ANY else 0,
-                             uncached_gain, since_shrink, n_threads,
-                             dense_share=DENSE_SCAN_SHARE, parallel_min=PARALLEL_MIN)
+                             min(opt.shrink_every, n_listed) if n_listed > 1 else 0,
+                             True, opt.prefer_cached,
+                             cache.capacity if opt.partner_any else 0, uncached_gain,
+                             since_shrink, n_threads, **opt.loop_arguments())
         status, done, n_active, cache.clock, violation, need, decrease, since_shrink = \
             out[:8]
         if cache.signs is not None:
@@ -658,7 +580,7 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
         last = rel_gap <= tol or updates >= max_updates
         # before the solve's first Newton step: the pending variables that returned
         # only at its end made a second factorisation of the grown interior set
-        early = (EARLY_PENDING_CHECK and not complete and not early_done
+        early = (opt.early_pending_check and not complete and not early_done
                  and n_newton == 0 and tol < rel_gap <= newton_below)
         if not complete and (last or early):
             early_done = True
@@ -684,8 +606,8 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
                 # the returning variables' violations set the next target, not the
                 # (tiny) one the others had reached
                 eps = max(eps, 0.1 * float(np.abs(g_pend[back]).max()))
-                newton_below = NEWTON_BELOW_GAP
-                n_newton = min(n_newton, NEWTON_MAX_STEPS // 2)
+                newton_below = opt.newton_below_gap
+                n_newton = min(n_newton, opt.newton_max_steps // 2)
                 continue
             complete = last
         if rel_gap <= tol and complete:
@@ -699,16 +621,16 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
             # variables, the others held
             keep = np.argpartition(-np.abs(g[interior]), NEWTON_MAX_SYSTEM - 1)
             interior = np.sort(interior[keep[:NEWTON_MAX_SYSTEM]])
-        if (rel_gap > tol and rel_gap <= newton_below and n_newton < NEWTON_MAX_STEPS
+        if (rel_gap > tol and rel_gap <= newton_below and n_newton < opt.newton_max_steps
                 and 0 < interior.size
                 and not np.array_equal(W[interior], newton_tried)):
             newton_tried, n_newton = W[interior], n_newton + 1
             moved = _newton_step(problem, cache, a, g, lo, hi, interior)
             n_raised = n_raised + 1 if moved is None or moved > 0.0 else 0
-            if n_raised > NEWTON_RETRIES:
+            if n_raised > opt.newton_retries:
                 # the interior set is still far from the final one (the clipped steps
                 # raised the objective): later steps wait for the late threshold
-                newton_below = min(newton_below, NEWTON_LATE_GAP)
+                newton_below = min(newton_below, opt.newton_late_gap)
             if moved is not None:
                 objective += moved
                 eps = max(eps, 0.1 * violation)
@@ -734,14 +656,14 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
                 n_listed = n_active = active.size
                 events.append((to_lo.size, to_hi.size, n_listed + pending.size))
         kept = _narrowed(a, g, lo, hi, la, cache.capacity)
-        if kept.size < RESTRICT_FRACTION * m and not every_row:
+        if kept.size < opt.restrict_fraction * m and not every_row:
             # most of W sits at a bound on the right side of it: narrower rows, more of
             # them cached; the others wait as pending variables
             alpha[W] = a
             is_kept = np.zeros(m, dtype=bool)
             is_kept[kept] = True
             pending = np.concatenate([pending, W[la[~is_kept[la]]]])
-            cache = cache.restricted(problem, kept)
+            cache = cache.restricted(problem, kept, opt)
             _install(problem, cache)
             a, g, lo, hi, p, diag = (x[kept].copy() for x in (a, g, lo, hi, p, diag))
             W = cache.W
@@ -777,13 +699,13 @@ class _CachedBlock:
         slots = cache.slot[rows]
         have = np.flatnonzero(slots >= 0)
         if have.size:
-            # the cached rows' columns copied straight into the block (measured at
-            # 16,000 samples, C = 100: 0.6 s for a 4,200-variable interior block
-            # through a copy of the whole rows first)
+            # the cached rows' columns copied straight into the block (a copy of the
+            # whole rows first would read and write every column of W for nothing)
             gather_signed_rows(out, have, cache.rows, slots[have], cols,
                                *cache._signs_of(slots[have], cols))
         rest = np.flatnonzero(slots < 0)
-        step = block_rows(cache.W.size, 256)  # bounded temporaries (whole rows over W)
+        # bounded temporaries (whole rows over W)
+        step = block_rows(cache.W.size, cache.options.block_rows)
         for start in range(0, rest.size, step):
             part = rest[start:start + step]
             block = cache.signed(self.problem, rows[part])
@@ -909,7 +831,7 @@ def _install(problem, cache) -> None:
 
 
 def _prefetch(a, g, lo, hi, scanned, cache: RowCache, need: int,
-              n_rows: int = PREFETCH_ROWS) -> np.ndarray:
+              n_rows: int) -> np.ndarray:
     """``need`` and the largest violations among the scanned positions whose rows are
     missing (at most ``n_rows`` in all, and a quarter of the cache)."""
     k = min(n_rows, max(cache.capacity // 4, 1)) - 1
