@@ -23,7 +23,7 @@ from sklearn_safescreen import SafeSVC
 from sklearn_safescreen.problems.box_qp import BoxQP
 from sklearn_safescreen.problems.kernels import KernelMatrix
 from sklearn_safescreen.screening.balls import gap_ball_screen
-from sklearn_safescreen.solvers import greedy_cd
+from sklearn_safescreen.solvers import greedy_cd, row_cache
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
 from sklearn_safescreen.solvers.greedy_cd import RowCache, solve_kernel_greedy
 from sklearn_safescreen.solvers.newton import NewtonCache
@@ -165,7 +165,7 @@ def test_a_kept_cache_whose_rows_no_longer_fit_starts_over(n_interior, fresh):
     buffer = kept._buffer
     free, interior = np.arange(400), np.arange(n_interior)
     assert (greedy_cd.DEFAULT_OPTIONS.fresh_start_room * n_interior <= 40) == fresh
-    cache = greedy_cd._row_cache(problem, free, interior, greedy_cd.DEFAULT_OPTIONS)
+    cache = greedy_cd.cache_for_solve(problem, free, interior, greedy_cd.DEFAULT_OPTIONS)
     assert keeper.rows is cache and cache._buffer is buffer
     if fresh:
         assert np.array_equal(cache.W, free) and not (cache.slot >= 0).any()
@@ -180,14 +180,14 @@ def test_paths_that_start_over_stay_exact(monkeypatch):
     tenth of their rows; without the rule it would be kept) reaches the exact
     solution."""
     starts = []
-    row_cache = greedy_cd._row_cache
+    choose = greedy_cd.cache_for_solve
 
     def recording(problem, free, interior, options):
-        cache = row_cache(problem, free, interior, options)
+        cache = choose(problem, free, interior, options)
         starts.append(np.array_equal(cache.W, free))
         return cache
 
-    monkeypatch.setattr(greedy_cd, "_row_cache", recording)
+    monkeypatch.setattr(greedy_cd, "cache_for_solve", recording)
     X, y = noisy_data(seed=1, n=400, d=5, flip=0.1)
     n = y.size
     Q = _signed_gram(X, y)
@@ -785,7 +785,7 @@ def test_newton_block_from_cached_and_missing_rows_equals_the_signed_gram():
     cache = RowCache(problem, W)
     cache.fetch(problem, np.arange(10, 25))
     interior = np.array([3, 12, 40, 11, 24, 60, 17])  # cached and missing rows
-    block = greedy_cd._CachedBlock(problem, cache)[np.ix_(interior, interior)]
+    block = row_cache.CachedBlock(problem, cache)[np.ix_(interior, interior)]
     Q = _signed_gram(X, y)
     np.testing.assert_allclose(block, Q[np.ix_(W[interior], W[interior])], atol=1e-12)
     want = cache.signed(problem, interior)[:, interior]
@@ -978,7 +978,7 @@ def test_the_kernels_own_rows_serve_as_signed_rows():
     view.accumulate(problem, out, positions, np.linspace(-1, 1, 30))
     np.testing.assert_allclose(out, want, atol=1e-12)
     rows, cols = positions[:7], np.sort(positions[10:])
-    np.testing.assert_allclose(greedy_cd._CachedBlock(problem, view)[rows, cols],
+    np.testing.assert_allclose(row_cache.CachedBlock(problem, view)[rows, cols],
                                Q[np.ix_(rows, cols)], atol=1e-12)
     keep = np.sort(rng.permutation(n)[:80])
     cached = np.flatnonzero(view.slot >= 0)
