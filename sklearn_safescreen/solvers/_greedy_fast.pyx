@@ -43,42 +43,44 @@ the same contiguous chunks at every task. Each chunk's candidates are merged in 
 order, so the choices and the gradient are the same, bit for bit, on any number of
 threads. The section "The greedy loop and the Newton steps on the threads (sixth
 round)" of doc/benchmarks.md has the team's gain.
+
+Beside this file: the thread team and its chunk tasks (``_greedy_team.pxd``, with
+``_greedy_team.h``), the masked scans (``_greedy_scan.h``), the scans through the
+active list and shrinking (``_greedy_listed.pxd``) and the exact two-variable step
+(``_greedy_box.pxd``). Every call returns its own outcome (:data:`LoopOutcome`) and
+takes its tuning values as arguments: calls running at once on threads share no state.
 """
 
 from collections import namedtuple
 
 from cython.parallel cimport parallel
-from libc.math cimport INFINITY, fabs, isfinite
+from libc.math cimport INFINITY
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from posix.time cimport CLOCK_THREAD_CPUTIME_ID
 from posix.time cimport clock_gettime, timespec
 
-cdef extern from "sklearn_safescreen/solvers/_greedy_team.h" nogil:
-    int GT_SPINS
-    int gt_atomics()
-    int gt_thread_num()
-    int gt_team_size()
-    long gt_load(const long* p)
-    void gt_store(long* p, long v)
-    void gt_relax(int* spins)
-
-cdef extern from "sklearn_safescreen/solvers/_greedy_scan.h" nogil:
-    void gs_select(Py_ssize_t m, const double* g, const double* a, const double* lo,
-                   const double* hi, const double* diag, const double* inv_diag,
-                   const int64_t* slot, const double* on, double* vmax,
-                   Py_ssize_t* best, double* best_score, Py_ssize_t* cached,
-                   double* cached_score)
-    void gs_partner(Py_ssize_t m, const double* g, const double* a, const double* lo,
-                    const double* hi, const double* diag, const double* sign,
-                    const int64_t* slot, const double* on, const double* row,
-                    Py_ssize_t first, double sigma, double h_i, double s_i, double qii,
-                    double tau, Py_ssize_t* partner, double* b2, double* c,
-                    Py_ssize_t* cached, double* cached_b2, double* cached_c)
-    int gs_gain_beats(double b2, double c, Py_ssize_t j, double b2_best, double c_best,
-                      Py_ssize_t best)
-    void gs_update(Py_ssize_t m, double* g, double d1, const double* r1, double d2,
-                   const double* r2)
+from ._greedy_box cimport box2, clip, quad2
+from ._greedy_listed cimport partner_listed, select_listed, shrink, sort_positions
+from ._greedy_team cimport (
+    CHUNK,
+    GT_SPINS,
+    MAX_TEAM,
+    PARTNER,
+    SELECT,
+    Chunks,
+    Positions,
+    Team,
+    gt_atomics,
+    gt_store,
+    gt_team_size,
+    gt_thread_num,
+    merge_partner,
+    merge_select,
+    team_run,
+    team_update,
+    team_work,
+)
 
 cdef enum:
     CONVERGED_ = 0
@@ -146,334 +148,22 @@ cdef class LoopProfile:
 #: Curvature used along a pair direction whose curvature is not positive (LIBSVM's tau).
 cdef double TAU = 1e-12
 
-# The masked scans and the gradient updates run over fixed chunks of positions, each
-# chunk's best candidates merged in chunk order: the choices (and every gradient value)
-# are then the same whatever the number of threads that share the chunks.
-cdef enum:
-    CHUNK = 512
-
 cdef struct _Loop
 
 
-cdef struct _Pos:
-    # the arrays the scans read, over every position of W
-    double* g
-    const double* a
-    const double* lo
-    const double* hi
-    const double* diag
-    const double* inv_diag
-    const double* sign
-    const int64_t* slot  # NULL: every row cached
-    const double* on
-    Py_ssize_t m
-
-
-cdef struct _Chunks:
-    # one entry per chunk: the selection scan's and the partner scan's candidates
-    double* vmax
-    Py_ssize_t* best
-    double* best_score
-    Py_ssize_t* cached
-    double* cached_score
-    Py_ssize_t* partner
-    double* b2
-    double* c
-    Py_ssize_t* cached_partner
-    double* cached_b2
-    double* cached_c
-
-
-cdef inline void _select_chunk(const _Pos* p, const _Chunks* out,
-                               Py_ssize_t k) noexcept nogil:
-    cdef Py_ssize_t s = k * CHUNK
-    cdef Py_ssize_t e = min(p.m, s + CHUNK)
-    gs_select(e - s, p.g + s, p.a + s, p.lo + s, p.hi + s, p.diag + s, p.inv_diag + s,
-              (p.slot + s) if p.slot != NULL else NULL, p.on + s, &out.vmax[k],
-              &out.best[k], &out.best_score[k], &out.cached[k], &out.cached_score[k])
-    if out.best[k] >= 0:
-        out.best[k] += s
-    if out.cached[k] >= 0:
-        out.cached[k] += s
-
-
-cdef inline void _update_chunk(const _Pos* p, const _Chunks* out, Py_ssize_t k,
-                               double d1, const double* row1, double d2,
-                               const double* row2, bint select) noexcept nogil:
-    # the gradient's chunk, then (the next scan fused with the update) its candidates
-    cdef Py_ssize_t s = k * CHUNK
-    gs_update(min(p.m, s + CHUNK) - s, p.g + s, d1, row1 + s, d2,
-              (row2 + s) if row2 != NULL else NULL)
-    if select:
-        _select_chunk(p, out, k)
-
-
-cdef inline void _partner_chunk(const _Pos* p, const _Chunks* out, Py_ssize_t k,
-                                const double* row, Py_ssize_t first, double sigma,
-                                double h_i, double s_i, double qii) noexcept nogil:
-    cdef Py_ssize_t s = k * CHUNK
-    cdef Py_ssize_t e = min(p.m, s + CHUNK)
-    gs_partner(e - s, p.g + s, p.a + s, p.lo + s, p.hi + s, p.diag + s, p.sign + s,
-               (p.slot + s) if p.slot != NULL else NULL, p.on + s, row + s, first - s,
-               sigma, h_i, s_i, qii, TAU, &out.partner[k], &out.b2[k], &out.c[k],
-               &out.cached_partner[k], &out.cached_b2[k], &out.cached_c[k])
-    if out.partner[k] >= 0:
-        out.partner[k] += s
-    if out.cached_partner[k] >= 0:
-        out.cached_partner[k] += s
-
-
-cdef enum:
-    _SELECT = 0
-    _PARTNER = 1
-    _UPDATE = 2
-    _MAX_TEAM = 16
-    # the team is dismissed when more than one task in _LATE_SHARE made the first
-    # thread wait past its spins, over at least _LATE_WINDOW tasks: each late task
-    # waited for a time slice of the scheduler (another process holds that core),
-    # which costs far more than the task, so a team often late is slower than one
-    # thread; a window of tasks keeps one late wait from dismissing it
-    _LATE_WINDOW = 64
-    _LATE_SHARE = 8
-
-
-cdef struct _Team:
-    # The threads of one greedy_updates call: the first runs the loop and posts each
-    # scan or update as a task (its kind and arguments, then a new ``phase``); every
-    # thread runs the task on its own contiguous share of the chunks (so a thread keeps
-    # reading the same part of the arrays, in its own cache) and the first waits for
-    # the others' ``done``. The loop's decisions between tasks take well under a
-    # microsecond, so the others wait spinning (then yielding), not in the OpenMP
-    # runtime, whose parallel region per task (a sleep and a wake-up of each thread
-    # with the passive wait policy) would cost more than the task.
-    long phase  # the task's number; -1: the loop is over
-    long done[_MAX_TEAM]
-    int nt  # the threads that share the tasks now
-    int size  # the team's size (when the region started)
-    long tasks  # tasks handed to the team in this call
-    long late  # of which the first thread waited past its spins for
-    bint gave_up  # the team was dismissed (the others were too often late)
-    int patience  # a wait of the first thread is late past this many spins
-    int kind
-    _Pos* pos
-    _Chunks* ch
-    Py_ssize_t n_chunks
-    double d1
-    double d2
-    const double* row1  # the first variable's row (both tasks that read a row)
-    const double* row2
-    bint select
-    Py_ssize_t first
-    double sigma
-    double h_i
-    double s_i
-    double qii
-
-
-cdef void _team_chunks(_Team* T, int tid) noexcept nogil:
-    cdef Py_ssize_t k
-    cdef Py_ssize_t start = tid * T.n_chunks // T.nt
-    cdef Py_ssize_t stop = (tid + 1) * T.n_chunks // T.nt
-    for k in range(start, stop):
-        if T.kind == _UPDATE:
-            _update_chunk(T.pos, T.ch, k, T.d1, T.row1, T.d2, T.row2, T.select)
-        elif T.kind == _SELECT:
-            _select_chunk(T.pos, T.ch, k)
-        else:
-            _partner_chunk(T.pos, T.ch, k, T.row1, T.first, T.sigma, T.h_i, T.s_i,
-                           T.qii)
-
-
-cdef void _team_run(_Team* T, int kind) noexcept nogil:
-    # one task over every chunk, on every thread of the team; returns when it is done
-    cdef long p
-    cdef int w, spins
-    T.kind = kind
-    if T.nt == 1:
-        _team_chunks(T, 0)
-        return
-    p = T.phase + 1
-    gt_store(&T.phase, p)  # publishes the task's arguments written before it
-    _team_chunks(T, 0)
-    for w in range(1, T.nt):
-        spins = 0
-        while gt_load(&T.done[w]) != p:
-            gt_relax(&spins)
-        if spins >= T.patience:
-            T.late += 1
-    T.tasks += 1
-    if T.tasks >= _LATE_WINDOW and T.late * _LATE_SHARE > T.tasks:
-        # the others' cores are taken by other work (each late task cost a time slice
-        # of the scheduler): the first thread goes on alone, with the same chunks
-        gt_store(&T.phase, -1)
-        T.nt = 1
-        T.gave_up = True
-
-
-cdef inline void _team_update(_Team* T, double d1, const double* row1, double d2,
-                              const double* row2, bint select) noexcept nogil:
-    # g += d1 row1 + d2 row2 (row2 may be NULL), then the selection scan if ``select``
-    T.d1 = d1
-    T.row1 = row1
-    T.d2 = d2
-    T.row2 = row2
-    T.select = select
-    _team_run(T, _UPDATE)
-
-
-cdef void _team_work(_Team* T, int tid) noexcept nogil:
-    # a thread other than the first: run each posted task on its chunks until the end
-    cdef long seen = 0, p
-    cdef int spins
-    while True:
-        spins = 0
-        p = gt_load(&T.phase)
-        while p == seen:
-            gt_relax(&spins)
-            p = gt_load(&T.phase)
-        if p < 0:
-            return
-        seen = p
-        _team_chunks(T, tid)
-        gt_store(&T.done[tid], p)
-
-
-cdef void _team_enter(_Team* T, _Loop* L) noexcept nogil:
+cdef void _team_enter(Team* T, _Loop* L) noexcept nogil:
     # every thread of the parallel region: the first runs the loop, the others work
     cdef int tid = gt_thread_num()
     cdef int w
     if tid == 0:
         # the runtime may give fewer threads than asked for: the team is what it gave
-        T.nt = T.size = min(gt_team_size(), _MAX_TEAM)
-        for w in range(_MAX_TEAM):
+        T.nt = T.size = min(gt_team_size(), MAX_TEAM)
+        for w in range(MAX_TEAM):
             T.done[w] = 0
         _loop(L, T)
         gt_store(&T.phase, -1)
-    elif tid < _MAX_TEAM:
-        _team_work(T, tid)
-
-
-cdef void _merge_select(const _Chunks* out, Py_ssize_t n_chunks, double* vmax,
-                        Py_ssize_t* best, double* best_score, Py_ssize_t* cached,
-                        double* cached_score) noexcept nogil:
-    # the largest score, and among equal scores the first position (chunk order)
-    cdef Py_ssize_t k
-    vmax[0] = 0.0
-    best[0] = -1
-    best_score[0] = 0.0
-    cached[0] = -1
-    cached_score[0] = 0.0
-    for k in range(n_chunks):
-        if out.vmax[k] > vmax[0]:
-            vmax[0] = out.vmax[k]
-        if out.best[k] >= 0 and out.best_score[k] > best_score[0]:
-            best[0] = out.best[k]
-            best_score[0] = out.best_score[k]
-        if out.cached[k] >= 0 and out.cached_score[k] > cached_score[0]:
-            cached[0] = out.cached[k]
-            cached_score[0] = out.cached_score[k]
-
-
-cdef void _merge_partner(const _Chunks* out, Py_ssize_t n_chunks, Py_ssize_t* partner,
-                         double* b2, double* c, Py_ssize_t* cached, double* cached_b2,
-                         double* cached_c) noexcept nogil:
-    # the largest second-order gain, and among equal gains the first position
-    cdef Py_ssize_t k
-    partner[0] = -1
-    b2[0] = 0.0
-    c[0] = 1.0
-    cached[0] = -1
-    cached_b2[0] = 0.0
-    cached_c[0] = 1.0
-    for k in range(n_chunks):
-        if out.partner[k] >= 0 and (partner[0] < 0 or gs_gain_beats(
-                out.b2[k], out.c[k], out.partner[k], b2[0], c[0], partner[0])):
-            partner[0] = out.partner[k]
-            b2[0] = out.b2[k]
-            c[0] = out.c[k]
-        if out.cached_partner[k] >= 0 and (cached[0] < 0 or gs_gain_beats(
-                out.cached_b2[k], out.cached_c[k], out.cached_partner[k], cached_b2[0],
-                cached_c[0], cached[0])):
-            cached[0] = out.cached_partner[k]
-            cached_b2[0] = out.cached_b2[k]
-            cached_c[0] = out.cached_c[k]
-
-
-
-cdef inline double _clip(double x, double lo, double hi) noexcept nogil:
-    return lo if x < lo else (hi if x > hi else x)
-
-
-cdef inline double _quad2(double h11, double h12, double h22, double g1, double g2,
-                          double d1, double d2) noexcept nogil:
-    """The change of the objective for the step ``(d1, d2)``."""
-    return d1 * (g1 + 0.5 * h11 * d1 + h12 * d2) + d2 * (g2 + 0.5 * h22 * d2)
-
-
-cdef inline double _edge(double h, double g, double lo, double hi) noexcept nogil:
-    """Minimiser over ``[lo, hi]`` of ``g d + h d^2 / 2`` (``h >= 0``)."""
-    if h > 0.0:
-        return _clip(-g / h, lo, hi)
-    return hi if g < 0.0 else lo
-
-
-cdef void _box2(double h11, double h12, double h22, double g1, double g2,
-                double l1, double u1, double l2, double u2,
-                double* d1, double* d2) noexcept nogil:
-    """Exact minimiser of the convex two-variable QP ``g'd + d'Hd/2`` over the box
-    ``[l1, u1] x [l2, u2]`` (which contains 0): the stationary point if it lies in the
-    box, else the best of the four edges' one-variable minimisers (the minimum of a
-    convex function over a rectangle is at the stationary point or on the boundary)."""
-    cdef double det = h11 * h22 - h12 * h12, x, y, v, best_v = 0.0
-    cdef double bx = 0.0, by = 0.0
-    if det > 1e-12 * h11 * h22 and det > 0.0:
-        x = (h12 * g2 - h22 * g1) / det
-        y = (h12 * g1 - h11 * g2) / det
-        if l1 <= x <= u1 and l2 <= y <= u2:
-            d1[0] = x
-            d2[0] = y
-            return
-    # the edges (0 is feasible: the best value starts at 0)
-    if isfinite(l1):
-        y = _edge(h22, g2 + h12 * l1, l2, u2)
-        v = _quad2(h11, h12, h22, g1, g2, l1, y)
-        if v < best_v:
-            best_v, bx, by = v, l1, y
-    if isfinite(u1):
-        y = _edge(h22, g2 + h12 * u1, l2, u2)
-        v = _quad2(h11, h12, h22, g1, g2, u1, y)
-        if v < best_v:
-            best_v, bx, by = v, u1, y
-    if isfinite(l2):
-        x = _edge(h11, g1 + h12 * l2, l1, u1)
-        v = _quad2(h11, h12, h22, g1, g2, x, l2)
-        if v < best_v:
-            best_v, bx, by = v, x, l2
-    if isfinite(u2):
-        x = _edge(h11, g1 + h12 * u2, l1, u1)
-        v = _quad2(h11, h12, h22, g1, g2, x, u2)
-        if v < best_v:
-            best_v, bx, by = v, x, u2
-    d1[0] = bx
-    d2[0] = by
-
-
-cdef void _sort_positions(int64_t* active, Py_ssize_t start, Py_ssize_t stop,
-                          uint8_t* mark, Py_ssize_t m) noexcept nogil:
-    """Sort ``active[start:stop]`` (distinct positions below ``m``) in O(m): the scans
-    then read every array in increasing order (shrinking's swaps had scattered them)."""
-    cdef Py_ssize_t k, j
-    if stop - start < 2:
-        return
-    for k in range(start, stop):
-        mark[active[k]] = 1
-    k = start
-    for j in range(m):
-        if mark[j]:
-            active[k] = j
-            k += 1
-            mark[j] = 0
-
+    elif tid < MAX_TEAM:
+        team_work(T, tid)
 
 
 cdef struct _Loop:
@@ -514,14 +204,14 @@ cdef struct _Loop:
     double decrease
 
 
-cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
+cdef void _loop(_Loop* L, Team* T) noexcept nogil:
     # greedy_updates' loop, run by the team's first thread (the others run the chunks
-    # of its scans and updates, _team_work)
+    # of its scans and updates, team_work)
     cdef Py_ssize_t m = L.m, k, kk, j, best = -1, partner, updates = 0
-    cdef Py_ssize_t cached, n_shrunk, need = -1
-    cdef double cached_score, G, v, vmax = 0.0, score, best_score, new, delta, old
-    cdef double decrease = 0.0, sigma, h_i, b, c, qii, qij, d1, d2
-    cdef double change, s_i, G_p, best_b2, best_c, limit
+    cdef Py_ssize_t cached, need = -1
+    cdef double cached_score, G, vmax = 0.0, best_score, new, delta, old
+    cdef double decrease = 0.0, sigma, h_i, qii, qij, d1, d2
+    cdef double change, s_i, G_p, best_b2, best_c
     cdef const double* row_i
     cdef int return_status = CONVERGED_
     cdef double t0 = 0.0
@@ -529,7 +219,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
     cdef Py_ssize_t cached_partner
     cdef bint dense
     cdef const int64_t* slots_seen  # NULL when every row is cached (the scans' shortcut)
-    cdef _Pos pos
+    cdef Positions pos
     cdef bint fresh = False  # the chunks' selection candidates are those of now
     cdef double* a = L.a
     cdef double* g = L.g
@@ -559,8 +249,8 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
     cdef long long* prof_n = L.prof_n
     for j in range(m):
         mark[j] = 0
-    _sort_positions(act, 0, n_active, mark, m)
-    _sort_positions(act, n_active, n_listed, mark, m)
+    sort_positions(act, 0, n_active, mark, m)
+    sort_positions(act, n_active, n_listed, mark, m)
     # the mask of the active positions, for the masked scans
     for j in range(m):
         on[j] = 0.0
@@ -596,41 +286,13 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
         cached_score = 0.0
         if dense:
             if not fresh:  # else the last update's chunks scanned themselves
-                _team_run(T, _SELECT)
-            _merge_select(T.ch, T.n_chunks, &vmax, &best, &best_score, &cached,
+                team_run(T, SELECT)
+            merge_select(T.ch, T.n_chunks, &vmax, &best, &best_score, &cached,
+                         &cached_score)
+        else:
+            select_listed(&pos, act, n_active, slot, &vmax, &best, &best_score, &cached,
                           &cached_score)
         fresh = False
-        for k in range(0 if dense else n_active):
-            j = act[k]
-            G = g[j]
-            old = a[j]
-            # the projected gradient: 0 where the bound blocks the descent (most
-            # variables at a bound: skipped early)
-            v = G
-            if old <= lo[j]:
-                v = G if G < 0.0 else 0.0
-            elif old >= hi[j]:
-                v = G if G > 0.0 else 0.0
-            if v == 0.0:
-                continue
-            v = fabs(v)
-            if v > vmax:
-                vmax = v
-            if diag[j] > 0.0:
-                new = old - G * inv_diag[j]
-                new = lo[j] if new < lo[j] else (hi[j] if new > hi[j] else new)
-                delta = new - old
-                # decrease of the objective along the coordinate (>= 0)
-                score = -delta * (G + 0.5 * diag[j] * delta)
-            else:  # linear along the coordinate: to the bound it descends to
-                delta = (hi[j] - old) if G < 0.0 else (lo[j] - old)
-                score = -delta * G
-            if score > best_score:
-                best_score = score
-                best = j
-            if score > cached_score and slot[j] >= 0:
-                cached_score = score
-                cached = j
         if profile:
             prof_t[0] += _now() - t0
         if vmax <= eps or best < 0:
@@ -638,7 +300,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                 for k in range(n_active, n_listed):
                     on[act[k]] = 1.0
                 n_active = n_listed
-                _sort_positions(act, 0, n_active, mark, m)
+                sort_positions(act, 0, n_active, mark, m)
                 dense = n_active >= dense_share * m
                 since_shrink = 0
                 continue
@@ -688,33 +350,13 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                 T.h_i = h_i
                 T.s_i = s_i
                 T.qii = qii
-                _team_run(T, _PARTNER)
-                _merge_partner(T.ch, T.n_chunks, &partner, &best_b2, &best_c,
-                               &cached_partner, &cached_b2, &cached_c)
-            for k in range(0 if dense else n_active):
-                j = act[k]
-                # room for j along -sigma s_j
-                if -sigma * sign[j] > 0.0:
-                    if a[j] >= hi[j]:
-                        continue
-                elif a[j] <= lo[j]:
-                    continue
-                b = sigma * (sign[j] * g[j] - h_i)  # slope's decrease along u
-                if b <= 0.0:
-                    continue
-                c = qii + diag[j] - 2.0 * s_i * sign[j] * row_i[j]
-                if c <= TAU:
-                    c = TAU
-                if j == best:
-                    continue
-                if b * b * best_c > best_b2 * c:
-                    best_b2 = b * b
-                    best_c = c
-                    partner = j
-                if slot[j] >= 0 and b * b * cached_c > cached_b2 * c:
-                    cached_b2 = b * b
-                    cached_c = c
-                    cached_partner = j
+                team_run(T, PARTNER)
+                merge_partner(T.ch, T.n_chunks, &partner, &best_b2, &best_c,
+                              &cached_partner, &cached_b2, &cached_c)
+            else:
+                partner_listed(&pos, act, n_active, slot, row_i, best, sigma, h_i, s_i,
+                               qii, TAU, &partner, &best_b2, &best_c, &cached_partner,
+                               &cached_b2, &cached_c)
             if partner >= 0 and slot[partner] < 0 and not (
                     best_b2 * cached_c >= factor * cached_b2 * best_c):
                 partner = cached_partner
@@ -731,30 +373,30 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
         if partner >= 0:
             qij = row_i[partner]
             G_p = g[partner]
-            _box2(qii, qij, diag[partner], G, G_p,
-                  lo[best] - old, hi[best] - old,
-                  lo[partner] - a[partner], hi[partner] - a[partner], &d1, &d2)
-            change = _quad2(qii, qij, diag[partner], G, G_p, d1, d2)
+            box2(qii, qij, diag[partner], G, G_p,
+                 lo[best] - old, hi[best] - old,
+                 lo[partner] - a[partner], hi[partner] - a[partner], &d1, &d2)
+            change = quad2(qii, qij, diag[partner], G, G_p, d1, d2)
             if -change > best_score:
                 # land exactly on a bound the step reaches; apply the step taken
                 new = lo[best] if d1 == lo[best] - old else (
-                    hi[best] if d1 == hi[best] - old else _clip(old + d1, lo[best],
-                                                                hi[best]))
+                    hi[best] if d1 == hi[best] - old else clip(old + d1, lo[best],
+                                                               hi[best]))
                 d1 = new - old
                 a[best] = new
                 old = a[partner]
                 new = lo[partner] if d2 == lo[partner] - old else (
-                    hi[partner] if d2 == hi[partner] - old else _clip(
+                    hi[partner] if d2 == hi[partner] - old else clip(
                         old + d2, lo[partner], hi[partner]))
                 d2 = new - old
                 a[partner] = new
-                decrease -= _quad2(qii, qij, diag[partner], G, G_p, d1, d2)
+                decrease -= quad2(qii, qij, diag[partner], G, G_p, d1, d2)
                 if profile:
                     t0 = _now()
                     prof_n[3] += 1
                     prof_n[2] += (d1 != 0.0) * m + (d2 != 0.0) * m
                 # the gradient, and the next selection scan with it
-                _team_update(T, d1, row_i, d2, rows + slot[partner] * m, dense)
+                team_update(T, d1, row_i, d2, rows + slot[partner] * m, dense)
                 fresh = dense
                 if profile:
                     prof_t[2] += _now() - t0
@@ -764,7 +406,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                 partner = -2  # done
         if partner != -2:
             if qii > 0.0:
-                new = _clip(old - G / qii, lo[best], hi[best])
+                new = clip(old - G / qii, lo[best], hi[best])
             else:
                 new = hi[best] if G < 0.0 else lo[best]
             delta = new - old
@@ -774,7 +416,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                 t0 = _now()
                 prof_n[4] += 1
                 prof_n[2] += m
-            _team_update(T, delta, row_i, 0.0, NULL, dense)
+            team_update(T, delta, row_i, 0.0, NULL, dense)
             fresh = dense
             if profile:
                 prof_t[2] += _now() - t0
@@ -786,25 +428,9 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
             since_shrink = 0
             if profile:
                 t0 = _now()
-            # LIBSVM's rule: at a bound, pushed outwards beyond the largest
-            # violation; a stable partition keeps the kept positions in increasing
-            # order (the scans then read every array in that order)
-            kk = 0
-            n_shrunk = 0
-            limit = vmax
-            for k in range(n_active):
-                j = act[k]
-                G = g[j]
-                if (a[j] <= lo[j] and G > limit) or (a[j] >= hi[j] and -G > limit):
-                    buf[n_shrunk] = j
-                    n_shrunk += 1
-                    on[j] = 0.0
-                else:
-                    act[kk] = j
-                    kk += 1
-            for k in range(n_shrunk):
-                act[kk + k] = buf[k]
-            if n_shrunk:  # the mask changed: scan again
+            # LIBSVM's rule (see shrink): past the largest violation at the last scan
+            kk = shrink(&pos, act, n_active, vmax, buf, on)
+            if kk < n_active:  # the mask changed: scan again
                 fresh = False
             n_active = kk
             dense = n_active >= dense_share * m
@@ -870,8 +496,8 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     """
     cdef Py_ssize_t m = g.shape[0]
     cdef _Loop L
-    cdef _Team T
-    cdef _Chunks ch
+    cdef Team T
+    cdef Chunks ch
     cdef Py_ssize_t n_chunks = (m + CHUNK - 1) // CHUNK
     cdef int nt = n_threads if (n_threads > 1 and m >= parallel_min
                                 and gt_atomics()) else 1
@@ -938,6 +564,7 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     T.late = 0
     T.gave_up = False
     T.patience = patience
+    T.tau = TAU
     if nt > 1:
         with nogil, parallel(num_threads=nt):
             _team_enter(&T, &L)

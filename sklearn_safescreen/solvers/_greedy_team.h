@@ -1,4 +1,4 @@
-/* What the team of the greedy kernel solver's loop (_greedy_fast.pyx) needs beyond
+/* What the team of the greedy kernel solver's loop (_greedy_team.pxd) needs beyond
  * Cython: its size and thread number in the OpenMP region, and the two flags its
  * threads hand tasks over with (acquire/release atomics).
  *
