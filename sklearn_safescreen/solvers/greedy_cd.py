@@ -20,10 +20,11 @@ check; every answer is then certified on the full problem by the caller
 (:func:`~sklearn_safescreen.engine.certify.certified_solve`), so the solver's own
 round-off never reaches the certificate.
 
-Memory: the row cache holds at most ``max(cache_size, 16 rows)`` of ``8 m`` bytes
-(``m`` the free samples), beside ``O(m d)`` for the free samples' feature-major copy
-and ``O(n)`` vectors: at most ``cache_size + 8 (16 m + m d + c n)`` bytes for a small
-constant ``c``, never an ``m x m`` block.
+Memory: the row cache holds at most ``max(cache_size, r rows)`` of ``8 m`` bytes (``m``
+the free samples, ``r`` the options' ``min_cache_rows``, 16 by default), beside
+``O(m d)`` for the free samples' feature-major copy and ``O(n)`` vectors: at most
+``cache_size + 8 (r m + m d + c n)`` bytes for a small constant ``c``, never an
+``m x m`` block.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from .row_cache import (
 
 __all__ = ["DEFAULT_OPTIONS", "GreedyOptions", "KernelRowView", "RowCache",
            "holds_every_row", "prefer_greedy", "solve_kernel_greedy"]
+
 
 def prefer_greedy(problem: BoxQP, n_movable: int,
                   options: GreedyOptions | None = None) -> bool:
