@@ -50,6 +50,7 @@ import sklearn_safescreen.screening.balls as balls
 import sklearn_safescreen.solvers.dual_cd as dual_cd
 import sklearn_safescreen.solvers.greedy_cd as greedy_cd
 import sklearn_safescreen.solvers.newton as newton
+import sklearn_safescreen.solvers.row_cache as row_cache
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen._utils import openmp
 
@@ -59,11 +60,11 @@ PARTS = [
     (kernels, "dot2_add_rows", "compensated margins"),
     (kernels, "dot2_accumulate", "compensated margins"),
     (kernels, "add_rows", "row sums"),
-    (greedy_cd, "add_rows", "row sums"),
+    (row_cache, "add_rows", "row sums"),
     (newton, "add_rows", "row sums"),
     (dual_cd, "add_rows", "row sums"),
     (kernels, "gather_signed_rows", "row copies"),
-    (greedy_cd, "gather_signed_rows", "row copies"),
+    (row_cache, "gather_signed_rows", "row copies"),
     (box_qp, "gap_terms", "gap terms"),
     (balls, "gap_ball_masks", "gap-ball masks"),
     (greedy_cd, "greedy_updates", "greedy loop"),

@@ -8,7 +8,7 @@ logspace(-1, 2), one BLAS thread, CPU time of the process.
 
 Per value of the path: the greedy loop's two-variable (and single) updates, its time
 split into the selection scan, the partner scan, the gradient updates and shrinking
-(the loop's own counters, ``_greedy_fast.set_profile``), kernel rows computed for the
+(the loop's own counters, ``_greedy_fast.LoopProfile``), kernel rows computed for the
 solver, Newton steps and their time, the certificate's compensated margins, the next
 reference, the screening, and the samples left to the solver; beside SVC's time and
 ``n_iter_``. ``--experiments`` also replays single warm-started values (the state the
@@ -26,6 +26,7 @@ import json
 import os
 import time
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 from sklearn.datasets import make_classification
@@ -60,6 +61,8 @@ class Probe:
     def __init__(self):
         self.stats = defaultdict(float)
         self._saved = []
+        # the loop's counters, handed to every call of the loop
+        self.loop_profile = _greedy_fast.LoopProfile()
 
     def _wrap(self, owner, name, key, count=None):
         original = getattr(owner, name)
@@ -77,7 +80,18 @@ class Probe:
         self._saved.append((owner, name, original))
         setattr(owner, name, wrapper)
 
+    def _profile_loop(self):
+        original = greedy_cd.greedy_updates
+        profile = self.loop_profile
+
+        def profiled(*args, **kwargs):
+            return original(*args, profile=profile, **kwargs)
+
+        self._saved.append((greedy_cd, "greedy_updates", original))
+        greedy_cd.greedy_updates = profiled
+
     def install(self):
+        self._profile_loop()
         self._wrap(engine, "solve_kernel_greedy", "solve")
         self._wrap(greedy_cd, "greedy_updates", "loop", lambda a, k, out: out[1])
         self._wrap(greedy_cd.RowCache, "signed", "rows", lambda a, k, out: out.shape[0])
@@ -91,19 +105,18 @@ class Probe:
         self._wrap(problems.BoxQP, "reference", "reference")
         self._wrap(problems.BoxQP, "margins_from", "start_margins")
         self._wrap(engine.SVMPath, "screen", "screen")
-        _greedy_fast.set_profile(True)
+        self.loop_profile.reset()
 
     def uninstall(self):
         for owner, name, original in reversed(self._saved):
             setattr(owner, name, original)
         self._saved.clear()
-        _greedy_fast.set_profile(False)
 
     def take(self) -> dict:
         out = dict(self.stats)
-        out.update(_greedy_fast.profile_counters())
+        out.update(self.loop_profile.counters())
         self.stats.clear()
-        _greedy_fast.set_profile(True)
+        self.loop_profile.reset()
         return out
 
 
@@ -249,12 +262,12 @@ def replay(state: dict, *, partner_any=True, prefer_cached=None, start="seed",
         elif start == "extrapolated":  # along the path's slope at the previous value
             alpha, margins = extrapolated_start(problem, state["ref"], alpha)
     problem.newton = newton
-    saved = (greedy_cd.PARTNER_ANY, greedy_cd.PREFER_CACHED, greedy_cd.SHRINK_EVERY)
-    greedy_cd.PARTNER_ANY = partner_any
+    changes = dict(partner_any=partner_any)
     if prefer_cached is not None:
-        greedy_cd.PREFER_CACHED = prefer_cached
+        changes["prefer_cached"] = prefer_cached
     if shrink_every is not None:
-        greedy_cd.SHRINK_EVERY = shrink_every
+        changes["shrink_every"] = shrink_every
+    options = replace(greedy_cd.DEFAULT_OPTIONS, **changes)
     probe = Probe()
     probe.install()
     try:
@@ -262,12 +275,11 @@ def replay(state: dict, *, partner_any=True, prefer_cached=None, start="seed",
         res = greedy_cd.solve_kernel_greedy(
             problem, alpha, fixed, tol=tol, max_iter=100000,
             random_state=np.random.RandomState(0), dynamic_screen=None,
-            start_margins=margins)
+            start_margins=margins, options=options)
         t = time.process_time() - t0
         stats = probe.take()
     finally:
         probe.uninstall()
-        greedy_cd.PARTNER_ANY, greedy_cd.PREFER_CACHED, greedy_cd.SHRINK_EVERY = saved
     q, _ = problem.accurate_margins(res.alpha)
     G = q - problem.p
     a = res.alpha

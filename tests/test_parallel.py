@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -355,9 +356,9 @@ def test_the_greedy_loop_is_the_same_on_one_and_on_several_threads(n_active_shar
             res = _greedy_fast.greedy_updates(
                 a, g, np.zeros(n), np.full(n, 2.0), diag, 1.0 / diag, sign, active,
                 n_active, n, rows, slot, np.zeros(rows.shape[0], dtype=np.int64), 0,
-                400, 1e-9, 50, True, 0.9, 0, 2.0, 0, n_threads)
-            out.append((res, a.copy(), g.copy(), active.copy(),
-                        _greedy_fast.last_team_size()))
+                400, 1e-9, 50, True, 0.9, 0, 2.0, 0, n_threads, dense_share=0.25,
+                parallel_min=256)
+            out.append((res[:8], a.copy(), g.copy(), active.copy(), res.team_size))
             calls += 1
             if res[0] != _greedy_fast.NEED_ROW:
                 break
@@ -369,40 +370,34 @@ def test_the_greedy_loop_is_the_same_on_one_and_on_several_threads(n_active_shar
             slot[need], slot[evicted] = slot[evicted], -1
         return out
 
-    old = _greedy_fast.set_parallel_min(256)
-    try:
-        rows0, slot0 = rows.copy(), slot.copy()
+    rows0, slot0 = rows.copy(), slot.copy()
+    rng_order = np.random.RandomState(2)
+    one = run(1)
+    for k in THREADS:
+        rows[:], slot[:] = rows0, slot0
         rng_order = np.random.RandomState(2)
-        one = run(1)
-        for k in THREADS:
-            rows[:], slot[:] = rows0, slot0
-            rng_order = np.random.RandomState(2)
-            other = run(k)
-            assert len(other) == len(one)
-            for x, y in zip(one, other, strict=True):
-                assert x[0][:4] == y[0][:4] and x[0][5:] == y[0][5:]
-                _same(x[0][4], y[0][4])  # the violation
-                _same(x[1], y[1])
-                _same(x[2], y[2])
-                _same(x[3], y[3])
-            if openmp.openmp_built():
-                assert other[0][4] == k  # the team ran with every thread asked for
-        assert one[0][4] == 1
-        assert one[-1][0][1] > 0  # updates were made
-    finally:
-        _greedy_fast.set_parallel_min(old)
+        other = run(k)
+        assert len(other) == len(one)
+        for x, y in zip(one, other, strict=True):
+            assert x[0][:4] == y[0][:4] and x[0][5:] == y[0][5:]
+            _same(x[0][4], y[0][4])  # the violation
+            _same(x[1], y[1])
+            _same(x[2], y[2])
+            _same(x[3], y[3])
+        if openmp.openmp_built():
+            assert other[0][4] == k  # the team ran with every thread asked for
+    assert one[0][4] == 1
+    assert one[-1][0][1] > 0  # updates were made
 
 
 def test_an_rbf_path_is_the_same_with_the_greedy_loop_on_a_team(monkeypatch):
     """The whole path with the loop's team forced on (W of any size): the same model,
     bit for bit, on one thread and on two."""
-    from sklearn_safescreen.solvers import _greedy_fast
+    from sklearn_safescreen.solvers import greedy_cd
 
-    old = _greedy_fast.set_parallel_min(0)
-    try:
-        test_an_rbf_path_is_the_same_on_one_and_on_two_threads()
-    finally:
-        _greedy_fast.set_parallel_min(old)
+    monkeypatch.setattr(greedy_cd, "DEFAULT_OPTIONS",
+                        replace(greedy_cd.DEFAULT_OPTIONS, parallel_min=0))
+    test_an_rbf_path_is_the_same_on_one_and_on_two_threads()
 
 
 @pytest.mark.parametrize("size", [(1 << 18) + 1, 3 * (1 << 18) + 7])
@@ -492,18 +487,97 @@ def test_a_team_whose_threads_are_late_is_dismissed_with_the_same_answer():
             a, g, np.zeros(n), np.full(n, 2.0), diag, 1.0 / diag, sign,
             np.arange(n, dtype=np.int64), n, n, rows, np.arange(n, dtype=np.int64),
             np.zeros(n, dtype=np.int64), 0, 2000, 1e-9, 50, True, 0.9, 0, 2.0, 0,
-            n_threads)
-        return out, a, g, _greedy_fast.team_gave_up()
+            n_threads, dense_share=0.25, parallel_min=256, patience=0)
+        return out[:8], a, g, out.team_gave_up
 
-    old_min = _greedy_fast.set_parallel_min(256)
-    old_patience = _greedy_fast.set_team_patience(0)
-    try:
-        one, two = run(1), run(2)
-    finally:
-        _greedy_fast.set_parallel_min(old_min)
-        _greedy_fast.set_team_patience(old_patience)
+    one, two = run(1), run(2)
     assert not one[3] and two[3]  # dismissed after its first tasks
     assert one[0][:4] == two[0][:4] and one[0][5:] == two[0][5:]
     _same(one[1], two[1])
     _same(one[2], two[2])
     assert one[0][1] > 100  # past the tasks after which the team was dismissed
+
+
+def test_greedy_loops_on_threads_each_return_their_own_outcome():
+    """Calls of the compiled loop running at once on threads of one process (as the
+    one-vs-rest tasks of a fit): each returns its own outcome (its team's size, whether
+    its team was dismissed) and iterates, those it gets when it runs alone. Half the
+    calls count every wait as late (their team is dismissed), half never do."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sklearn_safescreen.solvers import _greedy_fast
+
+    n, n_tasks, n_calls = 700, 4, 3
+    problems = [_greedy_problem(n, 10 + k) for k in range(n_tasks)]
+    # patience 0 (every wait late: dismissed after its first tasks) or never late
+    patience = [0 if k % 2 == 0 else 2**31 - 1 for k in range(n_tasks)]
+
+    def task(k, barrier=None):
+        Q, sign = problems[k]
+        diag = Q.diagonal().copy()
+        rows = np.ascontiguousarray(Q)
+        a, g = np.zeros(n), -np.ones(n)
+        active = np.arange(n, dtype=np.int64)
+        n_active, clock, since, out = n, 0, 0, []
+        if barrier is not None:
+            barrier.wait()
+        for _ in range(n_calls):  # calls that interleave with the other tasks'
+            res = _greedy_fast.greedy_updates(
+                a, g, np.zeros(n), np.full(n, 2.0), diag, 1.0 / diag, sign, active,
+                n_active, n, rows, np.arange(n, dtype=np.int64),
+                np.zeros(n, dtype=np.int64), clock, 300, 1e-9, 50, True, 0.9, 0, 2.0,
+                since, 2, dense_share=0.25, parallel_min=256, patience=patience[k])
+            n_active, clock, since = res.n_active, res.clock, res.since_shrink
+            out.append(res)
+        return out, a, g
+
+    alone = [task(k) for k in range(n_tasks)]
+    barrier = threading.Barrier(n_tasks)
+    with ThreadPoolExecutor(n_tasks) as pool:
+        together = list(pool.map(lambda k: task(k, barrier), range(n_tasks)))
+    for k, ((o1, a1, g1), (o2, a2, g2)) in enumerate(zip(alone, together, strict=True)):
+        for r1, r2 in zip(o1, o2, strict=True):
+            assert r1[:4] == r2[:4] and r1[5:] == r2[5:]
+            _same(r1.violation, r2.violation)
+        _same(a1, a2)
+        _same(g1, g2)
+        built = openmp.openmp_built()
+        assert all(r.team_size == (2 if built else 1) for r in o2)
+        # the dismissed teams are those told to count every wait, and only them
+        assert all(r.team_gave_up == (built and patience[k] == 0) for r in o2)
+        assert o2[-1].updates == 300  # every call ran its whole budget
+
+
+def test_greedy_solves_on_threads_match_a_sequential_run(monkeypatch):
+    """Whole greedy solves (the loop's team forced on for W of any size) running at
+    once on threads give, each, the answer of a sequential run, bit for bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sklearn_safescreen.problems.box_qp import BoxQP
+    from sklearn_safescreen.problems.kernels import KernelMatrix
+    from sklearn_safescreen.solvers import greedy_cd
+
+    Cs = [0.3, 1.0, 3.0, 10.0]
+    monkeypatch.setattr(greedy_cd, "DEFAULT_OPTIONS",
+                        replace(greedy_cd.DEFAULT_OPTIONS, parallel_min=0))
+    # two threads for the team of each solve, also when they all run at once
+    monkeypatch.setattr(greedy_cd, "current_n_threads", lambda: 2 * len(Cs))
+    X, y = _path_data(1200)
+    y = np.where(y > 0, 1.0, -1.0)
+    n = y.size
+
+    def solve(C):
+        km = KernelMatrix(X, "rbf", {"gamma": 0.05}, 1.0, cache_size=20.0)
+        problem = BoxQP(sign=y, p=np.ones(n), lo=np.zeros(n), hi=np.full(n, C),
+                        sqnorm=km.diag(), kernel=km)
+        res = greedy_cd.solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool),
+                                            tol=1e-8, max_iter=10000, random_state=None)
+        return res.alpha, res.gap, res.n_iter
+
+    sequential = [solve(C) for C in Cs]
+    with ThreadPoolExecutor(len(Cs)) as pool:
+        together = list(pool.map(solve, Cs))
+    for s, t in zip(sequential, together, strict=True):
+        _same(s[0], t[0])
+        assert s[1:] == t[1:]

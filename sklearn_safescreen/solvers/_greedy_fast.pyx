@@ -18,8 +18,7 @@ eigenvector is close to the constant vector), so :math:`Q` has a dominant eigenv
 along :math:`S\\mathbf 1`. Single-coordinate steps zig-zag across that direction; the
 pair direction :math:`s_i e_i - s_j e_j` is orthogonal to it, as SMO's steps are for the
 SVM's equality constraint (Platt 1998), while the closed-form two-variable minimisation
-still moves along it when that pays. Measured on an RBF SVM path with 4,600 free support
-vectors: about five times fewer updates than single-coordinate greedy steps.
+still moves along it when that pays: far fewer updates reach the same gap.
 
 Each update adds the two variables' signed kernel rows to the gradient. Rows come from a
 row cache the caller fills (least recently used rows are evicted there); when a selected
@@ -30,67 +29,58 @@ over every position), so un-shrinking needs no gradient reconstruction.
 
 The two scans of an update (the first variable, then its partner) read the active
 positions through their sorted list, one at a time, or, while the active positions are
-at least a quarter of W, every position through a mask four at a time
-(``_greedy_scan.h``): the same choices, at half the cost (16,000 samples, C = 100: 0.69
-s and 0.90 s for the two scans of 102,000 updates against 1.44 s and 1.85 s).
+at least the share ``dense_share`` of W, every position through a mask four at a time
+(``_greedy_scan.h``): the same choices, at a fraction of the cost per position, since
+the vector form has no chain of dependent branches (doc/benchmarks.md, "A fourth round:
+the certificate's margins along the path, the scans four at a time").
 
 The masked scans and the gradient updates run over fixed chunks of 512 positions, and
 the next selection scan of a chunk right after its update (while the chunk is in the
 core's cache). With several threads (``n_threads``, W of at least
-``set_parallel_min`` positions) one parallel region spans the whole call: its first
+``parallel_min`` positions) one parallel region spans the whole call: its first
 thread runs the loop and hands each scan and update to the team, every thread taking
 the same contiguous chunks at every task. Each chunk's candidates are merged in chunk
 order, so the choices and the gradient are the same, bit for bit, on any number of
-threads. Measured at 16,000 samples (W of 4,000-6,000 positions from C = 2 on): the
-path on two threads 1.34-1.39x the one-thread path, against 1.14x with the loop on one.
+threads. The section "The greedy loop and the Newton steps on the threads (sixth
+round)" of doc/benchmarks.md has the team's gain.
+
+Beside this file: the thread team and its chunk tasks (``_greedy_team.pxd``, with
+``_greedy_team.h``), the masked scans (``_greedy_scan.h``), the scans through the
+active list and shrinking (``_greedy_listed.pxd``) and the exact two-variable step
+(``_greedy_box.pxd``). Every call returns its own outcome (:data:`LoopOutcome`) and
+takes its tuning values as arguments: calls running at once on threads share no state.
 """
 
+from collections import namedtuple
+
 from cython.parallel cimport parallel
-from libc.math cimport INFINITY, fabs, isfinite
+from libc.math cimport INFINITY
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from posix.time cimport CLOCK_THREAD_CPUTIME_ID
 from posix.time cimport clock_gettime, timespec
 
-cdef extern from "sklearn_safescreen/solvers/_greedy_team.h" nogil:
-    int GT_SPINS
-    int gt_atomics()
-    int gt_thread_num()
-    int gt_team_size()
-    long gt_load(const long* p)
-    void gt_store(long* p, long v)
-    void gt_relax(int* spins)
-
-cdef extern from "sklearn_safescreen/solvers/_greedy_scan.h" nogil:
-    void gs_select(Py_ssize_t m, const double* g, const double* a, const double* lo,
-                   const double* hi, const double* diag, const double* inv_diag,
-                   const int64_t* slot, const double* on, double* vmax,
-                   Py_ssize_t* best, double* best_score, Py_ssize_t* cached,
-                   double* cached_score)
-    void gs_partner(Py_ssize_t m, const double* g, const double* a, const double* lo,
-                    const double* hi, const double* diag, const double* sign,
-                    const int64_t* slot, const double* on, const double* row,
-                    Py_ssize_t first, double sigma, double h_i, double s_i, double qii,
-                    double tau, Py_ssize_t* partner, double* b2, double* c,
-                    Py_ssize_t* cached, double* cached_b2, double* cached_c)
-    int gs_gain_beats(double b2, double c, Py_ssize_t j, double b2_best, double c_best,
-                      Py_ssize_t best)
-    void gs_update(Py_ssize_t m, double* g, double d1, const double* r1, double d2,
-                   const double* r2)
-
-# The scans read every position of W through a mask (four at a time, _greedy_scan.h)
-# instead of the listed active positions one by one when the active positions are at
-# least this share of W (``set_dense_scan_share``).
-cdef double _dense_share = 0.25
-
-
-def set_dense_scan_share(double share) -> float:
-    """Set the share of W the active positions must reach for the masked scans (above
-    1: never; 0: always) and return the previous one (tests and benchmarks)."""
-    global _dense_share
-    old = _dense_share
-    _dense_share = share
-    return old
+from ._greedy_box cimport box2, clip, quad2
+from ._greedy_listed cimport partner_listed, select_listed, shrink, sort_positions
+from ._greedy_team cimport (
+    CHUNK,
+    GT_SPINS,
+    MAX_TEAM,
+    PARTNER,
+    SELECT,
+    Chunks,
+    Positions,
+    Team,
+    gt_atomics,
+    gt_store,
+    gt_team_size,
+    gt_thread_num,
+    merge_partner,
+    merge_select,
+    team_run,
+    team_update,
+    team_work,
+)
 
 cdef enum:
     CONVERGED_ = 0
@@ -102,11 +92,21 @@ CONVERGED = CONVERGED_
 MAX_UPDATES = MAX_UPDATES_
 NEED_ROW = NEED_ROW_
 
-# profiling counters (off unless ``set_profile(True)``: a benchmark's breakdown of the
-# loop's time, never read by the solver)
-cdef bint _profile = False
-cdef double _prof_t[4]  # selection scan, partner scan, gradient update, shrinking
-cdef long long _prof_n[5]  # scanned, partner-scanned, updated elements, pairs, singles
+#: Spins of a waiting thread before it starts yielding its core (the default of
+#: ``greedy_updates``' ``patience``).
+TEAM_SPINS = GT_SPINS
+
+#: What one ``greedy_updates`` call did: ``status`` (``CONVERGED``, ``MAX_UPDATES`` or
+#: ``NEED_ROW``), ``updates`` made, ``n_active`` positions left in the scans, the row
+#: cache's ``clock``, the largest projected gradient (``violation``) at the last scan,
+#: the position whose row is missing (``need``), the ``decrease`` of the objective,
+#: ``since_shrink`` (updates since the last shrinking pass), ``team_size`` (the threads
+#: the call started its scans on) and ``team_gave_up`` (whether it dismissed them, the
+#: others too often late). Returned by each call: calls running at once on threads of
+#: one process (one-vs-rest tasks) each read their own.
+LoopOutcome = namedtuple("LoopOutcome", [
+    "status", "updates", "n_active", "clock", "violation", "need", "decrease",
+    "since_shrink", "team_size", "team_gave_up"])
 
 
 cdef inline double _now() noexcept nogil:
@@ -115,397 +115,55 @@ cdef inline double _now() noexcept nogil:
     return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
-def set_profile(bint on):
-    """Turn the loop's profiling counters on or off (and reset them)."""
-    global _profile
-    _profile = on
-    cdef int k
-    for k in range(4):
-        _prof_t[k] = 0.0
-    for k in range(5):
-        _prof_n[k] = 0
+cdef class LoopProfile:
+    """Counters of the ``greedy_updates`` calls given this object (``profile=``), owned
+    by the caller (a benchmark's breakdown of the loop's time; the solver never reads
+    them): thread CPU seconds in the selection scan, the partner scan, the gradient
+    updates and shrinking; elements scanned by each scan and updated; pair and
+    single-variable updates. Not for calls running at the same time (each call adds to
+    the counters without a lock): one object per thread."""
 
+    cdef double t[4]  # selection scan, partner scan, gradient update, shrinking
+    cdef long long n[5]  # scanned, partner-scanned, updated elements, pairs, singles
 
-def profile_counters() -> dict:
-    """The counters since the last ``set_profile``: seconds in the selection scan, the
-    partner scan, the gradient updates and shrinking; elements scanned by each scan and
-    updated; pair and single-variable updates."""
-    return dict(t_select=_prof_t[0], t_partner=_prof_t[1], t_update=_prof_t[2],
-                t_shrink=_prof_t[3], n_scanned=_prof_n[0], n_partner_scanned=_prof_n[1],
-                n_updated=_prof_n[2], pairs=_prof_n[3], singles=_prof_n[4])
+    def __cinit__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Set every counter to zero."""
+        cdef int k
+        for k in range(4):
+            self.t[k] = 0.0
+        for k in range(5):
+            self.n[k] = 0
+
+    def counters(self) -> dict:
+        """The counters as a dict (see the class)."""
+        return dict(t_select=self.t[0], t_partner=self.t[1], t_update=self.t[2],
+                    t_shrink=self.t[3], n_scanned=self.n[0],
+                    n_partner_scanned=self.n[1], n_updated=self.n[2], pairs=self.n[3],
+                    singles=self.n[4])
 
 
 #: Curvature used along a pair direction whose curvature is not positive (LIBSVM's tau).
 cdef double TAU = 1e-12
 
-# The masked scans and the gradient updates run over fixed chunks of positions, each
-# chunk's best candidates merged in chunk order: the choices (and every gradient value)
-# are then the same whatever the number of threads that share the chunks.
-cdef enum:
-    CHUNK = 512
-# Threads share the chunks when W has at least this many positions (below it the fork
-# and join of a parallel region, about 1 us each, costs more than half a scan saves;
-# ``set_parallel_min``).
-cdef Py_ssize_t _parallel_min = 2048
-
-
-# the threads of the last call's team (tests: whether the team ran)
-cdef int _last_team = 1
-
-
-cdef bint _team_gave_up = False
-# a wait of the first thread is late past this many spins (``set_team_patience``)
-cdef int _patience = GT_SPINS
-
-
-def set_team_patience(int spins) -> int:
-    """Set the spins past which the first thread's wait for the team counts as late
-    (0: every wait; tests) and return the previous value."""
-    global _patience
-    old = _patience
-    _patience = spins
-    return old
-
-
-def last_team_size() -> int:
-    """The number of threads the last ``greedy_updates`` call started its scans on."""
-    return _last_team
-
-
-def team_gave_up() -> bool:
-    """Whether the last ``greedy_updates`` call dismissed its team of threads: the
-    others were too often late (their cores busy with other work)."""
-    return _team_gave_up
-
-
-def set_parallel_min(Py_ssize_t positions) -> int:
-    """Set the fewest positions of W for which the loop's scans and updates use the
-    fit's threads, and return the previous value (tests and benchmarks)."""
-    global _parallel_min
-    old = _parallel_min
-    _parallel_min = positions
-    return old
-
-
 cdef struct _Loop
 
 
-cdef struct _Pos:
-    # the arrays the scans read, over every position of W
-    double* g
-    const double* a
-    const double* lo
-    const double* hi
-    const double* diag
-    const double* inv_diag
-    const double* sign
-    const int64_t* slot  # NULL: every row cached
-    const double* on
-    Py_ssize_t m
-
-
-cdef struct _Chunks:
-    # one entry per chunk: the selection scan's and the partner scan's candidates
-    double* vmax
-    Py_ssize_t* best
-    double* best_score
-    Py_ssize_t* cached
-    double* cached_score
-    Py_ssize_t* partner
-    double* b2
-    double* c
-    Py_ssize_t* cached_partner
-    double* cached_b2
-    double* cached_c
-
-
-cdef inline void _select_chunk(const _Pos* p, const _Chunks* out,
-                               Py_ssize_t k) noexcept nogil:
-    cdef Py_ssize_t s = k * CHUNK
-    cdef Py_ssize_t e = min(p.m, s + CHUNK)
-    gs_select(e - s, p.g + s, p.a + s, p.lo + s, p.hi + s, p.diag + s, p.inv_diag + s,
-              (p.slot + s) if p.slot != NULL else NULL, p.on + s, &out.vmax[k],
-              &out.best[k], &out.best_score[k], &out.cached[k], &out.cached_score[k])
-    if out.best[k] >= 0:
-        out.best[k] += s
-    if out.cached[k] >= 0:
-        out.cached[k] += s
-
-
-cdef inline void _update_chunk(const _Pos* p, const _Chunks* out, Py_ssize_t k,
-                               double d1, const double* row1, double d2,
-                               const double* row2, bint select) noexcept nogil:
-    # the gradient's chunk, then (the next scan fused with the update) its candidates
-    cdef Py_ssize_t s = k * CHUNK
-    gs_update(min(p.m, s + CHUNK) - s, p.g + s, d1, row1 + s, d2,
-              (row2 + s) if row2 != NULL else NULL)
-    if select:
-        _select_chunk(p, out, k)
-
-
-cdef inline void _partner_chunk(const _Pos* p, const _Chunks* out, Py_ssize_t k,
-                                const double* row, Py_ssize_t first, double sigma,
-                                double h_i, double s_i, double qii) noexcept nogil:
-    cdef Py_ssize_t s = k * CHUNK
-    cdef Py_ssize_t e = min(p.m, s + CHUNK)
-    gs_partner(e - s, p.g + s, p.a + s, p.lo + s, p.hi + s, p.diag + s, p.sign + s,
-               (p.slot + s) if p.slot != NULL else NULL, p.on + s, row + s, first - s,
-               sigma, h_i, s_i, qii, TAU, &out.partner[k], &out.b2[k], &out.c[k],
-               &out.cached_partner[k], &out.cached_b2[k], &out.cached_c[k])
-    if out.partner[k] >= 0:
-        out.partner[k] += s
-    if out.cached_partner[k] >= 0:
-        out.cached_partner[k] += s
-
-
-cdef enum:
-    _SELECT = 0
-    _PARTNER = 1
-    _UPDATE = 2
-    _MAX_TEAM = 16
-    # the team is dismissed when more than one task in _LATE_SHARE made the first
-    # thread wait past its spins, over at least _LATE_WINDOW tasks (measured with a
-    # busy loop on one of two cores: a path at 8,000 samples took 6.6 s on two threads
-    # against 4.8 s on one)
-    _LATE_WINDOW = 64
-    _LATE_SHARE = 8
-
-
-cdef struct _Team:
-    # The threads of one greedy_updates call: the first runs the loop and posts each
-    # scan or update as a task (its kind and arguments, then a new ``phase``); every
-    # thread runs the task on its own contiguous share of the chunks (so a thread keeps
-    # reading the same part of the arrays, in its own cache) and the first waits for
-    # the others' ``done``. The loop's decisions between tasks take well under a
-    # microsecond, so the others wait spinning (then yielding), not in the OpenMP
-    # runtime (a parallel region per task cost 5-50 us with the passive wait policy).
-    long phase  # the task's number; -1: the loop is over
-    long done[_MAX_TEAM]
-    int nt  # the threads that share the tasks now
-    int size  # the team's size (when the region started)
-    long tasks  # tasks handed to the team in this call
-    long late  # of which the first thread waited past its spins for
-    bint gave_up  # the team was dismissed (the others were too often late)
-    int kind
-    _Pos* pos
-    _Chunks* ch
-    Py_ssize_t n_chunks
-    double d1
-    double d2
-    const double* row1  # the first variable's row (both tasks that read a row)
-    const double* row2
-    bint select
-    Py_ssize_t first
-    double sigma
-    double h_i
-    double s_i
-    double qii
-
-
-cdef void _team_chunks(_Team* T, int tid) noexcept nogil:
-    cdef Py_ssize_t k
-    cdef Py_ssize_t start = tid * T.n_chunks // T.nt
-    cdef Py_ssize_t stop = (tid + 1) * T.n_chunks // T.nt
-    for k in range(start, stop):
-        if T.kind == _UPDATE:
-            _update_chunk(T.pos, T.ch, k, T.d1, T.row1, T.d2, T.row2, T.select)
-        elif T.kind == _SELECT:
-            _select_chunk(T.pos, T.ch, k)
-        else:
-            _partner_chunk(T.pos, T.ch, k, T.row1, T.first, T.sigma, T.h_i, T.s_i,
-                           T.qii)
-
-
-cdef void _team_run(_Team* T, int kind) noexcept nogil:
-    # one task over every chunk, on every thread of the team; returns when it is done
-    cdef long p
-    cdef int w, spins
-    T.kind = kind
-    if T.nt == 1:
-        _team_chunks(T, 0)
-        return
-    p = T.phase + 1
-    gt_store(&T.phase, p)  # publishes the task's arguments written before it
-    _team_chunks(T, 0)
-    for w in range(1, T.nt):
-        spins = 0
-        while gt_load(&T.done[w]) != p:
-            gt_relax(&spins)
-        if spins >= _patience:
-            T.late += 1
-    T.tasks += 1
-    if T.tasks >= _LATE_WINDOW and T.late * _LATE_SHARE > T.tasks:
-        # the others' cores are taken by other work (each late task cost a time slice
-        # of the scheduler): the first thread goes on alone, with the same chunks
-        gt_store(&T.phase, -1)
-        T.nt = 1
-        T.gave_up = True
-
-
-cdef inline void _team_update(_Team* T, double d1, const double* row1, double d2,
-                              const double* row2, bint select) noexcept nogil:
-    # g += d1 row1 + d2 row2 (row2 may be NULL), then the selection scan if ``select``
-    T.d1 = d1
-    T.row1 = row1
-    T.d2 = d2
-    T.row2 = row2
-    T.select = select
-    _team_run(T, _UPDATE)
-
-
-cdef void _team_work(_Team* T, int tid) noexcept nogil:
-    # a thread other than the first: run each posted task on its chunks until the end
-    cdef long seen = 0, p
-    cdef int spins
-    while True:
-        spins = 0
-        p = gt_load(&T.phase)
-        while p == seen:
-            gt_relax(&spins)
-            p = gt_load(&T.phase)
-        if p < 0:
-            return
-        seen = p
-        _team_chunks(T, tid)
-        gt_store(&T.done[tid], p)
-
-
-cdef void _team_enter(_Team* T, _Loop* L) noexcept nogil:
+cdef void _team_enter(Team* T, _Loop* L) noexcept nogil:
     # every thread of the parallel region: the first runs the loop, the others work
     cdef int tid = gt_thread_num()
     cdef int w
     if tid == 0:
         # the runtime may give fewer threads than asked for: the team is what it gave
-        T.nt = T.size = min(gt_team_size(), _MAX_TEAM)
-        for w in range(_MAX_TEAM):
+        T.nt = T.size = min(gt_team_size(), MAX_TEAM)
+        for w in range(MAX_TEAM):
             T.done[w] = 0
         _loop(L, T)
         gt_store(&T.phase, -1)
-    elif tid < _MAX_TEAM:
-        _team_work(T, tid)
-
-
-cdef void _merge_select(const _Chunks* out, Py_ssize_t n_chunks, double* vmax,
-                        Py_ssize_t* best, double* best_score, Py_ssize_t* cached,
-                        double* cached_score) noexcept nogil:
-    # the largest score, and among equal scores the first position (chunk order)
-    cdef Py_ssize_t k
-    vmax[0] = 0.0
-    best[0] = -1
-    best_score[0] = 0.0
-    cached[0] = -1
-    cached_score[0] = 0.0
-    for k in range(n_chunks):
-        if out.vmax[k] > vmax[0]:
-            vmax[0] = out.vmax[k]
-        if out.best[k] >= 0 and out.best_score[k] > best_score[0]:
-            best[0] = out.best[k]
-            best_score[0] = out.best_score[k]
-        if out.cached[k] >= 0 and out.cached_score[k] > cached_score[0]:
-            cached[0] = out.cached[k]
-            cached_score[0] = out.cached_score[k]
-
-
-cdef void _merge_partner(const _Chunks* out, Py_ssize_t n_chunks, Py_ssize_t* partner,
-                         double* b2, double* c, Py_ssize_t* cached, double* cached_b2,
-                         double* cached_c) noexcept nogil:
-    # the largest second-order gain, and among equal gains the first position
-    cdef Py_ssize_t k
-    partner[0] = -1
-    b2[0] = 0.0
-    c[0] = 1.0
-    cached[0] = -1
-    cached_b2[0] = 0.0
-    cached_c[0] = 1.0
-    for k in range(n_chunks):
-        if out.partner[k] >= 0 and (partner[0] < 0 or gs_gain_beats(
-                out.b2[k], out.c[k], out.partner[k], b2[0], c[0], partner[0])):
-            partner[0] = out.partner[k]
-            b2[0] = out.b2[k]
-            c[0] = out.c[k]
-        if out.cached_partner[k] >= 0 and (cached[0] < 0 or gs_gain_beats(
-                out.cached_b2[k], out.cached_c[k], out.cached_partner[k], cached_b2[0],
-                cached_c[0], cached[0])):
-            cached[0] = out.cached_partner[k]
-            cached_b2[0] = out.cached_b2[k]
-            cached_c[0] = out.cached_c[k]
-
-
-
-cdef inline double _clip(double x, double lo, double hi) noexcept nogil:
-    return lo if x < lo else (hi if x > hi else x)
-
-
-cdef inline double _quad2(double h11, double h12, double h22, double g1, double g2,
-                          double d1, double d2) noexcept nogil:
-    """The change of the objective for the step ``(d1, d2)``."""
-    return d1 * (g1 + 0.5 * h11 * d1 + h12 * d2) + d2 * (g2 + 0.5 * h22 * d2)
-
-
-cdef inline double _edge(double h, double g, double lo, double hi) noexcept nogil:
-    """Minimiser over ``[lo, hi]`` of ``g d + h d^2 / 2`` (``h >= 0``)."""
-    if h > 0.0:
-        return _clip(-g / h, lo, hi)
-    return hi if g < 0.0 else lo
-
-
-cdef void _box2(double h11, double h12, double h22, double g1, double g2,
-                double l1, double u1, double l2, double u2,
-                double* d1, double* d2) noexcept nogil:
-    """Exact minimiser of the convex two-variable QP ``g'd + d'Hd/2`` over the box
-    ``[l1, u1] x [l2, u2]`` (which contains 0): the stationary point if it lies in the
-    box, else the best of the four edges' one-variable minimisers (the minimum of a
-    convex function over a rectangle is at the stationary point or on the boundary)."""
-    cdef double det = h11 * h22 - h12 * h12, x, y, v, best_v = 0.0
-    cdef double bx = 0.0, by = 0.0
-    if det > 1e-12 * h11 * h22 and det > 0.0:
-        x = (h12 * g2 - h22 * g1) / det
-        y = (h12 * g1 - h11 * g2) / det
-        if l1 <= x <= u1 and l2 <= y <= u2:
-            d1[0] = x
-            d2[0] = y
-            return
-    # the edges (0 is feasible: the best value starts at 0)
-    if isfinite(l1):
-        y = _edge(h22, g2 + h12 * l1, l2, u2)
-        v = _quad2(h11, h12, h22, g1, g2, l1, y)
-        if v < best_v:
-            best_v, bx, by = v, l1, y
-    if isfinite(u1):
-        y = _edge(h22, g2 + h12 * u1, l2, u2)
-        v = _quad2(h11, h12, h22, g1, g2, u1, y)
-        if v < best_v:
-            best_v, bx, by = v, u1, y
-    if isfinite(l2):
-        x = _edge(h11, g1 + h12 * l2, l1, u1)
-        v = _quad2(h11, h12, h22, g1, g2, x, l2)
-        if v < best_v:
-            best_v, bx, by = v, x, l2
-    if isfinite(u2):
-        x = _edge(h11, g1 + h12 * u2, l1, u1)
-        v = _quad2(h11, h12, h22, g1, g2, x, u2)
-        if v < best_v:
-            best_v, bx, by = v, x, u2
-    d1[0] = bx
-    d2[0] = by
-
-
-cdef void _sort_positions(int64_t* active, Py_ssize_t start, Py_ssize_t stop,
-                          uint8_t* mark, Py_ssize_t m) noexcept nogil:
-    """Sort ``active[start:stop]`` (distinct positions below ``m``) in O(m): the scans
-    then read every array in increasing order (shrinking's swaps had scattered them)."""
-    cdef Py_ssize_t k, j
-    if stop - start < 2:
-        return
-    for k in range(start, stop):
-        mark[active[k]] = 1
-    k = start
-    for j in range(m):
-        if mark[j]:
-            active[k] = j
-            k += 1
-            mark[j] = 0
-
+    elif tid < MAX_TEAM:
+        team_work(T, tid)
 
 
 cdef struct _Loop:
@@ -533,6 +191,9 @@ cdef struct _Loop:
     Py_ssize_t any_partner_within
     double uncached_gain
     Py_ssize_t since_shrink
+    double dense_share  # the masked scans while the active positions are this share
+    double* prof_t  # a LoopProfile's counters (NULL: not profiled)
+    long long* prof_n
     int64_t* buf
     uint8_t* mark
     double* on
@@ -543,14 +204,14 @@ cdef struct _Loop:
     double decrease
 
 
-cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
+cdef void _loop(_Loop* L, Team* T) noexcept nogil:
     # greedy_updates' loop, run by the team's first thread (the others run the chunks
-    # of its scans and updates, _team_work)
+    # of its scans and updates, team_work)
     cdef Py_ssize_t m = L.m, k, kk, j, best = -1, partner, updates = 0
-    cdef Py_ssize_t cached, n_shrunk, need = -1
-    cdef double cached_score, G, v, vmax = 0.0, score, best_score, new, delta, old
-    cdef double decrease = 0.0, sigma, h_i, b, c, qii, qij, d1, d2
-    cdef double change, s_i, G_p, best_b2, best_c, limit
+    cdef Py_ssize_t cached, need = -1
+    cdef double cached_score, G, vmax = 0.0, best_score, new, delta, old
+    cdef double decrease = 0.0, sigma, h_i, qii, qij, d1, d2
+    cdef double change, s_i, G_p, best_b2, best_c
     cdef const double* row_i
     cdef int return_status = CONVERGED_
     cdef double t0 = 0.0
@@ -558,7 +219,7 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
     cdef Py_ssize_t cached_partner
     cdef bint dense
     cdef const int64_t* slots_seen  # NULL when every row is cached (the scans' shortcut)
-    cdef _Pos pos
+    cdef Positions pos
     cdef bint fresh = False  # the chunks' selection candidates are those of now
     cdef double* a = L.a
     cdef double* g = L.g
@@ -582,16 +243,20 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
     cdef int64_t* buf = L.buf
     cdef uint8_t* mark = L.mark
     cdef double* on = L.on
+    cdef double dense_share = L.dense_share
+    cdef bint profile = L.prof_t != NULL
+    cdef double* prof_t = L.prof_t
+    cdef long long* prof_n = L.prof_n
     for j in range(m):
         mark[j] = 0
-    _sort_positions(act, 0, n_active, mark, m)
-    _sort_positions(act, n_active, n_listed, mark, m)
+    sort_positions(act, 0, n_active, mark, m)
+    sort_positions(act, n_active, n_listed, mark, m)
     # the mask of the active positions, for the masked scans
     for j in range(m):
         on[j] = 0.0
     for k in range(n_active):
         on[act[k]] = 1.0
-    dense = n_active >= _dense_share * m
+    dense = n_active >= dense_share * m
     # rows are fetched between calls only: whether all are cached holds for this one
     slots_seen = NULL
     for j in range(m):
@@ -611,9 +276,9 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
     T.pos = &pos
     while True:
         # one scan: the largest violation and the best exact coordinate step
-        if _profile:
+        if profile:
             t0 = _now()
-            _prof_n[0] += n_active
+            prof_n[0] += n_active
         vmax = 0.0
         best = -1
         best_score = 0.0
@@ -621,50 +286,22 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
         cached_score = 0.0
         if dense:
             if not fresh:  # else the last update's chunks scanned themselves
-                _team_run(T, _SELECT)
-            _merge_select(T.ch, T.n_chunks, &vmax, &best, &best_score, &cached,
+                team_run(T, SELECT)
+            merge_select(T.ch, T.n_chunks, &vmax, &best, &best_score, &cached,
+                         &cached_score)
+        else:
+            select_listed(&pos, act, n_active, slot, &vmax, &best, &best_score, &cached,
                           &cached_score)
         fresh = False
-        for k in range(0 if dense else n_active):
-            j = act[k]
-            G = g[j]
-            old = a[j]
-            # the projected gradient: 0 where the bound blocks the descent (most
-            # variables at a bound: skipped early)
-            v = G
-            if old <= lo[j]:
-                v = G if G < 0.0 else 0.0
-            elif old >= hi[j]:
-                v = G if G > 0.0 else 0.0
-            if v == 0.0:
-                continue
-            v = fabs(v)
-            if v > vmax:
-                vmax = v
-            if diag[j] > 0.0:
-                new = old - G * inv_diag[j]
-                new = lo[j] if new < lo[j] else (hi[j] if new > hi[j] else new)
-                delta = new - old
-                # decrease of the objective along the coordinate (>= 0)
-                score = -delta * (G + 0.5 * diag[j] * delta)
-            else:  # linear along the coordinate: to the bound it descends to
-                delta = (hi[j] - old) if G < 0.0 else (lo[j] - old)
-                score = -delta * G
-            if score > best_score:
-                best_score = score
-                best = j
-            if score > cached_score and slot[j] >= 0:
-                cached_score = score
-                cached = j
-        if _profile:
-            _prof_t[0] += _now() - t0
+        if profile:
+            prof_t[0] += _now() - t0
         if vmax <= eps or best < 0:
             if n_active < n_listed:  # converged on the shrunk set: check them all
                 for k in range(n_active, n_listed):
                     on[act[k]] = 1.0
                 n_active = n_listed
-                _sort_positions(act, 0, n_active, mark, m)
-                dense = n_active >= _dense_share * m
+                sort_positions(act, 0, n_active, mark, m)
+                dense = n_active >= dense_share * m
                 since_shrink = 0
                 continue
             return_status = CONVERGED_
@@ -703,9 +340,9 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
             cached_b2 = 0.0
             cached_c = 1.0
             cached_partner = -1
-            if _profile:
+            if profile:
                 t0 = _now()
-                _prof_n[1] += n_active
+                prof_n[1] += n_active
             if dense:
                 T.row1 = row_i
                 T.first = best
@@ -713,38 +350,18 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
                 T.h_i = h_i
                 T.s_i = s_i
                 T.qii = qii
-                _team_run(T, _PARTNER)
-                _merge_partner(T.ch, T.n_chunks, &partner, &best_b2, &best_c,
-                               &cached_partner, &cached_b2, &cached_c)
-            for k in range(0 if dense else n_active):
-                j = act[k]
-                # room for j along -sigma s_j
-                if -sigma * sign[j] > 0.0:
-                    if a[j] >= hi[j]:
-                        continue
-                elif a[j] <= lo[j]:
-                    continue
-                b = sigma * (sign[j] * g[j] - h_i)  # slope's decrease along u
-                if b <= 0.0:
-                    continue
-                c = qii + diag[j] - 2.0 * s_i * sign[j] * row_i[j]
-                if c <= TAU:
-                    c = TAU
-                if j == best:
-                    continue
-                if b * b * best_c > best_b2 * c:
-                    best_b2 = b * b
-                    best_c = c
-                    partner = j
-                if slot[j] >= 0 and b * b * cached_c > cached_b2 * c:
-                    cached_b2 = b * b
-                    cached_c = c
-                    cached_partner = j
+                team_run(T, PARTNER)
+                merge_partner(T.ch, T.n_chunks, &partner, &best_b2, &best_c,
+                              &cached_partner, &cached_b2, &cached_c)
+            else:
+                partner_listed(&pos, act, n_active, slot, row_i, best, sigma, h_i, s_i,
+                               qii, TAU, &partner, &best_b2, &best_c, &cached_partner,
+                               &cached_b2, &cached_c)
             if partner >= 0 and slot[partner] < 0 and not (
                     best_b2 * cached_c >= factor * cached_b2 * best_c):
                 partner = cached_partner
-            if _profile:
-                _prof_t[1] += _now() - t0
+            if profile:
+                prof_t[1] += _now() - t0
         if partner >= 0 and slot[partner] < 0:
             # keep the first variable's row the most recent: fetching the partner's
             # must not evict it
@@ -756,85 +373,69 @@ cdef void _loop(_Loop* L, _Team* T) noexcept nogil:
         if partner >= 0:
             qij = row_i[partner]
             G_p = g[partner]
-            _box2(qii, qij, diag[partner], G, G_p,
-                  lo[best] - old, hi[best] - old,
-                  lo[partner] - a[partner], hi[partner] - a[partner], &d1, &d2)
-            change = _quad2(qii, qij, diag[partner], G, G_p, d1, d2)
+            box2(qii, qij, diag[partner], G, G_p,
+                 lo[best] - old, hi[best] - old,
+                 lo[partner] - a[partner], hi[partner] - a[partner], &d1, &d2)
+            change = quad2(qii, qij, diag[partner], G, G_p, d1, d2)
             if -change > best_score:
                 # land exactly on a bound the step reaches; apply the step taken
                 new = lo[best] if d1 == lo[best] - old else (
-                    hi[best] if d1 == hi[best] - old else _clip(old + d1, lo[best],
-                                                                hi[best]))
+                    hi[best] if d1 == hi[best] - old else clip(old + d1, lo[best],
+                                                               hi[best]))
                 d1 = new - old
                 a[best] = new
                 old = a[partner]
                 new = lo[partner] if d2 == lo[partner] - old else (
-                    hi[partner] if d2 == hi[partner] - old else _clip(
+                    hi[partner] if d2 == hi[partner] - old else clip(
                         old + d2, lo[partner], hi[partner]))
                 d2 = new - old
                 a[partner] = new
-                decrease -= _quad2(qii, qij, diag[partner], G, G_p, d1, d2)
-                if _profile:
+                decrease -= quad2(qii, qij, diag[partner], G, G_p, d1, d2)
+                if profile:
                     t0 = _now()
-                    _prof_n[3] += 1
-                    _prof_n[2] += (d1 != 0.0) * m + (d2 != 0.0) * m
+                    prof_n[3] += 1
+                    prof_n[2] += (d1 != 0.0) * m + (d2 != 0.0) * m
                 # the gradient, and the next selection scan with it
-                _team_update(T, d1, row_i, d2, rows + slot[partner] * m, dense)
+                team_update(T, d1, row_i, d2, rows + slot[partner] * m, dense)
                 fresh = dense
-                if _profile:
-                    _prof_t[2] += _now() - t0
+                if profile:
+                    prof_t[2] += _now() - t0
                 clock += 1
                 last_use[slot[best]] = clock
                 last_use[slot[partner]] = clock
                 partner = -2  # done
         if partner != -2:
             if qii > 0.0:
-                new = _clip(old - G / qii, lo[best], hi[best])
+                new = clip(old - G / qii, lo[best], hi[best])
             else:
                 new = hi[best] if G < 0.0 else lo[best]
             delta = new - old
             decrease -= delta * (G + 0.5 * qii * delta)
             a[best] = new
-            if _profile:
+            if profile:
                 t0 = _now()
-                _prof_n[4] += 1
-                _prof_n[2] += m
-            _team_update(T, delta, row_i, 0.0, NULL, dense)
+                prof_n[4] += 1
+                prof_n[2] += m
+            team_update(T, delta, row_i, 0.0, NULL, dense)
             fresh = dense
-            if _profile:
-                _prof_t[2] += _now() - t0
+            if profile:
+                prof_t[2] += _now() - t0
             clock += 1
             last_use[slot[best]] = clock
         updates += 1
         since_shrink += 1
         if shrink_every > 0 and since_shrink >= shrink_every:
             since_shrink = 0
-            if _profile:
+            if profile:
                 t0 = _now()
-            # LIBSVM's rule: at a bound, pushed outwards beyond the largest
-            # violation; a stable partition keeps the kept positions in increasing
-            # order (the scans then read every array in that order)
-            kk = 0
-            n_shrunk = 0
-            limit = vmax
-            for k in range(n_active):
-                j = act[k]
-                G = g[j]
-                if (a[j] <= lo[j] and G > limit) or (a[j] >= hi[j] and -G > limit):
-                    buf[n_shrunk] = j
-                    n_shrunk += 1
-                    on[j] = 0.0
-                else:
-                    act[kk] = j
-                    kk += 1
-            for k in range(n_shrunk):
-                act[kk + k] = buf[k]
-            if n_shrunk:  # the mask changed: scan again
+            # LIBSVM's rule (see shrink): past the largest violation at the last scan
+            kk = shrink(&pos, act, n_active, vmax, buf, on)
+            if kk < n_active:  # the mask changed: scan again
                 fresh = False
             n_active = kk
-            dense = n_active >= _dense_share * m
-            if _profile:
-                _prof_t[3] += _now() - t0
+            dense = n_active >= dense_share * m
+            if profile:
+                prof_t[3] += _now() - t0
     L.status = return_status
     L.updates = updates
     L.n_active = n_active
@@ -854,14 +455,20 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
                    double eps, Py_ssize_t shrink_every, bint pairs=True,
                    double prefer_cached=1.0, Py_ssize_t any_partner_within=0,
                    double uncached_gain=INFINITY,
-                   Py_ssize_t since_shrink=0, int n_threads=1):
+                   Py_ssize_t since_shrink=0, int n_threads=1, *,
+                   double dense_share, Py_ssize_t parallel_min, int patience=GT_SPINS,
+                   LoopProfile profile=None):
     """Greedy updates over the positions ``active[:n_active]`` until the largest
     projected gradient there is at most ``eps`` (then, if some positions were shrunk,
     over all ``n_listed`` again), ``max_updates`` updates, or a missing row.
 
     ``n_threads``: the threads that share the masked scans and the gradient updates
-    when W has at least ``set_parallel_min`` positions; the results do not depend on
-    it (fixed chunks of positions, merged in their order).
+    when W has at least ``parallel_min`` positions; the results do not depend on it
+    (fixed chunks of positions, merged in their order). The scans read every position
+    through a mask while the active positions are at least ``dense_share`` of W (above
+    1: never; 0: always), else the listed ones. The team is dismissed when the first
+    thread's waits too often outlast ``patience`` spins (0: every wait counts; tests).
+    ``profile`` (a :class:`LoopProfile`) accumulates the loop's counters.
 
     ``inv_diag`` is ``1 / diag`` where ``diag > 0``; ``sign`` the signs ``S`` of
     ``Q = SKS`` (+1 or -1). ``a``, ``g`` (the gradient ``Q a - p`` over every position),
@@ -878,23 +485,21 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     them outwards by more than the largest violation (LIBSVM's rule), every
     ``shrink_every`` updates; ``since_shrink`` counts the updates
     since the last shrinking pass, carried across calls (a call that stops for a
-    missing row after a few hundred updates must not restart the count: measured at
-    16,000 samples, where rows are missing every ~400 updates, no variable was ever
-    shrunk).
+    missing row after fewer than ``shrink_every`` updates must not restart the count,
+    else a solve whose rows are often missing would never shrink).
 
-    Returns ``(status, updates, n_active, clock, violation, need, decrease,
-    since_shrink)``: ``status``
-    is ``CONVERGED``, ``MAX_UPDATES`` or ``NEED_ROW`` (then ``need`` is the position
-    whose row is missing; nothing was changed for it), ``violation`` the largest
-    projected gradient over the scanned positions at the last scan, ``decrease`` the sum
-    of the updates' exact decreases of the objective.
+    Returns a :data:`LoopOutcome`: ``status`` is ``CONVERGED``, ``MAX_UPDATES`` or
+    ``NEED_ROW`` (then ``need`` is the position whose row is missing; nothing was
+    changed for it), ``violation`` the largest projected gradient over the scanned
+    positions at the last scan, ``decrease`` the sum of the updates' exact decreases of
+    the objective; ``team_size`` and ``team_gave_up`` describe this call's team.
     """
     cdef Py_ssize_t m = g.shape[0]
     cdef _Loop L
-    cdef _Team T
-    cdef _Chunks ch
+    cdef Team T
+    cdef Chunks ch
     cdef Py_ssize_t n_chunks = (m + CHUNK - 1) // CHUNK
-    cdef int nt = n_threads if (n_threads > 1 and m >= _parallel_min
+    cdef int nt = n_threads if (n_threads > 1 and m >= parallel_min
                                 and gt_atomics()) else 1
     if (a.shape[0] != m or lo.shape[0] != m or hi.shape[0] != m or diag.shape[0] != m
             or inv_diag.shape[0] != m or sign.shape[0] != m
@@ -945,6 +550,12 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     L.any_partner_within = any_partner_within
     L.uncached_gain = uncached_gain
     L.since_shrink = since_shrink
+    L.dense_share = dense_share
+    L.prof_t = NULL
+    L.prof_n = NULL
+    if profile is not None:
+        L.prof_t = profile.t
+        L.prof_n = profile.n
     T.ch = &ch
     T.n_chunks = n_chunks
     T.phase = 0
@@ -952,18 +563,17 @@ def greedy_updates(double[::1] a, double[::1] g, const double[::1] lo,
     T.tasks = 0
     T.late = 0
     T.gave_up = False
+    T.patience = patience
+    T.tau = TAU
     if nt > 1:
         with nogil, parallel(num_threads=nt):
             _team_enter(&T, &L)
     else:
         with nogil:
             _loop(&L, &T)
-    global _last_team, _team_gave_up
-    _last_team = T.size
-    _team_gave_up = T.gave_up
     free(L.buf)
     free(L.mark)
     free(L.on)
     free(ch.vmax)
-    return (L.status, L.updates, L.n_active, L.clock, L.vmax, L.need, L.decrease,
-            L.since_shrink)
+    return LoopOutcome(L.status, L.updates, L.n_active, L.clock, L.vmax, L.need,
+                       L.decrease, L.since_shrink, T.size, bool(T.gave_up))

@@ -2,9 +2,9 @@
  * positions with a mask instead of through the list of active positions, four
  * positions at a time.
  *
- * Through the list, a scan costs 3-5 ns a position whatever its layout (measured at
- * 16,000 samples: packed copies and branch-free forms of the scalar loop took as long):
- * each position is a chain of dependent loads, compares and branches. Here every
+ * Through the list, a scan's cost per position does not depend on the arrays' layout
+ * (packed copies and branch-free forms of the scalar loop cost as much): each position
+ * is a chain of dependent loads, compares and branches. Here every
  * quantity is computed for four positions at once with GCC/clang vector types, the
  * branches become lane selects, and each lane keeps its own best candidate; the lanes
  * are merged at the end. Positions outside the active set are read and masked out, so

@@ -1,11 +1,11 @@
-/* What the team of the greedy kernel solver's loop (_greedy_fast.pyx) needs beyond
+/* What the team of the greedy kernel solver's loop (_greedy_team.pxd) needs beyond
  * Cython: its size and thread number in the OpenMP region, and the two flags its
  * threads hand tasks over with (acquire/release atomics).
  *
- * A task of the loop (one scan or one gradient update over W) takes a few
- * microseconds, so a thread waiting for the next one spins for a while (about 10-50
- * us), then yields the core at each further look (a machine whose cores are busy
- * with other processes runs them meanwhile). Without GCC/clang atomics
+ * A task of the loop (one scan or one gradient update over W) is short, so a thread
+ * waiting for the next one spins for a while (GT_SPINS pause instructions, a few
+ * tasks' time), then yields the core at each further look (a machine whose cores are
+ * busy with other processes runs them meanwhile). Without GCC/clang atomics
  * (gt_atomics() == 0) the loop runs on one thread.
  */
 #ifndef SAFESCREEN_GREEDY_TEAM_H

@@ -7,6 +7,7 @@ certified path."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,20 +16,31 @@ from _svm_truth import noisy_data, solve_svm_dual
 from sklearn_safescreen.solvers._greedy_fast import (
     CONVERGED,
     NEED_ROW,
-    greedy_updates,
-    set_dense_scan_share,
 )
+from sklearn_safescreen.solvers._greedy_fast import greedy_updates as _greedy_updates
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen.problems.box_qp import BoxQP
 from sklearn_safescreen.problems.kernels import KernelMatrix
 from sklearn_safescreen.screening.balls import gap_ball_screen
-from sklearn_safescreen.solvers import greedy_cd
+from sklearn_safescreen.solvers import greedy_cd, row_cache
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
 from sklearn_safescreen.solvers.greedy_cd import RowCache, solve_kernel_greedy
 from sklearn_safescreen.solvers.newton import NewtonCache
 
 GAMMA = 0.5
+
+
+def greedy_updates(*args, **kwargs):
+    """The compiled loop with the solver's tuning values unless told otherwise."""
+    return _greedy_updates(*args, **{**greedy_cd.DEFAULT_OPTIONS.loop_arguments(),
+                                     **kwargs})
+
+
+def _options(monkeypatch, **changes):
+    """Solves use these tuning values (the others unchanged) for the test."""
+    monkeypatch.setattr(greedy_cd, "DEFAULT_OPTIONS",
+                        replace(greedy_cd.DEFAULT_OPTIONS, **changes))
 
 
 def _problem(X, y, C, cache_mb, newton=None):
@@ -64,7 +76,7 @@ def test_greedy_equals_exact_solution(C, rows):
     check_against_truth(problem, res, truth, 1e-9)
     if rows is not None:
         assert problem.newton is None  # no keeper: a fresh cache, bounded as asked
-        assert greedy_cd.MIN_CACHE_ROWS <= rows
+        assert greedy_cd.DEFAULT_OPTIONS.min_cache_rows <= rows
 
 
 def test_row_cache_is_bounded_and_evicts_least_recently_used():
@@ -129,7 +141,7 @@ def test_row_cache_restricted_and_extended_serve_the_same_rows(budget_rows):
         assert wide._buffer is buffer
         assert np.array_equal(np.sort(held_wide), W[5:30])  # rows 5..29 of W survived
     else:  # the most recently used rows that fit
-        cap = {40: 22, 20: greedy_cd.MIN_CACHE_ROWS}[budget_rows]
+        cap = {40: 22, 20: greedy_cd.DEFAULT_OPTIONS.min_cache_rows}[budget_rows]
         assert wide.capacity == cap and (wide._buffer is buffer) == (budget_rows == 40)
         assert held_wide.size == min(cap, held_narrow.size)
         newest = sorted(held_narrow, key=lambda j: -last_use[j])[:cap]
@@ -142,7 +154,7 @@ def test_row_cache_restricted_and_extended_serve_the_same_rows(budget_rows):
 def test_a_kept_cache_whose_rows_no_longer_fit_starts_over(n_interior, fresh):
     """A warm solve whose kept columns' rows do not all fit starts over from every free
     sample (in the same buffer) when its interior set's rows fit with room in rows that
-    wide (``FRESH_START_ROOM``), else it extends the kept columns."""
+    wide (``fresh_start_room``), else it extends the kept columns."""
     X, y = noisy_data(seed=3, n=400, d=3)
     keeper = NewtonCache()
     problem = _problem(X, y, 1.0, _rows_mb(40, 400), newton=keeper)
@@ -152,8 +164,8 @@ def test_a_kept_cache_whose_rows_no_longer_fit_starts_over(n_interior, fresh):
     keeper.rows = kept
     buffer = kept._buffer
     free, interior = np.arange(400), np.arange(n_interior)
-    assert (greedy_cd.FRESH_START_ROOM * n_interior <= 40) == fresh
-    cache = greedy_cd._row_cache(problem, free, interior)
+    assert (greedy_cd.DEFAULT_OPTIONS.fresh_start_room * n_interior <= 40) == fresh
+    cache = greedy_cd.cache_for_solve(problem, free, interior, greedy_cd.DEFAULT_OPTIONS)
     assert keeper.rows is cache and cache._buffer is buffer
     if fresh:
         assert np.array_equal(cache.W, free) and not (cache.slot >= 0).any()
@@ -168,14 +180,14 @@ def test_paths_that_start_over_stay_exact(monkeypatch):
     tenth of their rows; without the rule it would be kept) reaches the exact
     solution."""
     starts = []
-    row_cache = greedy_cd._row_cache
+    choose = greedy_cd.cache_for_solve
 
-    def recording(problem, free, interior):
-        cache = row_cache(problem, free, interior)
+    def recording(problem, free, interior, options):
+        cache = choose(problem, free, interior, options)
         starts.append(np.array_equal(cache.W, free))
         return cache
 
-    monkeypatch.setattr(greedy_cd, "_row_cache", recording)
+    monkeypatch.setattr(greedy_cd, "cache_for_solve", recording)
     X, y = noisy_data(seed=1, n=400, d=5, flip=0.1)
     n = y.size
     Q = _signed_gram(X, y)
@@ -350,7 +362,7 @@ def test_warm_path_with_kept_cache_equals_dense_solver():
         # the memory bound: the budget in bytes (more, narrower rows once W narrowed)
         rows = keeper.rows.rows
         assert rows.nbytes <= max(problem.kernel.cache_bytes,
-                                  greedy_cd.MIN_CACHE_ROWS * 8 * rows.shape[1])
+                                  greedy_cd.DEFAULT_OPTIONS.min_cache_rows * 8 * rows.shape[1])
         prev = res.alpha
 
 
@@ -377,7 +389,7 @@ def test_safesvc_path_through_the_greedy_solver(monkeypatch):
     """SafeSVC's certified path with the greedy solver chosen (its threshold lowered, a
     cache of 30 rows for 500 samples) gives the models of the dense solver, without a
     repair."""
-    monkeypatch.setattr(greedy_cd, "GREEDY_MIN_FREE", 0)
+    _options(monkeypatch, greedy_min_free=0)
     X, y = noisy_data(seed=6, n=500, d=5, flip=0.05)
     ours = SafeSVC(kernel="rbf", gamma=GAMMA, tol=1e-8, warm_start=True,
                    cache_size=_rows_mb(30, 500), random_state=0)
@@ -508,7 +520,7 @@ def test_rows_over_every_sample_go_through_the_kernel_cache(monkeypatch, share):
     # a cold solve over every sample touches every row; computed through the kernel's
     # row cache, the certificate's margins then read them instead of computing them
     if not share:  # rows of its own (neither read in place nor copied from the kernel's)
-        monkeypatch.setattr(greedy_cd, "SHARE_FRACTION", 2.0)
+        _options(monkeypatch, share_fraction=2.0)
         monkeypatch.setattr(greedy_cd.KernelRowView, "possible",
                             staticmethod(lambda problem: False))
     X, y = noisy_data(seed=9, n=400, d=4)
@@ -585,17 +597,8 @@ def test_loop_answer_does_not_depend_on_the_order_of_the_active_list(seed):
         np.testing.assert_allclose(a, truth, atol=1e-7)
 
 
-@pytest.fixture
-def scan_share():
-    """Set the share of W above which the loop scans through the mask; restored
-    after the test."""
-    old = set_dense_scan_share(0.25)
-    yield set_dense_scan_share
-    set_dense_scan_share(old)
-
-
 @pytest.mark.parametrize("seed", range(8))
-def test_masked_scans_choose_as_the_listed_ones(seed, scan_share):
+def test_masked_scans_choose_as_the_listed_ones(seed):
     """The vector scans over every position through the mask (four lanes, each with its
     own best, merged at the end) make the very same updates as the scalar scans through
     the active list: with shrinking, bounds reached, a number of positions that is not
@@ -626,14 +629,13 @@ def test_masked_scans_choose_as_the_listed_ones(seed, scan_share):
     rows = np.ascontiguousarray(Q)
     runs = []
     for share in (2.0, 0.0):
-        scan_share(share)
         a, g, slot = a0.copy(), Q @ a0 - p, slot0.copy()
         active = np.arange(m, dtype=np.int64)
         trace = []
         for _ in range(200):  # calls until converged, serving each missing row
             out = greedy_updates(a, g, lo, hi, diag, inv, s, active, m, m, rows, slot,
                                  np.zeros(m, dtype=np.int64), 0, 25, 1e-12, 5, True, 1.0,
-                                 m // 2, 1.5)
+                                 m // 2, 1.5, dense_share=share)
             trace.append((out[0], out[1], out[5]))
             if out[0] == NEED_ROW:
                 slot[out[5]] = out[5]
@@ -653,7 +655,7 @@ def test_partner_rules_reach_the_exact_solution_with_a_small_cache(monkeypatch,
     # the partner among all variables or among the cached rows, with a cache of 24 rows
     # of 300 (partners' rows asked for, rows evicted and computed again): the exact
     # optimum, and what dynamic screening fixed at the bound the optimum demands
-    monkeypatch.setattr(greedy_cd, "PARTNER_ANY", partner_any)
+    _options(monkeypatch, partner_any=partner_any)
     X, y = noisy_data(seed=11, n=300, d=4)
     n = y.size
     for C in (0.5, 20.0):
@@ -669,7 +671,7 @@ def test_row_cache_fetch_into_consecutive_and_scattered_slots_stores_the_rows():
     # a cold cache fills consecutive slots (copied through a slice), a full one the
     # evicted, scattered slots: either way each position's slot holds its signed row
     X, y = noisy_data(seed=2, n=60, d=3)
-    problem = _problem(X, y, 1.0, _rows_mb(greedy_cd.MIN_CACHE_ROWS, 60))
+    problem = _problem(X, y, 1.0, _rows_mb(greedy_cd.DEFAULT_OPTIONS.min_cache_rows, 60))
     cache = RowCache(problem, np.arange(60))
     Q = _signed_gram(X, y)
     cap = cache.capacity
@@ -687,7 +689,7 @@ def test_newton_steps_tried_early_still_reach_the_exact_solution(monkeypatch, be
     # Newton steps on the interior set tried from a large gap on (where that set is
     # still wrong and the clipped step may raise the objective): the answer is still
     # the exact optimum, with what dynamic screening fixed at the right bound
-    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", below)
+    _options(monkeypatch, newton_below_gap=below)
     X, y = noisy_data(seed=4, n=500, d=4)
     n = y.size
     for C in (1.0, 30.0):
@@ -701,8 +703,8 @@ def test_newton_steps_tried_early_still_reach_the_exact_solution(monkeypatch, be
 
 @pytest.mark.parametrize("retries", [0, 1, 2])
 def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries):
-    # NEWTON_RETRIES + 1 Newton steps in a row tried early that do not help (here:
-    # reported singular) make the later ones wait for NEWTON_LATE_GAP (here 0: none),
+    # newton_retries + 1 Newton steps in a row tried early that do not help (here:
+    # reported singular) make the later ones wait for newton_late_gap (here 0: none),
     # and the solve still ends at the exact optimum through the greedy updates
     calls = []
 
@@ -711,9 +713,9 @@ def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries):
         return None
 
     monkeypatch.setattr(greedy_cd, "_newton_step", failing_step)
-    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
-    monkeypatch.setattr(greedy_cd, "NEWTON_LATE_GAP", 0.0)
-    monkeypatch.setattr(greedy_cd, "NEWTON_RETRIES", retries)
+    _options(monkeypatch, newton_below_gap=np.inf)
+    _options(monkeypatch, newton_late_gap=0.0)
+    _options(monkeypatch, newton_retries=retries)
     X, y = noisy_data(seed=4, n=400, d=4)
     n = y.size
     problem = _problem(X, y, 10.0, _rows_mb(60, n), newton=NewtonCache())
@@ -726,15 +728,15 @@ def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries):
 
 def test_gap_checks_come_at_most_a_quarter_epoch_apart(monkeypatch):
     """However many checks came before, a call of the greedy loop runs at most
-    CHECK_EIGHTHS / 8 epochs of updates before the next gap check (a growing budget
-    once let one call run 17,000 updates past the tolerance at 16,000 samples), and
-    the solve still ends at the exact optimum."""
+    ``check_eighths`` / 8 epochs of updates before the next gap check (a growing budget
+    would let one call run far past the tolerance), and the solve still ends at the
+    exact optimum."""
     budgets = []
     original = greedy_cd.greedy_updates
 
-    def recording(*args):
+    def recording(*args, **kwargs):
         budgets.append(args[14])
-        return original(*args)
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(greedy_cd, "greedy_updates", recording)
     X, y = noisy_data(seed=5, n=400, d=4)
@@ -744,8 +746,8 @@ def test_gap_checks_come_at_most_a_quarter_epoch_apart(monkeypatch):
     res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-10,
                               max_iter=100000, random_state=None)
     check_against_truth(problem, res, truth, 1e-9)
-    assert len(budgets) > greedy_cd.CHECK_EIGHTHS + 2  # the cap was reached
-    assert max(budgets) == greedy_cd.CHECK_EIGHTHS * n // 8
+    assert len(budgets) > greedy_cd.DEFAULT_OPTIONS.check_eighths + 2  # the cap was reached
+    assert max(budgets) == greedy_cd.DEFAULT_OPTIONS.check_eighths * n // 8
 
 
 @pytest.mark.parametrize("columns", ["every", "shuffled", "subset"])
@@ -783,7 +785,7 @@ def test_newton_block_from_cached_and_missing_rows_equals_the_signed_gram():
     cache = RowCache(problem, W)
     cache.fetch(problem, np.arange(10, 25))
     interior = np.array([3, 12, 40, 11, 24, 60, 17])  # cached and missing rows
-    block = greedy_cd._CachedBlock(problem, cache)[np.ix_(interior, interior)]
+    block = row_cache.CachedBlock(problem, cache)[np.ix_(interior, interior)]
     Q = _signed_gram(X, y)
     np.testing.assert_allclose(block, Q[np.ix_(W[interior], W[interior])], atol=1e-12)
     want = cache.signed(problem, interior)[:, interior]
@@ -803,7 +805,7 @@ def test_newton_steps_beyond_the_largest_system_take_a_subset(monkeypatch):
 
     monkeypatch.setattr(greedy_cd, "_newton_step", recording_step)
     monkeypatch.setattr(greedy_cd, "NEWTON_MAX_SYSTEM", 25)
-    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
+    _options(monkeypatch, newton_below_gap=np.inf)
     X, y = noisy_data(seed=4, n=500, d=4)
     n = y.size
     problem = _problem(X, y, 30.0, _rows_mb(60, n), newton=NewtonCache())
@@ -819,11 +821,11 @@ def test_newton_steps_beyond_the_largest_system_take_a_subset(monkeypatch):
 def test_newton_steps_resume_early_when_pending_variables_return(monkeypatch):
     """Once an early Newton step raised the objective, later steps wait for a small gap;
     when pending variables return to W the interior set changes and the gap opens again,
-    and the next step is taken as early as at the start of a solve (before, a large-C
-    solve of 16,000 samples made 135,000 updates without one). A path of 800 samples
-    with 80 cached rows up to C = 1000, where this happens at the last value (without
+    and the next step is taken as early as at the start of a solve (else a large-C
+    solve could crawl through the rest of its gap on greedy updates alone). A path of
+    800 samples with 80 cached rows up to C = 1000, where this happens at the last value (without
     the pending check before the first step, which takes the returns before it)."""
-    monkeypatch.setattr(greedy_cd, "EARLY_PENDING_CHECK", False)
+    _options(monkeypatch, early_pending_check=False)
     events = []
     newton, add_columns, relative_gap = (greedy_cd._newton_step, greedy_cd._add_columns,
                                          greedy_cd._relative_gap)
@@ -857,7 +859,7 @@ def test_newton_steps_resume_early_when_pending_variables_return(monkeypatch):
     back = next(k for k, (name, _) in enumerate(events) if name == "return" and k > raised)
     step = next(k for k, (name, _) in enumerate(events) if name == "newton" and k > back)
     gap_before_step = [v for name, v in events[back:step] if name == "gap"][-1]
-    assert gap_before_step > greedy_cd.NEWTON_LATE_GAP
+    assert gap_before_step > greedy_cd.DEFAULT_OPTIONS.newton_late_gap
 
 
 @pytest.mark.parametrize("early", [True, False])
@@ -866,7 +868,7 @@ def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch,
     violators) before its first Newton step, so that the step's factorisation holds
     them; the solutions are the exact ones either way. A path of 400 samples with 40
     cached rows: at C = 10 the solve starts with pending variables."""
-    monkeypatch.setattr(greedy_cd, "EARLY_PENDING_CHECK", early)
+    _options(monkeypatch, early_pending_check=early)
     events = []
     newton, gradient = greedy_cd._newton_step, greedy_cd._PendingMargins.gradient
 
@@ -896,14 +898,13 @@ def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch,
 
 
 def test_returning_variables_renew_the_newton_budget(monkeypatch):
-    """A solve's Newton steps are limited (``NEWTON_MAX_STEPS``), but when pending
+    """A solve's Newton steps are limited (``newton_max_steps``), but when pending
     variables return to W after the budget is spent, the interior set has changed and
-    further steps may come (half the budget): at 16,000 samples and tol=1e-6 the twelve
-    steps of C = 10 were spent before the last return and the greedy updates crawled
-    the rest of the solve alone (74,000 updates against 23,000). Here with a budget of
-    two, on the path of the test above."""
-    monkeypatch.setattr(greedy_cd, "NEWTON_MAX_STEPS", 2)
-    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", np.inf)
+    further steps may come (half the budget), instead of greedy updates crawling
+    through the rest of the solve alone. Here with a budget of two, on the path of the
+    test above."""
+    _options(monkeypatch, newton_max_steps=2)
+    _options(monkeypatch, newton_below_gap=np.inf)
     events = []
     newton, add_columns = greedy_cd._newton_step, greedy_cd._add_columns
 
@@ -943,7 +944,7 @@ def test_the_loop_on_the_kernels_own_rows_makes_the_signed_rows_updates(monkeypa
     (unsigned) and runs its loop on b = S alpha: the same updates as on the signed rows
     of a copy, value for value, and the exact optimum (Newton steps off, whose gradient
     updates sum in another order)."""
-    monkeypatch.setattr(greedy_cd, "NEWTON_BELOW_GAP", 0.0)
+    _options(monkeypatch, newton_below_gap=0.0)
     X, y = noisy_data(seed=seed, n=300, d=4)
     n = y.size
     truth = solve_svm_dual(5.0, Q=_signed_gram(X, y))
@@ -977,7 +978,7 @@ def test_the_kernels_own_rows_serve_as_signed_rows():
     view.accumulate(problem, out, positions, np.linspace(-1, 1, 30))
     np.testing.assert_allclose(out, want, atol=1e-12)
     rows, cols = positions[:7], np.sort(positions[10:])
-    np.testing.assert_allclose(greedy_cd._CachedBlock(problem, view)[rows, cols],
+    np.testing.assert_allclose(row_cache.CachedBlock(problem, view)[rows, cols],
                                Q[np.ix_(rows, cols)], atol=1e-12)
     keep = np.sort(rng.permutation(n)[:80])
     cached = np.flatnonzero(view.slot >= 0)
@@ -993,3 +994,28 @@ def test_the_kernels_own_rows_serve_as_signed_rows():
     fresh = greedy_cd.KernelRowView(problem)
     assert fresh.serves(problem)
     assert not fresh.serves(other) and not fresh.serves(flipped)
+
+
+def test_greedy_options_are_frozen_and_checked():
+    """The tuning values: one immutable object whose bad values fail where they are
+    given, not deep inside a solve."""
+    from dataclasses import FrozenInstanceError
+
+    from sklearn_safescreen.solvers.greedy_options import GreedyOptions
+
+    options = GreedyOptions()
+    with pytest.raises(FrozenInstanceError):
+        options.prefetch_rows = 8
+    assert options.loop_arguments() == dict(dense_share=0.25, parallel_min=2048,
+                                            patience=options.team_patience)
+    for bad, error in ((dict(prefetch_rows=0), ValueError),
+                       (dict(newton_below_gap=float("nan")), ValueError),
+                       (dict(prefer_cached=-0.1), ValueError),
+                       (dict(partner_any=1), TypeError),
+                       (dict(shrink_every=10.0), TypeError),
+                       (dict(parallel_min=True), TypeError)):
+        with pytest.raises(error, match=next(iter(bad))):
+            GreedyOptions(**bad)
+    # a valid change keeps every other default
+    changed = replace(options, newton_below_gap=np.inf)
+    assert changed.newton_below_gap == np.inf and changed.prefetch_rows == 32
