@@ -1,0 +1,269 @@
+r"""The exact regularisation path of the 1-norm SVM (the problem of
+:class:`~sklearn_safescreen.SafeLPSVC`), every breakpoint, by a parametric simplex in
+the L1 weight (:mod:`.solvers.lp_homotopy`; ``doc/theory/lp_svm.rst``)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_array, check_consistent_length
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight
+
+from ._utils.warnings import PrecisionWarning, warn_user
+from ._validation import check_magnitude, class_weights
+from .problems.lp_svm import LPSVMData, add_intercept_column
+from .solvers.lp_homotopy import (
+    ABOVE,
+    BELOW,
+    FEATURE,
+    GAP_RTOL,
+    L_STATUS,
+    LPHomotopy,
+)
+
+#: Largest magnitude of an entry of X (as in SafeLPSVC): margins and correlations are
+#: sums of products.
+MAX_ENTRY = 1e100
+
+#: The fields of the ``events`` array :func:`lp_svm_path` returns.
+EVENT_DTYPE = np.dtype([("enter", "U7"), ("enter_index", np.intp), ("sign", np.int8),
+                        ("leave", "U7"), ("leave_index", np.intp), ("gap", np.float64)])
+
+_ENTER_NAMES = {FEATURE: "feature", BELOW: "below", ABOVE: "above"}
+_LEAVE_NAMES = {FEATURE: "feature", 3: "sample"}
+
+
+def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
+                max_breakpoints: int | None = None, fit_intercept: bool = True,
+                intercept_scaling: float = 1.0, sample_weight=None, class_weight=None,
+                return_dual: bool = False):
+    r"""The exact solution path of the 1-norm SVM, every breakpoint from ``alpha_max``
+    down.
+
+    The problem is that of :class:`~sklearn_safescreen.SafeLPSVC` (the same scaling of
+    ``alpha``, loss averaged over the samples of positive weight, weights rescaled to
+    average 1, the intercept a penalised constant column of value
+    ``intercept_scaling``):
+
+    .. math::
+
+        \min_w\ \alpha\|w\|_1+\frac1n\sum_{i=1}^nc_i\max\{0,\ 1-y_iw^\top x_i\}.
+
+    It is a linear program whose costs are linear in :math:`\alpha`: its solution is
+    **piecewise constant** in :math:`\alpha`, a vertex of the feasible polytope on each
+    interval between two breakpoints, and at a breakpoint every point of the segment
+    between the two vertices is optimal (so the path is piecewise linear in
+    :math:`\|w\|_1`, the parameter of the constrained form). The dual solution is
+    continuous and piecewise linear in :math:`\alpha`. The path is followed by a
+    parametric simplex (``doc/theory/lp_svm.rst``): at each breakpoint one variable enters
+    the basis (a feature joins the support, or a sample on the margin leaves it) and one
+    leaves (a feature leaves the support, or a sample reaches the margin).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training data; sparse input (CSR or CSC) is never densified.
+    y : array-like of shape (n_samples,)
+        Two class labels; the second (in sorted order) is the positive class.
+    eps : float, default=1e-3
+        The path stops at ``eps * alpha_max`` (unless ``alpha_min`` is given).
+    alpha_min : float, default=None
+        The smallest ``alpha`` of the path (overrides ``eps``).
+    max_breakpoints : int, default=None
+        Stop after this many breakpoints.
+    fit_intercept : bool, default=True
+    intercept_scaling : float, default=1.0
+        As in :class:`~sklearn_safescreen.SafeLPSVC`.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights of the samples' losses; samples of weight 0 are left out.
+    class_weight : dict or "balanced", default=None
+        Multiplies the loss of each class's samples.
+    return_dual : bool, default=False
+        Also return the dual solution at each breakpoint (dense, ``n_samples`` values a
+        breakpoint).
+
+    Returns
+    -------
+    alphas : ndarray of shape (n_breakpoints,)
+        The breakpoints, non-increasing, ``alphas[0] = alpha_max``. A degenerate
+        breakpoint (several events at one ``alpha``) appears once per event.
+    coefs : scipy.sparse.csc_matrix of shape (n_features, n_breakpoints)
+        ``coefs[:, k]`` is the vertex after the event at ``alphas[k]``: optimal for every
+        ``alpha`` in ``[alphas[k + 1], alphas[k]]`` (down to the path's end for the last
+        one). Above ``alphas[0]`` the solution is 0.
+    intercepts : ndarray of shape (n_breakpoints,)
+        ``intercept_scaling`` times the intercept column's weight (0 without intercept).
+    events : ndarray of shape (n_breakpoints,), structured
+        Fields ``enter`` (``"feature"``: feature ``enter_index`` joins the support with
+        sign ``sign``; ``"below"`` or ``"above"``: sample ``enter_index``, on the margin,
+        leaves it to a margin below 1, dual at its bound, or above 1, dual 0),
+        ``leave`` (``"feature"``: feature ``leave_index`` leaves the support;
+        ``"sample"``: sample ``leave_index`` reaches the margin) and ``gap``, the
+        relative duality gap certified at the breakpoint. The intercept is feature
+        ``n_features``; samples are indexed in ``X``.
+    dual_coefs : ndarray of shape (n_samples, n_breakpoints)
+        Only with ``return_dual``: the dual :math:`\alpha_i` (as SafeLPSVC's
+        ``dual_coef_``) at each breakpoint; linear in ``alpha`` between breakpoints.
+
+    See Also
+    --------
+    lp_svm_path_at : the solution at given values of ``alpha``, read off the path.
+    SafeLPSVC : the same problem at one ``alpha``.
+    sklearn.linear_model.lars_path : the lasso's path.
+
+    References
+    ----------
+    J. Zhu, S. Rosset, T. Hastie, R. Tibshirani. 1-norm support vector machines.
+    NIPS 2003.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_safescreen import lp_svm_path
+    >>> X, y = make_classification(60, 20, n_informative=3, random_state=0)
+    >>> alphas, coefs, intercepts, events = lp_svm_path(X, y, eps=0.1)
+    >>> bool(alphas[0] > alphas[-1] >= 0.1 * alphas[0])
+    True
+    >>> str(events["enter"][0]), bool(coefs[:, 0].nnz == 1)
+    ('feature', True)
+    """
+    if not isinstance(eps, numbers.Real) or not 0 <= eps < 1:
+        raise ValueError(f"eps must be in [0, 1); got {eps!r}")
+    if alpha_min is not None and (not isinstance(alpha_min, numbers.Real)
+                                  or not alpha_min >= 0):
+        raise ValueError(f"alpha_min must be a non-negative number; got {alpha_min!r}")
+    if max_breakpoints is not None and (not isinstance(max_breakpoints, numbers.Integral)
+                                        or max_breakpoints < 1):
+        raise ValueError(f"max_breakpoints must be a positive integer; got "
+                         f"{max_breakpoints!r}")
+    if not isinstance(intercept_scaling, numbers.Real) or not intercept_scaling > 0:
+        raise ValueError(f"intercept_scaling must be positive; got {intercept_scaling!r}")
+    data, keep, labels_n = _problem(X, y, sample_weight, class_weight, fit_intercept,
+                                    intercept_scaling)
+    n_features = X.shape[1]
+    lam_max = data.lambda_max()
+    if lam_max <= 0.0:
+        raise ValueError("X^T (weighted labels) is zero: w = 0 is optimal for every alpha "
+                         "and the path has no breakpoint")
+    lam_min = float(alpha_min) if alpha_min is not None else eps * lam_max
+    solver = LPHomotopy(data, keep_status=return_dual)
+    points = list(solver.run(lam_min, max_breakpoints))
+    if solver.drift_events:
+        warn_user(f"lp_svm_path: the basis factor lost accuracy {solver.drift_events} "
+                  "time(s) along the path and was refactorised from scratch; the "
+                  "breakpoints' certified gaps are in events['gap'].", PrecisionWarning)
+    worst = max((p.gap for p in points), default=0.0)
+    if worst > GAP_RTOL:
+        warn_user(f"lp_svm_path: a breakpoint's relative duality gap is {worst:.3g} "
+                  f"(> {GAP_RTOL:g}) even with a fresh factor: the data may be too badly "
+                  "scaled for double precision (try StandardScaler).", PrecisionWarning)
+    return _assemble(points, n_features, fit_intercept, intercept_scaling, keep,
+                     labels_n, data, return_dual)
+
+
+def lp_svm_path_at(alphas, coefs, intercepts, values):
+    """The solution at each of ``values``, read off a path of :func:`lp_svm_path`.
+
+    The solution is constant between breakpoints; at a breakpoint (where a segment of
+    solutions is optimal) the vertex of the interval below it is returned.
+
+    Parameters
+    ----------
+    alphas, coefs, intercepts :
+        What :func:`lp_svm_path` returned.
+    values : array-like of shape (n_values,)
+        Values of ``alpha``, each at least the path's last breakpoint or its ``alpha_min``
+        (below that the path does not tell).
+
+    Returns
+    -------
+    coefs : scipy.sparse.csc_matrix of shape (n_features, n_values)
+    intercepts : ndarray of shape (n_values,)
+    """
+    alphas = np.asarray(alphas, dtype=np.float64)
+    values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    coefs = sp.csc_matrix(coefs)
+    intercepts = np.asarray(intercepts, dtype=np.float64)
+    # the last breakpoint at or above each value (alphas is non-increasing)
+    k = np.searchsorted(-alphas, -values, side="right") - 1
+    zero = k < 0
+    kk = np.where(zero, 0, k)
+    out = coefs[:, kk].tocsc()
+    if zero.any():
+        scale = sp.diags((~zero).astype(np.float64))
+        out = (out @ scale).tocsc()
+        out.eliminate_zeros()
+    return out, np.where(zero, 0.0, intercepts[kk])
+
+
+def _problem(X, y, sample_weight, class_weight, fit_intercept, intercept_scaling):
+    X = check_array(X, accept_sparse=("csr", "csc"), dtype=np.float64)
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y
+    check_consistent_length(X, y)
+    check_magnitude(X, "X", MAX_ENTRY, "margins and correlations sum products")
+    check_classification_targets(y)
+    encoder = LabelEncoder()
+    y_ind = encoder.fit_transform(y)
+    classes = encoder.classes_
+    if classes.size != 2:
+        raise ValueError(f"lp_svm_path needs two classes; got {classes.size}. Fit one "
+                         "path per class against the rest for more.")
+    sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                              ensure_non_negative=True)
+    cw = class_weights(class_weight, classes, y_ind)
+    weights = sw * (cw[y_ind] if cw is not None else 1.0)
+    keep = weights > 0
+    if not keep.any():
+        raise ValueError("all sample weights are zero: there is nothing to fit")
+    Xk = X[keep] if not keep.all() else X
+    if fit_intercept:
+        Xk = add_intercept_column(Xk, intercept_scaling)
+    labels = np.where(y_ind[keep] == 1, 1.0, -1.0)
+    c = weights[keep] / weights[keep].mean()
+    return LPSVMData(Xk, labels, c), keep, labels
+
+
+def _assemble(points, n_features, fit_intercept, intercept_scaling, keep, labels, data,
+              return_dual):
+    K = len(points)
+    alphas = np.array([p.lam for p in points])
+    indptr = np.zeros(K + 1, dtype=np.intp)
+    idx, vals = [], []
+    intercepts = np.zeros(K)
+    for k, p in enumerate(points):
+        nz = p.values != 0.0
+        sup, val = p.support[nz], p.values[nz]
+        if fit_intercept:
+            last = sup == n_features
+            if last.any():
+                intercepts[k] = float(val[last][0]) * intercept_scaling
+            sup, val = sup[~last], val[~last]
+        order = np.argsort(sup)
+        idx.append(sup[order])
+        vals.append(val[order])
+        indptr[k + 1] = indptr[k] + len(sup)
+    coefs = sp.csc_matrix((np.concatenate(vals) if K else np.zeros(0),
+                           np.concatenate(idx) if K else np.zeros(0, dtype=np.intp),
+                           indptr), shape=(n_features, K))
+    sample_ids = np.flatnonzero(keep)
+    events = np.zeros(K, dtype=EVENT_DTYPE)
+    for k, p in enumerate(points):
+        events[k] = (_ENTER_NAMES[p.enter],
+                     p.enter_index if p.enter == FEATURE else sample_ids[p.enter_index],
+                     p.sign, _LEAVE_NAMES[p.leave],
+                     p.leave_index if p.leave == FEATURE else sample_ids[p.leave_index],
+                     p.gap)
+    if not return_dual:
+        return alphas, coefs, intercepts, events
+    dual = np.zeros((keep.size, K))
+    for k, p in enumerate(points):
+        a = np.where(p.status == L_STATUS, data.s, 0.0)
+        a[p.margin_set] = np.clip(p.margin_dual, 0.0, data.s[p.margin_set])
+        dual[sample_ids, k] = labels * a
+    return alphas, coefs, intercepts, events, dual
