@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 
 from sklearn_safescreen import PrecisionWarning, SafeLPSVC, lp_svm_path, lp_svm_path_at
+from sklearn_safescreen import lp_svm_exact_path as path_module
 from sklearn_safescreen.problems.lp_svm import LPSVMData, add_intercept_column
-from sklearn_safescreen.solvers.lp_homotopy import LPHomotopy
+from sklearn_safescreen.solvers.lp_homotopy import LPHomotopy, PathFollower, make_core
 
 #: Relative agreement of each breakpoint's objective with HiGHS's optimum.
 RTOL = 1e-9
@@ -233,44 +234,77 @@ def test_read_off_is_piecewise_constant():
 
 def test_stopping_rules():
     X, y, _ = make_problem(20, n=40, d=25)
-    full, *_ = lp_svm_path(X, y, eps=0.0)
+    full, *_ = lp_svm_path(X, y, eps=1e-6)
     few, *_ = lp_svm_path(X, y, max_breakpoints=7)
     assert len(few) == 7 and np.array_equal(few, full[:7])
     some, *_ = lp_svm_path(X, y, alpha_min=full[10])
     assert some[-1] >= full[10] and len(some) <= 11
 
 
-def test_basis_inverse_updates_match_a_fresh_factor():
+@pytest.mark.parametrize("sparse", [False, True])
+def test_compiled_core_makes_the_reference_pivots(sparse):
+    X, y, _ = make_problem(26, n=60, d=40, sparse=sparse, intercept=True)
+    fast = lp_svm_path(X, y, eps=1e-4)
+    slow = lp_svm_path(X, y, eps=1e-4, compiled=False)
+    np.testing.assert_allclose(fast[0], slow[0], rtol=1e-10)
+    for field in ("enter", "enter_index", "sign", "leave", "leave_index"):
+        assert list(fast[3][field]) == list(slow[3][field])
+    assert abs(fast[1] - slow[1]).max() <= 1e-9 * abs(slow[1]).max()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_basis_inverse_updates_match_a_fresh_factor(compiled, sparse):
     """With no periodic refactorisation, the inverse kept by rank-one updates along a
-    path equals the inverse of the margin matrix."""
-    X, y, _ = make_problem(21, n=60, d=40)
-    solver = LPHomotopy(LPSVMData(X, y), refactor_every=10**9)
-    sizes = set()
-    for _ in solver.run(0.0, max_breakpoints=120):
-        sizes.add(len(solver.A))
-        if len(solver.A):
-            M = solver._margin_matrix()
-            assert np.abs(solver.G @ M - np.eye(len(solver.A))).max() < 1e-9
-    assert len(sizes) > 5 and solver.n_refactor == 0
+    path (columns and rows replaced, added and removed) equals the inverse of the
+    margin matrix."""
+    X, y, _ = make_problem(21, n=60, d=40, sparse=sparse)
+    data = LPSVMData(X, y)
+    core = make_core(data, compiled)
+    follower = PathFollower(core, data, refactor_every=10**9)
+    sizes = []
+    for point in follower.run(1e-4 * data.lambda_max(), max_breakpoints=150):
+        sizes.append(len(point.support))
+        if compiled:
+            error = core.check_inverse()
+        else:
+            M = core._margin_matrix()
+            error = np.abs(core.G @ M - np.eye(len(core.A))).max(initial=0.0)
+        assert error < 1e-9
+    assert max(sizes) > 10 and min(np.diff(sizes)) < 0 and follower.n_refactor == 0
 
 
-def test_lost_factor_is_refactorised_and_reported(monkeypatch):
+class _Corrupting:
+    """A core whose factor and primal values are corrupted after the 15th pivot."""
+
+    def __init__(self, core, compiled):
+        self.__dict__.update(core=core, compiled=compiled, calls=0)
+
+    def __getattr__(self, name):
+        return getattr(self.core, name)
+
+    def __setattr__(self, name, value):
+        setattr(self.core, name, value)
+
+    def pivot(self, *args):
+        out = self.core.pivot(*args)
+        self.__dict__["calls"] += 1
+        if self.calls == 15:
+            G = self.core.G_arr if self.compiled else self.core.G
+            t = self.core.t_arr if self.compiled else self.core.t
+            G *= 1.0 + 1e-3
+            t *= 1.0 + 1e-3
+        return out
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_lost_factor_is_refactorised_and_reported(monkeypatch, compiled):
     """A factor corrupted mid-path: the breakpoint's gap check fails, the factor is
     rebuilt, a PrecisionWarning says so, and the path stays exact."""
     X, y, _ = make_problem(22, n=40, d=25)
     clean = lp_svm_path(X, y, fit_intercept=False)
-    original = LPHomotopy.pivot
-    calls = {"n": 0}
-
-    def corrupting(self, *args):
-        out = original(self, *args)
-        calls["n"] += 1
-        if calls["n"] == 15:
-            self.G *= 1.0 + 1e-3
-            self.t *= 1.0 + 1e-3
-        return out
-
-    monkeypatch.setattr(LPHomotopy, "pivot", corrupting)
+    monkeypatch.setattr(path_module, "make_core",
+                        lambda data, c: _Corrupting(make_core(data, compiled), compiled))
     with pytest.warns(PrecisionWarning, match="refactorised"):
         path = check_against_highs(X, y, midpoints=False)
     np.testing.assert_allclose(path[0], clean[0], rtol=1e-12)
@@ -292,7 +326,9 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="max_breakpoints"):
         lp_svm_path(X, y, max_breakpoints=0)
     with pytest.raises(ValueError, match="alpha_min"):
-        lp_svm_path(X, y, alpha_min=-1.0)
+        lp_svm_path(X, y, alpha_min=0.0)
+    with pytest.raises(ValueError, match="eps"):
+        lp_svm_path(X, y, eps=0.0)
     with pytest.raises(ValueError, match="weights are zero|non-zero"):
         lp_svm_path(X, y, sample_weight=np.zeros(20))
     with pytest.raises(ValueError, match="no breakpoint"):

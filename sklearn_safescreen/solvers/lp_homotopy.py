@@ -97,21 +97,13 @@ class LPHomotopy:
     Parameters
     ----------
     data : LPSVMData
-    refactor_every : int
-        Pivots between refactorisations from scratch.
-    keep_status : bool
-        Record every sample's status (below, above, on the margin) at each breakpoint
-        (what the full dual needs; memory ``n`` bytes a breakpoint).
     """
 
-    def __init__(self, data: LPSVMData, refactor_every: int = REFACTOR_EVERY,
-                 keep_status: bool = False):
+    def __init__(self, data: LPSVMData):
         if np.any(data.s <= 0):
             raise ValueError("the homotopy needs positive sample weights (leave out the "
                              "samples of zero weight)")
         self.data = data
-        self.refactor_every = int(refactor_every)
-        self.keep_status = keep_status
         n, d = data.n_samples, data.n_features
         self.n, self.d = n, d
         Z = data.Z
@@ -133,10 +125,6 @@ class LPHomotopy:
         self.m = np.zeros(n)  # margins Z w
         self.cL = self._corr_below()  # Z_L^T s_L
         self.lam = np.inf
-        self.pivots_since_refactor = 0
-        self.n_refactor = 0
-        self.drift_events = 0
-        self.max_drift = 0.0
 
     # ---------------------------------------------------------------- products ---
     def _rows(self, rows):
@@ -164,27 +152,25 @@ class LPHomotopy:
             if len(self.A) else np.zeros((0, 0))
 
     # ----------------------------------------------------------- refactorise ---
-    def refactor(self) -> float:
+    def refactor(self):
         """The basis inverse, the primal values, the margins and :math:`Z_L^\\top s_L`
-        from scratch; returns the largest relative drift of the maintained values."""
+        from scratch; returns the largest relative drift of the maintained primal values
+        and the largest change of :math:`Z_L^\\top s_L`."""
         k = len(self.A)
         drift = 0.0
         if k:
             M = self._margin_matrix()
             G = np.linalg.inv(M)
             t = G.sum(axis=1)  # G @ 1
-            drift = max(drift, _rel(self.G, G), _rel(self.t, t))
+            drift = max(drift, _rel(self.t, t))
             self.G, self.t = G, t
         m = np.asarray(self._cols(self.A) @ (self.sgnA * self.t)).ravel() if k \
             else np.zeros(self.n)
         cL = self._corr_below()
-        drift = max(drift, _rel(self.m, m), _rel(self.cL, cL, scale=float(
-            self.data.col_abs_s.max(initial=0.0))))
+        drift = max(drift, _rel(self.m, m))
+        change = float(np.abs(self.cL - cL).max(initial=0.0))
         self.m, self.cL = m, cL
-        self.pivots_since_refactor = 0
-        self.n_refactor += 1
-        self.max_drift = max(self.max_drift, drift)
-        return drift
+        return drift, change
 
     # ------------------------------------------------------------- duals ---
     def _dual_lines(self):
@@ -215,9 +201,10 @@ class LPHomotopy:
 
     # ------------------------------------------------------------- one pivot ---
     def next_event(self, lam_stop: float):
-        """The next breakpoint at or below the current lambda: ``(lam, kind, index,
-        sign)`` of the entering variable, or None when the basis is optimal down to
-        ``lam_stop`` (or down to 0). Also returns the certified gap at the breakpoint."""
+        """``(found, lam, kind, index, sign, gap)``: the next breakpoint at or below the
+        current lambda and its entering variable (``index``: the feature, or the margin
+        sample's position in E), with the basis's relative gap there; ``found`` is False
+        when the basis is optimal down to ``lam_stop`` (or down to 0)."""
         n = self.n
         u, v = self._dual_lines()
         g, h = self._corr_lines(u, v)
@@ -232,13 +219,12 @@ class LPHomotopy:
             np.ones(2 * self.d), np.full(2 * len(u), max(1.0, float(
                 np.abs(u).max(initial=0.0))))])
         cand = ok & (d1 > slope_tol)
-        lam_now = self.lam
         with np.errstate(divide="ignore", invalid="ignore"):
             cross = np.where(cand, -d0 / np.where(cand, d1, 1.0), -np.inf)
         top = float(cross.max(initial=-np.inf))
         if not np.isfinite(top) or top <= lam_stop or top <= 0.0:
-            return None, self._gap(lam_stop if np.isfinite(lam_stop) else 0.0, u, v), (u, v)
-        lam_next = min(top, lam_now)
+            return False, 0.0, -1, -1, 0, self._gap(_end_value(lam_stop, self.lam), u, v)
+        lam_next = min(top, self.lam)
         ties = np.flatnonzero(cross >= top - TIE_RTOL * max(abs(top), 1e-300))
         # the variables' global order: p_0..p_{d-1}, q_0..q_{d-1}, xi_0.., sigma_0..
         d = self.d
@@ -248,14 +234,34 @@ class LPHomotopy:
         pick = ties[np.argmin(gidx[ties])]
         gap = self._gap(lam_next, u, v)
         if pick < d:
-            ev = (lam_next, FEATURE, int(pick), 1)
-        elif pick < 2 * d:
-            ev = (lam_next, FEATURE, int(pick - d), -1)
-        elif pick < 2 * d + nE:
-            ev = (lam_next, BELOW, int(pick - 2 * d), 0)  # position in E
-        else:
-            ev = (lam_next, ABOVE, int(pick - 2 * d - nE), 0)
-        return ev, gap, (u, v)
+            return True, lam_next, FEATURE, int(pick), 1, gap
+        if pick < 2 * d:
+            return True, lam_next, FEATURE, int(pick - d), -1, gap
+        if pick < 2 * d + nE:
+            return True, lam_next, BELOW, int(pick - 2 * d), 0, gap
+        return True, lam_next, ABOVE, int(pick - 2 * d - nE), 0, gap
+
+    def gap_at(self, lam: float) -> float:
+        """The current basis's relative duality gap at ``lam``."""
+        u, v = self._dual_lines()
+        return self._gap(lam, u, v)
+
+    def support(self):
+        return self.A.copy(), self.sgnA * self.t
+
+    def margin_set(self):
+        return self.E.copy()
+
+    def margin_dual(self, lam: float):
+        u, v = self._dual_lines()
+        return lam * self.n * u - v
+
+    def enter_sample(self, pos: int) -> int:
+        return int(self.E[pos])
+
+    @property
+    def status_arr(self):
+        return self.status
 
     def _gap(self, lam, u, v) -> float:
         primal, dual = self.objectives(lam, u, v)
@@ -310,7 +316,6 @@ class LPHomotopy:
         self.m = self.m + theta * dm
         np.maximum(self.t, 0.0, out=self.t)
         self._update_basis(kind, index, sign, alpha, leave_kind, leave_pos, theta)
-        self.pivots_since_refactor += 1
         leave_index = int(self.A_left) if leave_kind == FEATURE else leave_pos
         return leave_kind, leave_index
 
@@ -394,51 +399,93 @@ class LPHomotopy:
         if kind == BELOW:
             self.cL += self.s[i] * self._row_vec(i)
 
-    # --------------------------------------------------------------- the path ---
+
+def make_core(data: LPSVMData, compiled: bool = True):
+    """The homotopy's state on ``data``: the compiled core, or the NumPy reference
+    (:class:`LPHomotopy`), which makes the same pivots."""
+    if not compiled:
+        return LPHomotopy(data)
+    from ._lp_homotopy_fast import HomotopyCore
+
+    if np.any(data.s <= 0):
+        raise ValueError("the homotopy needs positive sample weights (leave out the "
+                         "samples of zero weight)")
+    return HomotopyCore(data.Z, data.Zc, np.ascontiguousarray(data.s), SLOPE_RTOL,
+                        TIE_RTOL, PIVOT_RTOL)
+
+
+class PathFollower:
+    """Follows the path from a core's current basis: the breakpoints, each certified
+    (the relative gap of the basis before and after the pivot, at the breakpoint, both
+    at most ``GAP_RTOL``; else the factor is rebuilt from scratch and the basis
+    evaluated again), the factor refactorised every ``refactor_every`` pivots.
+
+    ``drift_events`` counts the refactorisations forced by a failed check or by drift
+    above ``DRIFT_RTOL``, which the caller reports."""
+
+    def __init__(self, core, data: LPSVMData, refactor_every: int = REFACTOR_EVERY,
+                 keep_status: bool = False):
+        self.core = core
+        self.refactor_every = int(refactor_every)
+        self.keep_status = keep_status
+        self.since_refactor = 0
+        self.n_refactor = 0
+        self.drift_events = 0
+        self.max_drift = 0.0
+        # the scale of Z_L^T s_L: its largest possible entry
+        self._cl_scale = max(float(data.col_abs_s.max(initial=0.0)), 1.0)
+
+    def refresh(self, forced: bool = False) -> None:
+        drift, change = self.core.refactor()
+        drift = max(drift, change / self._cl_scale)
+        self.since_refactor = 0
+        self.n_refactor += 1
+        self.max_drift = max(self.max_drift, drift)
+        if forced or drift > DRIFT_RTOL:
+            self.drift_events += 1
+
     def run(self, lam_min: float, max_breakpoints: int | None = None):
-        """Follow the path from the current basis down to ``lam_min``; yields
-        :class:`Breakpoint` s."""
-        count = 0
-        same = 0
+        """Yield the :class:`Breakpoint` s down to ``lam_min``."""
+        core = self.core
+        count = same = 0
         while max_breakpoints is None or count < max_breakpoints:
-            if self.pivots_since_refactor >= self.refactor_every:
-                self._refresh()
-            ev, gap, (u, v) = self.next_event(lam_min)
-            if gap > GAP_RTOL and np.isfinite(self.lam):
+            if self.since_refactor >= self.refactor_every:
+                self.refresh()
+            found, lam, kind, index, sign, gap = core.next_event(lam_min)
+            if gap > GAP_RTOL and count:
                 # the basis lost accuracy: refactorise and evaluate again
-                self._refresh(force_report=True)
-                ev, gap, (u, v) = self.next_event(lam_min)
-            if ev is None:
-                self.final_gap = gap
+                self.refresh(forced=True)
+                found, lam, kind, index, sign, gap = core.next_event(lam_min)
+            if not found:
                 return
-            lam, kind, index, sign = ev
-            same = same + 1 if lam >= self.lam else 0
+            same = same + 1 if lam >= core.lam else 0
             if same > MAX_DEGENERATE:
                 raise RuntimeError("the LP-SVM homotopy made too many pivots at one "
                                    f"value of lambda ({lam:.6g})")
-            enter_index = int(self.E[index]) if kind != FEATURE else index
-            leave_kind, leave_index = self.pivot(kind, index, sign)
-            self.lam = lam
-            u2, v2 = self._dual_lines()
-            gap_after = self._gap(lam, u2, v2)
+            enter_index = core.enter_sample(index) if kind != FEATURE else index
+            leave_kind, leave_index = core.pivot(kind, index, sign)
+            self.since_refactor += 1
+            core.lam = lam
+            gap_after = core.gap_at(lam)
             if gap_after > GAP_RTOL:
                 # certified before it is recorded: a factor that lost accuracy in the
                 # update is rebuilt and the new vertex evaluated from it
-                self._refresh(force_report=True)
-                u2, v2 = self._dual_lines()
-                gap_after = self._gap(lam, u2, v2)
-            support = self.A.copy()
-            values = self.sgnA * self.t
+                self.refresh(forced=True)
+                gap_after = core.gap_at(lam)
+            support, values = core.support()
             yield Breakpoint(lam, kind, enter_index, sign, leave_kind, leave_index,
-                             support, values, self.E.copy(), lam * self.n * u2 - v2,
-                             self.status.copy() if self.keep_status else None,
-                             max(gap, gap_after))
+                             support, values, core.margin_set(), core.margin_dual(lam),
+                             np.array(core.status_arr, copy=True) if self.keep_status
+                             else None, max(gap, gap_after))
             count += 1
 
-    def _refresh(self, force_report=False):
-        drift = self.refactor()
-        if drift > DRIFT_RTOL or force_report:
-            self.drift_events += 1
+
+def _end_value(lam_stop: float, lam: float) -> float:
+    """Where the last basis's gap is checked: the path's end, or (a path down to 0, where
+    both objectives of a separable problem vanish) half its last breakpoint."""
+    if lam_stop > 0.0:
+        return lam_stop
+    return 0.5 * lam if np.isfinite(lam) else 1.0
 
 
 def _rel(old, new, scale=None) -> float:

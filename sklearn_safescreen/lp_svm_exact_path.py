@@ -22,7 +22,8 @@ from .solvers.lp_homotopy import (
     FEATURE,
     GAP_RTOL,
     L_STATUS,
-    LPHomotopy,
+    PathFollower,
+    make_core,
 )
 
 #: Largest magnitude of an entry of X (as in SafeLPSVC): margins and correlations are
@@ -40,7 +41,7 @@ _LEAVE_NAMES = {FEATURE: "feature", 3: "sample"}
 def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
                 max_breakpoints: int | None = None, fit_intercept: bool = True,
                 intercept_scaling: float = 1.0, sample_weight=None, class_weight=None,
-                return_dual: bool = False):
+                return_dual: bool = False, compiled: bool = True):
     r"""The exact solution path of the 1-norm SVM, every breakpoint from ``alpha_max``
     down.
 
@@ -70,9 +71,10 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
     y : array-like of shape (n_samples,)
         Two class labels; the second (in sorted order) is the positive class.
     eps : float, default=1e-3
-        The path stops at ``eps * alpha_max`` (unless ``alpha_min`` is given).
+        The path stops at ``eps * alpha_max`` (unless ``alpha_min`` is given), or
+        earlier where its last vertex is optimal down to 0 (a separable problem).
     alpha_min : float, default=None
-        The smallest ``alpha`` of the path (overrides ``eps``).
+        The smallest ``alpha`` of the path, positive (overrides ``eps``).
     max_breakpoints : int, default=None
         Stop after this many breakpoints.
     fit_intercept : bool, default=True
@@ -85,6 +87,9 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
     return_dual : bool, default=False
         Also return the dual solution at each breakpoint (dense, ``n_samples`` values a
         breakpoint).
+    compiled : bool, default=True
+        Follow the path with the compiled core; False: with the NumPy reference
+        implementation, which makes the same pivots (slower; for checking).
 
     Returns
     -------
@@ -131,11 +136,13 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
     >>> str(events["enter"][0]), bool(coefs[:, 0].nnz == 1)
     ('feature', True)
     """
-    if not isinstance(eps, numbers.Real) or not 0 <= eps < 1:
-        raise ValueError(f"eps must be in [0, 1); got {eps!r}")
+    # a positive end: near 0 the objectives of a separable problem vanish with alpha,
+    # and a relative gap there measures round-off
+    if not isinstance(eps, numbers.Real) or not 0 < eps < 1:
+        raise ValueError(f"eps must be in (0, 1); got {eps!r}")
     if alpha_min is not None and (not isinstance(alpha_min, numbers.Real)
-                                  or not alpha_min >= 0):
-        raise ValueError(f"alpha_min must be a non-negative number; got {alpha_min!r}")
+                                  or not alpha_min > 0):
+        raise ValueError(f"alpha_min must be a positive number; got {alpha_min!r}")
     if max_breakpoints is not None and (not isinstance(max_breakpoints, numbers.Integral)
                                         or max_breakpoints < 1):
         raise ValueError(f"max_breakpoints must be a positive integer; got "
@@ -150,7 +157,7 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
         raise ValueError("X^T (weighted labels) is zero: w = 0 is optimal for every alpha "
                          "and the path has no breakpoint")
     lam_min = float(alpha_min) if alpha_min is not None else eps * lam_max
-    solver = LPHomotopy(data, keep_status=return_dual)
+    solver = PathFollower(make_core(data, compiled), data, keep_status=return_dual)
     points = list(solver.run(lam_min, max_breakpoints))
     if solver.drift_events:
         warn_user(f"lp_svm_path: the basis factor lost accuracy {solver.drift_events} "
