@@ -11,7 +11,7 @@ replaced by the last ones, so nothing is shifted), and refactorisation is LAPACK
 """
 
 from libc.math cimport fabs, INFINITY
-from scipy.linalg.cython_blas cimport dgemv, dger
+from scipy.linalg.cython_blas cimport dgemm, dgemv, dger
 from scipy.linalg.cython_lapack cimport dgetrf, dgetri
 
 import numpy as np
@@ -43,8 +43,10 @@ cdef class HomotopyCore:
     cdef double[::1] sgn, t, m, cL
     cdef signed char[::1] status
     cdef double[::1] u, v, g, hh, alpha, dm, colbuf, rowbuf, cvec, cG, tmpk, tmpk2, work
+    cdef double[::1, :] rhs2, uv
     cdef double slope_rtol, tie_rtol, pivot_rtol
     cdef Py_ssize_t _left
+    cdef bint lines_fresh
 
     def __init__(self, Z, Zc, double[::1] s, double slope_rtol, double tie_rtol,
                  double pivot_rtol):
@@ -81,7 +83,9 @@ cdef class HomotopyCore:
         self.m, self.cL, self.status = self.m_arr, self.cL_arr, self.status_arr
         self.posA = np.full(d, -1, dtype=np.intp)
         self.ipiv = np.zeros(km, dtype=np.intp)
-        self.u, self.v, self.alpha = np.zeros(km), np.zeros(km), np.zeros(km)
+        uv = np.zeros((km, 2), order="F")
+        self.uv, self.rhs2 = uv, np.zeros((km, 2), order="F")
+        self.u, self.v, self.alpha = uv[:, 0], uv[:, 1], np.zeros(km)
         self.cvec, self.cG = np.zeros(km), np.zeros(km)
         self.tmpk, self.tmpk2 = np.zeros(km), np.zeros(km)
         self.g, self.hh, self.rowbuf = np.zeros(d), np.zeros(d), np.zeros(d)
@@ -114,6 +118,7 @@ cdef class HomotopyCore:
         cdef Py_ssize_t i, j, p
         cdef double[::1] old = np.asarray(self.cL).copy()
         cdef double change = 0.0
+        self.lines_fresh = False
         with nogil:
             for j in range(self.d):
                 self.cL[j] = 0.0
@@ -179,19 +184,20 @@ cdef class HomotopyCore:
                 out[l] = self.Zr[r, self.A[l]] * self.sgn[l]
 
     cdef void _dual_lines(self) noexcept nogil:
-        """u = G^T 1, v = G^T (sgn * cL[A]): the margin set's dual is lam n u - v."""
-        cdef int k = <int>self.k, ld = <int>self.kmax, one = 1
+        """u = G^T 1, v = G^T (sgn * cL[A]): the margin set's dual is lam n u - v
+        (computed once per basis: a pivot or a refactorisation marks them stale)."""
+        cdef int k = <int>self.k, ld = <int>self.kmax, two = 2
         cdef double a1 = 1.0, b0 = 0.0
         cdef Py_ssize_t l
-        if k == 0:
+        if k == 0 or self.lines_fresh:
             return
+        self.lines_fresh = True
         for l in range(k):
-            self.tmpk[l] = 1.0
-            self.tmpk2[l] = self.sgn[l] * self.cL[self.A[l]]
-        dgemv("T", &k, &k, &a1, &self.G[0, 0], &ld, &self.tmpk[0], &one, &b0,
-              &self.u[0], &one)
-        dgemv("T", &k, &k, &a1, &self.G[0, 0], &ld, &self.tmpk2[0], &one, &b0,
-              &self.v[0], &one)
+            self.rhs2[l, 0] = 1.0
+            self.rhs2[l, 1] = self.sgn[l] * self.cL[self.A[l]]
+        # both in one pass over G
+        dgemm("T", "N", &k, &two, &k, &a1, &self.G[0, 0], &ld, &self.rhs2[0, 0], &ld,
+              &b0, &self.uv[0, 0], &ld)
 
     cdef void _corr_lines(self) noexcept nogil:
         """g = Z_E^T u, hh = Z_E^T v (one pass over the margin rows)."""
@@ -431,6 +437,7 @@ cdef class HomotopyCore:
         cdef Py_ssize_t l, q, i, k = self.k, last, j
         cdef int ik = <int>k, ld = <int>self.kmax, one = 1
         cdef double a1 = 1.0, b0 = 0.0, piv, sch, delta, c
+        self.lines_fresh = False
         if kind == FEATURE:
             j = index
             if leave_kind == FEATURE:
@@ -539,6 +546,7 @@ cdef class HomotopyCore:
         cdef int[::1] ipiv = np.zeros(max(k, 1), dtype=np.intc)
         cdef double[::1] old_t = np.asarray(self.t).copy()
         cdef double[::1] old_m = np.asarray(self.m).copy()
+        self.lines_fresh = False
         with nogil:
             for l in range(k):
                 for e in range(k):

@@ -73,8 +73,9 @@ L_STATUS, R_STATUS, E_STATUS = 0, 1, 2
 class Breakpoint:
     """One pivot: at ``lam``, the entering variable (``enter`` in FEATURE, BELOW, ABOVE,
     with its index and, for a feature, its sign) and the leaving one (``leave`` in
-    FEATURE, SAMPLE, with its index); the vertex after it (``support``, ``values``); its
-    dual on the margin set; the certified relative gap."""
+    FEATURE, SAMPLE, with its index); the vertex after it (``support``, ``values``);
+    when asked for, its dual on the margin set and every sample's status; the certified
+    relative gap."""
 
     lam: float
     enter: int
@@ -84,8 +85,8 @@ class Breakpoint:
     leave_index: int
     support: np.ndarray
     values: np.ndarray
-    margin_set: np.ndarray
-    margin_dual: np.ndarray
+    margin_set: np.ndarray | None
+    margin_dual: np.ndarray | None
     status: np.ndarray | None
     gap: float
 
@@ -473,10 +474,13 @@ class PathFollower:
                 self.refresh(forced=True)
                 gap_after = core.gap_at(lam)
             support, values = core.support()
+            if self.keep_status:
+                dual = (core.margin_set(), core.margin_dual(lam),
+                        np.array(core.status_arr, copy=True))
+            else:
+                dual = (None, None, None)
             yield Breakpoint(lam, kind, enter_index, sign, leave_kind, leave_index,
-                             support, values, core.margin_set(), core.margin_dual(lam),
-                             np.array(core.status_arr, copy=True) if self.keep_status
-                             else None, max(gap, gap_after))
+                             support, values, *dual, max(gap, gap_after))
             count += 1
 
 
