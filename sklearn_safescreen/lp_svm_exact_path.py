@@ -172,29 +172,37 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
                      labels_n, data, return_dual)
 
 
-def lp_svm_path_at(alphas, coefs, intercepts, values):
+def lp_svm_path_at(alphas, coefs, intercepts, values, dual_coefs=None):
     """The solution at each of ``values``, read off a path of :func:`lp_svm_path`.
 
     The solution is constant between breakpoints; at a breakpoint (where a segment of
-    solutions is optimal) the vertex of the interval below it is returned.
+    solutions is optimal) the vertex of the interval below it is returned. The dual is
+    linear between breakpoints: with ``dual_coefs`` it is interpolated.
 
     Parameters
     ----------
     alphas, coefs, intercepts :
         What :func:`lp_svm_path` returned.
     values : array-like of shape (n_values,)
-        Values of ``alpha``, each at least the path's last breakpoint or its ``alpha_min``
-        (below that the path does not tell).
+        Values of ``alpha``, each at least the path's ``alpha_min`` (below that the path
+        does not tell) and, with ``dual_coefs``, at least its last breakpoint.
+    dual_coefs : ndarray of shape (n_samples, n_breakpoints), default=None
+        The duals :func:`lp_svm_path` returned with ``return_dual=True``.
 
     Returns
     -------
     coefs : scipy.sparse.csc_matrix of shape (n_features, n_values)
     intercepts : ndarray of shape (n_values,)
+    dual_coefs : ndarray of shape (n_samples, n_values)
+        Only with ``dual_coefs``: the dual :math:`\\alpha_i` (as SafeLPSVC's
+        ``dual_coef_``) at each value.
     """
     alphas = np.asarray(alphas, dtype=np.float64)
     values = np.atleast_1d(np.asarray(values, dtype=np.float64))
     coefs = sp.csc_matrix(coefs)
     intercepts = np.asarray(intercepts, dtype=np.float64)
+    if alphas.ndim != 1 or coefs.shape[1] != alphas.size or intercepts.shape != alphas.shape:
+        raise ValueError("alphas, coefs and intercepts must be those of one lp_svm_path")
     # the last breakpoint at or above each value (alphas is non-increasing)
     k = np.searchsorted(-alphas, -values, side="right") - 1
     zero = k < 0
@@ -204,7 +212,24 @@ def lp_svm_path_at(alphas, coefs, intercepts, values):
         scale = sp.diags((~zero).astype(np.float64))
         out = (out @ scale).tocsc()
         out.eliminate_zeros()
-    return out, np.where(zero, 0.0, intercepts[kk])
+    b = np.where(zero, 0.0, intercepts[kk])
+    if dual_coefs is None:
+        return out, b
+    dual_coefs = np.asarray(dual_coefs, dtype=np.float64)
+    if dual_coefs.ndim != 2 or dual_coefs.shape[1] != alphas.size:
+        raise ValueError("dual_coefs must have one column per breakpoint")
+    if np.any(values < alphas[-1]):
+        raise ValueError(f"the dual is recorded down to the last breakpoint "
+                         f"({alphas[-1]:.6g}); got a value below it")
+    # on [alphas[k + 1], alphas[k]] one basis is optimal and its dual is affine: the
+    # dual at alphas[k] and (by continuity) at alphas[k + 1] determine it
+    nxt = np.minimum(kk + 1, alphas.size - 1)
+    width = alphas[kk] - alphas[nxt]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(width > 0, (values - alphas[nxt]) / width, 1.0)
+    frac = np.where(zero, 1.0, np.clip(frac, 0.0, 1.0))
+    dual = dual_coefs[:, nxt] + frac * (dual_coefs[:, kk] - dual_coefs[:, nxt])
+    return out, b, dual
 
 
 def _problem(X, y, sample_weight, class_weight, fit_intercept, intercept_scaling):

@@ -221,6 +221,25 @@ def test_dual_is_feasible_and_certifies_each_breakpoint():
         assert abs(primal - a.sum() / n) <= 1e-10 * primal
 
 
+def test_read_off_is_certified_on_the_full_problem():
+    """At values between breakpoints, the read-off solution and the interpolated dual
+    have the full problem's certified gap (rounding bounds included) below 1e-9."""
+    X, y, s = make_problem(27, n=50, d=30, weights=True, sparse=True)
+    alphas, coefs, intercepts, events, dual = lp_svm_path(
+        X, y, sample_weight=s, return_dual=True, eps=1e-2)
+    rng = np.random.RandomState(0)
+    values = np.r_[1.2 * alphas[0], alphas[[0, 5, -1]],
+                   np.exp(rng.uniform(np.log(alphas[-1]), np.log(alphas[0]), 15))]
+    W, b, A = lp_svm_path_at(alphas, coefs, intercepts, values, dual_coefs=dual)
+    data = LPSVMData(add_intercept_column(X), y, s / s.mean())
+    for j, lam in enumerate(values):
+        w = np.r_[W[:, j].toarray().ravel(), b[j]]
+        cert = data.certificate(lam, w, A[:, j])
+        assert cert.rel_gap <= 1e-9, (lam, cert.rel_gap)
+    with pytest.raises(ValueError, match="below it"):
+        lp_svm_path_at(alphas, coefs, intercepts, [0.5 * alphas[-1]], dual_coefs=dual)
+
+
 def test_read_off_is_piecewise_constant():
     X, y, _ = make_problem(19, n=30, d=15)
     alphas, coefs, intercepts, _ = lp_svm_path(X, y)
