@@ -230,10 +230,12 @@ cdef class HomotopyCore:
             primal += ln * self.t[l]
             dual += ln * self.u[l] - self.v[l]
         for i in range(self.n):
+            # the hinge of every sample (not only those below the margin): a margin that
+            # drifted to the wrong side shows in the gap
+            x = 1.0 - self.m[i]
+            if x > 0.0:
+                primal += self.s[i] * x
             if self.status[i] == L_STATUS:
-                x = 1.0 - self.m[i]
-                if x > 0.0:
-                    primal += self.s[i] * x
                 dual += self.s[i]
         return fabs(primal - dual) / max(fabs(primal), 1e-300)
 

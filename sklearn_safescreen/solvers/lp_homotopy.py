@@ -195,8 +195,9 @@ class LPHomotopy:
         if u is None:
             u, v = self._dual_lines()
         below = self.status == L_STATUS
+        # the hinge of every sample: a margin that drifted to the wrong side shows
         primal = lam * self.n * float(self.t.sum()) + float(
-            self.s[below] @ np.maximum(1.0 - self.m[below], 0.0))
+            self.s @ np.maximum(1.0 - self.m, 0.0))
         dual = float(self.s[below].sum()) + float((lam * self.n * u - v).sum())
         return primal, dual
 
