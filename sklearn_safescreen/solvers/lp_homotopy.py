@@ -39,8 +39,9 @@ import scipy.sparse as sp
 
 from ..problems.lp_svm import LPSVMData
 
-#: Pivots between two refactorisations of the basis inverse from scratch: the updates
-#: accumulate rounding error, and a fresh factor resets it.
+#: Fewest pivots between two refactorisations of the basis inverse from scratch (the
+#: interval is the larger of this and the support size): the updates accumulate
+#: rounding error, and a fresh factor resets it.
 REFACTOR_EVERY = 100
 #: Relative tolerance of a tie: two crossings of zero (dual side) or two ratios (primal
 #: side) closer than this are the same event, and the smallest index wins (Bland).
@@ -262,6 +263,11 @@ class LPHomotopy:
         return int(self.E[pos])
 
     @property
+    def k(self) -> int:
+        """The basis's support size (the margin matrix is k x k)."""
+        return len(self.A)
+
+    @property
     def status_arr(self):
         return self.status
 
@@ -420,7 +426,7 @@ class PathFollower:
     """Follows the path from a core's current basis: the breakpoints, each certified
     (the relative gap of the basis before and after the pivot, at the breakpoint, both
     at most ``GAP_RTOL``; else the factor is rebuilt from scratch and the basis
-    evaluated again), the factor refactorised every ``refactor_every`` pivots.
+    evaluated again), the factor refactorised every ``max(refactor_every, k)`` pivots.
 
     ``drift_events`` counts the refactorisations forced by a failed check or by drift
     above ``DRIFT_RTOL``, which the caller reports."""
@@ -451,7 +457,9 @@ class PathFollower:
         core = self.core
         count = same = 0
         while max_breakpoints is None or count < max_breakpoints:
-            if self.since_refactor >= self.refactor_every:
+            # every max(refactor_every, k) pivots: a fresh factor costs O(k^3), so
+            # spread over k pivots it costs what one pivot's updates do
+            if self.since_refactor >= max(self.refactor_every, core.k):
                 self.refresh()
             found, lam, kind, index, sign, gap = core.next_event(lam_min)
             if gap > GAP_RTOL and count:
