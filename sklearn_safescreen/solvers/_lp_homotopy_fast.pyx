@@ -39,10 +39,10 @@ cdef class HomotopyCore:
     cdef const double[::1] s
     cdef double[::1, :] G
     cdef public object G_arr, A_arr, sgn_arr, E_arr, t_arr, m_arr, cL_arr, status_arr
-    cdef Py_ssize_t[::1] A, E, posA, ipiv
+    cdef Py_ssize_t[::1] A, E, posA
     cdef double[::1] sgn, t, m, cL
     cdef signed char[::1] status
-    cdef double[::1] u, v, g, hh, alpha, dm, colbuf, rowbuf, cvec, cG, tmpk, tmpk2, work
+    cdef double[::1] u, v, g, hh, alpha, dm, rowbuf, cvec, cG, tmpk, tmpk2, work
     cdef double[::1, :] rhs2, uv
     cdef double slope_rtol, tie_rtol, pivot_rtol
     cdef Py_ssize_t _left
@@ -82,14 +82,13 @@ cdef class HomotopyCore:
         self.A, self.E, self.sgn, self.t = self.A_arr, self.E_arr, self.sgn_arr, self.t_arr
         self.m, self.cL, self.status = self.m_arr, self.cL_arr, self.status_arr
         self.posA = np.full(d, -1, dtype=np.intp)
-        self.ipiv = np.zeros(km, dtype=np.intp)
         uv = np.zeros((km, 2), order="F")
         self.uv, self.rhs2 = uv, np.zeros((km, 2), order="F")
         self.u, self.v, self.alpha = uv[:, 0], uv[:, 1], np.zeros(km)
         self.cvec, self.cG = np.zeros(km), np.zeros(km)
         self.tmpk, self.tmpk2 = np.zeros(km), np.zeros(km)
         self.g, self.hh, self.rowbuf = np.zeros(d), np.zeros(d), np.zeros(d)
-        self.dm, self.colbuf = np.zeros(n), np.zeros(n)
+        self.dm = np.zeros(n)
         self.work = np.zeros(max(1, 64 * km))
         self.k = 0
         self.lam = INFINITY
