@@ -62,7 +62,10 @@ def check_against_highs(X, y, sample_weight=None, intercept=False, stride=1,
             w = np.r_[w, intercepts[k]]
         values = [alphas[k]]
         if midpoints:
-            nxt = alphas[k + 1] if k + 1 < len(alphas) else 0.5 * alphas[k]
+            # after the last breakpoint: towards the path's end (it stops at
+            # eps * alpha_max, or earlier where its last vertex is optimal down to 0)
+            end = kwargs.get("eps", 1e-3) * alphas[0]
+            nxt = alphas[k + 1] if k + 1 < len(alphas) else max(0.5 * alphas[k], end)
             values.append(0.5 * (alphas[k] + nxt))
         for lam in values:
             opt = solve_full(Xa, yy, c, lam)
