@@ -13,6 +13,7 @@ from sklearn.utils import check_array, check_consistent_length
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight
 
+from ._utils.blas import single_blas_thread
 from ._utils.warnings import PrecisionWarning, warn_user
 from ._validation import check_magnitude, class_weights
 from .problems.lp_svm import LPSVMData, add_intercept_column
@@ -149,16 +150,32 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
                          f"{max_breakpoints!r}")
     if not isinstance(intercept_scaling, numbers.Real) or not intercept_scaling > 0:
         raise ValueError(f"intercept_scaling must be positive; got {intercept_scaling!r}")
-    data, keep, labels_n = _problem(X, y, sample_weight, class_weight, fit_intercept,
-                                    intercept_scaling)
-    n_features = X.shape[1]
+    X, y_ind, classes, weights = _inputs(X, y, sample_weight, class_weight)
+    if classes.size != 2:
+        raise ValueError(f"lp_svm_path needs two classes; got {classes.size}. Fit one "
+                         "path per class against the rest for more.")
+    Xk, c, keep = _weighted(X, weights, fit_intercept, intercept_scaling)
+    labels = np.where(y_ind[keep] == 1, 1.0, -1.0)
+    data = LPSVMData(Xk, labels, c)
     lam_max = data.lambda_max()
     if lam_max <= 0.0:
         raise ValueError("X^T (weighted labels) is zero: w = 0 is optimal for every alpha "
                          "and the path has no breakpoint")
     lam_min = float(alpha_min) if alpha_min is not None else eps * lam_max
-    solver = PathFollower(make_core(data, compiled), data, keep_status=return_dual)
-    points = list(solver.run(lam_min, max_breakpoints))
+    points, _ = _follow(data, lam_min, max_breakpoints, return_dual, compiled)
+    return _assemble(points, X.shape[1], fit_intercept, intercept_scaling, keep, labels,
+                     data, return_dual)
+
+
+def _follow(data: LPSVMData, lam_min: float, max_breakpoints, keep_status: bool,
+            compiled: bool, values=()):
+    """The breakpoints and the snapshots at ``values``, with the warnings of a path that
+    lost accuracy."""
+    solver = PathFollower(make_core(data, compiled), data, keep_status=keep_status)
+    # one BLAS thread: the products' rounding, hence the tie decisions and the path,
+    # must not depend on the thread count
+    with single_blas_thread():
+        points = list(solver.run(lam_min, max_breakpoints, values))
     if solver.drift_events:
         warn_user(f"lp_svm_path: the basis factor lost accuracy {solver.drift_events} "
                   "time(s) along the path and was refactorised from scratch; the "
@@ -168,8 +185,7 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
         warn_user(f"lp_svm_path: a breakpoint's relative duality gap is {worst:.3g} "
                   f"(> {GAP_RTOL:g}) even with a fresh factor: the data may be too badly "
                   "scaled for double precision (try StandardScaler).", PrecisionWarning)
-    return _assemble(points, n_features, fit_intercept, intercept_scaling, keep,
-                     labels_n, data, return_dual)
+    return points, solver.snapshots
 
 
 def lp_svm_path_at(alphas, coefs, intercepts, values, dual_coefs=None):
@@ -232,33 +248,102 @@ def lp_svm_path_at(alphas, coefs, intercepts, values, dual_coefs=None):
     return out, b, dual
 
 
-def _problem(X, y, sample_weight, class_weight, fit_intercept, intercept_scaling):
+def _inputs(X, y, sample_weight, class_weight):
+    """``(X, y_ind, classes, weights)`` checked: labels encoded, weights the sample
+    weights times the class weights."""
     X = check_array(X, accept_sparse=("csr", "csc"), dtype=np.float64)
     y = np.asarray(y)
-    if y.ndim != 1:
-        y = y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
     check_consistent_length(X, y)
     check_magnitude(X, "X", MAX_ENTRY, "margins and correlations sum products")
     check_classification_targets(y)
     encoder = LabelEncoder()
     y_ind = encoder.fit_transform(y)
     classes = encoder.classes_
-    if classes.size != 2:
-        raise ValueError(f"lp_svm_path needs two classes; got {classes.size}. Fit one "
-                         "path per class against the rest for more.")
+    if classes.size < 2:
+        raise ValueError(f"needs at least two classes; got {classes.size}")
     sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
                               ensure_non_negative=True)
     cw = class_weights(class_weight, classes, y_ind)
-    weights = sw * (cw[y_ind] if cw is not None else 1.0)
+    return X, y_ind, classes, sw * (cw[y_ind] if cw is not None else 1.0)
+
+
+def _weighted(X, weights, fit_intercept, intercept_scaling):
+    """The samples of positive weight (with the intercept column) and their weights
+    rescaled to average 1, as SafeLPSVC fits them."""
     keep = weights > 0
     if not keep.any():
         raise ValueError("all sample weights are zero: there is nothing to fit")
     Xk = X[keep] if not keep.all() else X
     if fit_intercept:
         Xk = add_intercept_column(Xk, intercept_scaling)
-    labels = np.where(y_ind[keep] == 1, 1.0, -1.0)
-    c = weights[keep] / weights[keep].mean()
-    return LPSVMData(Xk, labels, c), keep, labels
+    return Xk, weights[keep] / weights[keep].mean(), keep
+
+
+def fit_along_path(estimator, X, y, sample_weight=None, *, eps: float = 1e-3,
+                   max_breakpoints: int | None = None):
+    """The body of :meth:`SafeLPSVC.fit_path <sklearn_safescreen.SafeLPSVC.fit_path>`:
+    the exact path of each one-vs-rest task from its ``alpha_max`` down to
+    ``min(alpha, eps * alpha_max)``, stored on ``estimator`` (``alphas_``,
+    ``coef_path_``, ``intercept_path_``, ``path_events_``), and the model at
+    ``estimator.alpha`` read off it, with its dual and the full problem's certified
+    relative gap (``coef_``, ``intercept_``, ``dual_coef_``, ``dual_gap_``)."""
+    from sklearn.utils.validation import validate_data
+
+    if not isinstance(eps, numbers.Real) or not 0 < eps < 1:
+        raise ValueError(f"eps must be in (0, 1); got {eps!r}")
+    if max_breakpoints is not None and (not isinstance(max_breakpoints, numbers.Integral)
+                                        or max_breakpoints < 1):
+        raise ValueError(f"max_breakpoints must be a positive integer; got "
+                         f"{max_breakpoints!r}")
+    estimator._validate_params()
+    X, y = validate_data(estimator, X, y, accept_sparse=("csr", "csc"), dtype=np.float64)
+    X, y_ind, classes, weights = _inputs(X, y, sample_weight, estimator.class_weight)
+    fit_intercept = estimator.fit_intercept
+    scaling = float(estimator.intercept_scaling)
+    Xk, c, keep = _weighted(X, weights, fit_intercept, scaling)
+    if classes.size == 2:
+        tasks = [np.where(y_ind[keep] == 1, 1.0, -1.0)]
+    else:
+        tasks = [np.where(y_ind[keep] == k, 1.0, -1.0) for k in range(classes.size)]
+    d = X.shape[1]
+    alpha = float(estimator.alpha)
+    paths, coef, intercept, gaps = [], [], [], []
+    dual = np.zeros((len(tasks), keep.size))
+    for t, labels in enumerate(tasks):
+        data = LPSVMData(Xk, labels, c)
+        lam_max = data.lambda_max()
+        lam_min = min(alpha, eps * lam_max)
+        points, snaps = _follow(data, lam_min, max_breakpoints, False, True, [alpha])
+        paths.append(_assemble(points, d, fit_intercept, scaling, keep, labels, data,
+                               False))
+        if alpha not in snaps:
+            raise ValueError(f"the path stopped after {len(points)} breakpoints, above "
+                             f"alpha={alpha:g}: raise max_breakpoints")
+        support, values, margin_set, margin_dual, status = snaps[alpha]
+        w = np.zeros(data.n_features)
+        w[support] = values
+        a = np.where(status == L_STATUS, data.s, 0.0)
+        a[margin_set] = np.clip(margin_dual, 0.0, data.s[margin_set])
+        cert = data.certificate(alpha, w, labels * a)
+        coef.append(w[:d])
+        intercept.append(w[d] * scaling if fit_intercept else 0.0)
+        dual[t, keep] = cert.dual_point.alpha
+        gaps.append(cert.rel_gap)
+    binary = len(tasks) == 1
+    estimator.classes_ = classes
+    estimator.alphas_ = paths[0][0] if binary else [p[0] for p in paths]
+    estimator.coef_path_ = paths[0][1] if binary else [p[1] for p in paths]
+    estimator.intercept_path_ = paths[0][2] if binary else [p[2] for p in paths]
+    estimator.path_events_ = paths[0][3] if binary else [p[3] for p in paths]
+    estimator.alpha_max_ = max(float(p[0][0]) if len(p[0]) else 0.0 for p in paths)
+    estimator.coef_ = np.vstack(coef)
+    estimator.intercept_ = np.array(intercept)
+    estimator.dual_coef_ = dual
+    estimator.dual_gap_ = np.array(gaps)
+    estimator.n_iter_ = np.array([len(p[0]) for p in paths], dtype=np.int64)
+    return estimator
 
 
 def _assemble(points, n_features, fit_intercept, intercept_scaling, keep, labels, data,

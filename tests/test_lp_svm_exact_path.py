@@ -359,3 +359,36 @@ def test_bad_input_is_refused():
         lp_svm_path(X[:10], y)
     with pytest.raises(ValueError, match="positive sample weights"):
         LPHomotopy(LPSVMData(X, y, np.r_[0.0, np.ones(19)]))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_safelpsvc_fit_path_reads_the_model_off_the_path(n_classes):
+    """fit_path: the model at alpha has SafeLPSVC's objective, a certified gap, the
+    path's attributes are those of lp_svm_path, and predictions agree."""
+    X, y = make_classification(80, 15, n_informative=5, n_classes=n_classes,
+                               n_clusters_per_class=1, random_state=0)
+    alpha = 0.02
+    fitted = SafeLPSVC(alpha=alpha, tol=1e-10).fit(X, y)
+    on_path = SafeLPSVC(alpha=alpha).fit_path(X, y)
+    assert on_path.dual_gap_.max() <= 1e-9
+    assert on_path.alpha_max_ == pytest.approx(fitted.alpha_max_, rel=1e-12)
+    assert np.array_equal(on_path.classes_, fitted.classes_)
+    tasks = [np.where(y == fitted.classes_[1], 1.0, -1.0)] if n_classes == 2 else [
+        np.where(y == k, 1.0, -1.0) for k in fitted.classes_]
+    Xa = add_intercept_column(X)
+    c = np.ones(len(y))
+    for t, yy in enumerate(tasks):
+        w1 = np.r_[on_path.coef_[t], on_path.intercept_[t]]
+        w2 = np.r_[fitted.coef_[t], fitted.intercept_[t]]
+        p1, p2 = _objective(Xa, yy, c, w1, alpha), _objective(Xa, yy, c, w2, alpha)
+        assert abs(p1 - p2) <= 1e-8 * p2
+    if n_classes == 2:
+        alphas, coefs, intercepts, events = lp_svm_path(X, y)
+        np.testing.assert_allclose(on_path.alphas_, alphas, rtol=1e-12)
+        assert on_path.coef_path_.shape == coefs.shape
+        assert list(on_path.path_events_["enter_index"]) == list(events["enter_index"])
+    else:
+        assert len(on_path.coef_path_) == 3
+    assert np.mean(on_path.predict(X) == fitted.predict(X)) > 0.95
+    with pytest.raises(ValueError, match="max_breakpoints"):
+        SafeLPSVC(alpha=1e-3).fit_path(X, y, max_breakpoints=2)

@@ -452,10 +452,15 @@ class PathFollower:
         if forced or drift > DRIFT_RTOL:
             self.drift_events += 1
 
-    def run(self, lam_min: float, max_breakpoints: int | None = None):
-        """Yield the :class:`Breakpoint` s down to ``lam_min``."""
+    def run(self, lam_min: float, max_breakpoints: int | None = None, values=()):
+        """Yield the :class:`Breakpoint` s down to ``lam_min``; the solutions at
+        ``values`` (primal and dual, from the basis optimal there) are collected in
+        :attr:`snapshots` on the way (a value below where the path stops is not)."""
         core = self.core
         count = same = 0
+        pending = sorted((float(v) for v in values), reverse=True)
+        #: value -> (support, signed values, margin set, its dual, every sample's status)
+        self.snapshots = {}
         while max_breakpoints is None or count < max_breakpoints:
             # every max(refactor_every, k) pivots: a fresh factor costs O(k^3), so
             # spread over k pivots it costs what one pivot's updates do
@@ -466,6 +471,16 @@ class PathFollower:
                 # the basis lost accuracy: refactorise and evaluate again
                 self.refresh(forced=True)
                 found, lam, kind, index, sign, gap = core.next_event(lam_min)
+            # the current basis is optimal from the next breakpoint (or the path's end)
+            # up to the current value: the requested values in between are read here
+            low = lam if found else lam_min
+            while pending and pending[0] >= low:
+                v = pending.pop(0)
+                if v <= core.lam:
+                    support, vals = core.support()
+                    self.snapshots[v] = (support, vals, core.margin_set(),
+                                         core.margin_dual(v),
+                                         np.array(core.status_arr, copy=True))
             if not found:
                 return
             same = same + 1 if lam >= core.lam else 0
