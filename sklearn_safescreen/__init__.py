@@ -8,6 +8,7 @@ from .doubly_sparse import SafeDoublySparseSVC, SafeDoublySparseSVR
 from .engine.report import ScreeningEvent, ScreeningReport
 from .lad import SafeLAD
 from .lp_svm import SafeLPSVC
+from .lp_svm_exact_path import lp_svm_path, lp_svm_path_at
 from .metric_learning import SafeMetricLearner
 from .model_selection import RegularizationPathCV
 from .path import doubly_sparse_path
@@ -30,4 +31,6 @@ __all__ = [
     "ScreeningReport",
     "doubly_sparse_path",
     "fit_context",
+    "lp_svm_path",
+    "lp_svm_path_at",
 ]

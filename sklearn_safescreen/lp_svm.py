@@ -207,6 +207,41 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         """
         return self._fit(X, y, sample_weight=sample_weight)
 
+    # ------------------------------------------------ the exact path (lp_svm_path) ---
+    @limit_blas_threads
+    def fit_path(self, X, y, sample_weight=None, *, eps=1e-3, max_breakpoints=None):
+        """Fit along the exact path: every breakpoint of each one-vs-rest task from
+        ``alpha_max_`` down to ``min(alpha, eps * alpha_max_)``
+        (:func:`~sklearn_safescreen.lp_svm_path`), and the model at ``alpha`` read off it.
+
+        Sets ``alphas_``, ``coef_path_`` (sparse, one column per breakpoint),
+        ``intercept_path_`` and ``path_events_`` (as :func:`lp_svm_path` returns them;
+        lists over the tasks for more than two classes), and ``coef_``, ``intercept_``,
+        ``dual_coef_``, ``dual_gap_`` (the full problem's certified relative gap at
+        ``alpha``), ``alpha_max_``, ``n_iter_`` (breakpoints per task). ``screening``,
+        ``tol``, ``max_iter`` and ``warm_start`` are not used; :meth:`fit` does not
+        change the path's attributes.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+        eps : float, default=1e-3
+            The paths stop at ``eps * alpha_max`` (or at ``alpha`` if lower).
+        max_breakpoints : int, default=None
+            Stop each path after this many breakpoints (an error if that is above
+            ``alpha``).
+
+        Returns
+        -------
+        self : object
+        """
+        from .lp_svm_exact_path import fit_along_path
+
+        return fit_along_path(self, X, y, sample_weight, eps=eps,
+                              max_breakpoints=max_breakpoints)
+
     # ------------------------------------------------------ the skeleton's hooks ---
     def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
         def validate():

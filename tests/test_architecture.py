@@ -23,7 +23,7 @@ LAYERS = [
     {"solvers"},
     {"engine"},
     {"base", "_validation", "_fit_time", "_box_qp_base", "svm", "lad", "metric_learning",
-     "datasets", "_doubly_sparse_base", "doubly_sparse", "lp_svm"},
+     "datasets", "_doubly_sparse_base", "doubly_sparse", "lp_svm", "lp_svm_exact_path"},
     {"path", "grid"},
     {"model_selection"},
     {"plotting", "__main__", "__init__"},
