@@ -40,13 +40,15 @@ from .protocol import StepOutcome, StepSettings
 from .report import ScreeningEvent, ScreeningReport
 
 #: A cold fit walks an internal path from the critical value in steps of this ratio
-#: (measured: with the interior-point finisher, steps of 10 were slower than one step
-#: up to 1e4) when ``C`` is far enough above the critical value for that to pay off.
+#: when ``C`` is far enough above the critical value for that to pay off: the
+#: interior-point finisher converges in a few iterations from far, so shorter steps
+#: only add solves.
 INTERNAL_PATH_RATIO = 1e4
 
-#: Working sets are used when the reference's ``C`` is within this ratio of the target
-#: (measured: from a far reference, such as a cold fit's closed form, plain coordinate
-#: descent handing over to working sets is faster).
+#: Working sets are used when the reference's ``C`` is within this ratio of the target:
+#: a working set is a guess from the reference's support, which a far reference (a cold
+#: fit's closed form) guesses badly, so plain coordinate descent hands over to working
+#: sets there instead.
 WORKING_SET_RATIO = 100.0
 
 

@@ -58,9 +58,8 @@ class ReducedBoxQP:
         problem has more than a few hundred samples, else the plain solver over the
         kernel block. The choice depends on the problem, not on what screening left:
         the greedy solver keeps its row cache and Newton factors from one step of a
-        path to the next, and a step handed to the other solver leaves them behind
-        (standardised breast cancer, RBF, 50 values: 0.118 s with the choice by
-        undecided samples, 0.097 s by the problem). Linear mode: working sets whose only
+        path to the next, and a step handed to the other solver leaves them behind.
+        Linear mode: working sets whose only
         permanent decisions are full-problem gap balls when screening is on (from a far
         reference, after plain coordinate descent slows down), else the plain
         solver."""

@@ -32,7 +32,8 @@ from .report import ScreeningEvent, ScreeningReport
 #: one (the paper's dynamic schedule).
 RESCREEN_FACTOR = 0.1
 #: An event's decisions are applied when they remove at least this fraction of the
-#: reduced problem's entries (measured: rebuilding for less costs more than it saves).
+#: reduced problem's entries: a rebuild copies every remaining entry, which a few
+#: removed ones do not repay.
 MIN_SHRINK = 0.02
 #: Rules stop being evaluated for a kind once this fraction of its variables is decided
 #: (screened or kept).

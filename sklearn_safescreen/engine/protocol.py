@@ -27,13 +27,13 @@ _local = threading.local()
 
 
 def legacy_generator(seed: int) -> np.random.RandomState:
-    """``np.random.RandomState(seed)``: the same stream, in 1 microsecond instead of
-    60. A new generator builds its Mersenne Twister from a seed sequence before the
-    legacy seeding replaces that state (60 microseconds, 6-9% of a step of a
-    millisecond path, in every mode); here one bit generator per thread is re-seeded
-    instead. So the generator is valid until the next call on the same thread: a path
-    step asks for one and is done with it before the next step asks (the steps of one
-    thread run one after the other)."""
+    """``np.random.RandomState(seed)``: the same stream, without building a new
+    generator. A new generator builds its Mersenne Twister from a seed sequence before
+    the legacy seeding replaces that state, a cost that shows on millisecond path
+    steps; here one bit generator per thread is re-seeded instead (a cache: it carries
+    nothing from one call to the next). So the generator is valid until the next call
+    on the same thread: a path step asks for one and is done with it before the next
+    step asks (the steps of one thread run one after the other)."""
     bits = getattr(_local, "bits", None)
     if bits is None:
         bits = _local.bits = np.random.MT19937(0)

@@ -60,23 +60,18 @@ MAX_BOUNDS_BACKOFF = 16
 #: screening reads them all) solve problems of the same curvature: the next carries
 #: the last one's step whatever their modes. The BB steps alternate long and short from
 #: one iteration to the next, and a fit that starts from the step of an older fit starts
-#: out of phase: on a Gisette-shaped diagonal path (no pair removed after the first
-#: values), the cost model's choices with a step kept per mode took 134 iterations
-#: where the same choices with the last step took 122, those of the path without
-#: screening.
+#: out of phase and needs more iterations.
 SAME_PAIRS = 0.9
 #: The certificate from bounds (and the reference screening from bounded values) is
 #: tried only when a pass over every pair costs at least this many multiply-adds
 #: (``n_pairs * d`` for a diagonal metric, ``n_pairs * d**2`` for a full one). Below,
-#: the pass costs less than the bounds' bookkeeping: standardised iris (4 features),
-#: a screened step 0.8 ms with the bounds against 0.4 ms for the whole unscreened step.
+#: the pass costs less than the bounds' bookkeeping.
 BOUNDS_MIN_WORK = 1e6
 #: A screened fit's H_L is updated from the last one's (see :meth:`TripletPath._problem`)
 #: only when a pass over every pair costs at least this many multiply-adds (as
 #: :data:`BOUNDS_MIN_WORK`). Below, the sum from scratch, made in the compiled pass that
 #: builds the reduced problem, costs less than the update's passes over the triplets
-#: and the statuses it keeps: screening at every step on standardised iris 34.7 ms
-#: against 38.0 ms with the update, on standardised wine 122 ms against 132 ms.
+#: and the statuses it keeps.
 HL_UPDATE_MIN_WORK = 1e6
 
 
@@ -105,20 +100,15 @@ class TripletPath:
         # the solver's last step (for a warm start), with screening and without: a
         # reduced problem that reads a good share fewer pairs has another curvature
         # than the whole problem, and a step carried from one to the other made the
-        # next solve backtrack (a mnist-shaped path at 20,000 samples: the first
-        # unscreened steps after screened ones 386 and 203 ms for one iteration that
-        # costs 116 ms with its own step). Between problems that read the same pairs
+        # next solve backtrack. Between problems that read the same pairs
         # the last fit's step is carried whatever its mode (see SAME_PAIRS)
         self.steps: dict[bool, float | None] = {True: None, False: None}
         self._last_step: float | None = None
         # the compiled solver loop's work buffers, kept between the fits of the path
         # (they hold no state, and the path itself is never pickled) whatever their size
-        # until the path ends (:meth:`end_fit`): the memory a solve needs anyway, and
-        # allocated afresh at each fit its pages cost a large solve a tenth of its time
-        # (a mnist-shaped path: 285 ms a plain step against 258 ms with the buffers
-        # kept), and a first solve of the whole problem after reduced ones three times
-        # its time (1,065 ms against 285 ms: the cost model measured the plain steps
-        # at that price and kept screening where it was 1.3-1.6x dearer)
+        # until the path ends (:meth:`end_fit`): the memory a solve needs anyway, whose
+        # pages, allocated afresh at each fit, would be faulted in again at every step
+        # (most of all at the first solve of the whole problem after reduced ones)
         self.workspace = pg.SpgWorkspace()
         self.workspace.kept_bytes = sys.maxsize
         # the SDP rule's schedule: its budget grows with the solver's iterations along
@@ -264,7 +254,7 @@ class TripletPath:
             # a step without screening (the cost model's choice): every triplet active
             # and H_L = 0 without a pass; the last screened step's H_L state is kept for
             # the next screened step (updated to an empty L and back, every L-triplet
-            # would be summed twice: on iris 0.1 ms, a quarter of a step)
+            # would be summed twice)
             problem = TripletProblem(ts, self.gamma, diag, status, HL=np.zeros(
                 ts.X.shape[1] if diag else (ts.X.shape[1],) * 2))
         else:
@@ -273,8 +263,7 @@ class TripletPath:
         self._solver_pair_share = problem.n_pairs_used / max(ts.n_pairs, 1)
         if bound is not None and not diag and self._updates_hl:
             # the reference's statuses move little from one fit to the next, while the
-            # dynamic rules screen most of the rest by the end of a fit (a mnist-shaped
-            # path: 40-60% of the triplets active at the start, 2% at the end): the next
+            # dynamic rules screen most of the rest by the end of a fit: the next
             # fit's H_L is an update of this one's, not a sum from scratch
             count = 0 if self._hl_state is None else self._hl_state[2]
             self._hl_start = (problem.status.copy(), np.array(problem.HL, copy=True), count)
@@ -411,8 +400,9 @@ class TripletPath:
 def start_point(ref0: TripletReference, alpha: float) -> np.ndarray:
     """Warm start at ``alpha``: the previous solution (the paper's), extrapolated along
     the path from the two previous solutions, linearly in log(alpha), when ``alpha``
-    continues their direction (measured on the wine path of the benchmark: about 40%
-    fewer iterations, screened or not); the RRPB centre from the closed form."""
+    continues their direction (the solutions move smoothly along a path, so the
+    extrapolation starts nearer the new optimum); the RRPB centre from the closed
+    form."""
     if ref0.exact and ref0.prev is None:  # the closed form: its scale is far off
         return (ref0.alpha + alpha) / (2.0 * alpha) * ref0.M
     if ref0.prev is not None:
