@@ -16,15 +16,14 @@ from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
+from ._sparse_linear_base import SparseLinearEstimator
 from ._utils.fingerprint import data_fingerprint
-from ._utils.limits import MAX_ENTRY, MEMORY_FRACTION
-from ._utils.memory import check_memory
+from ._utils.limits import MAX_ENTRY
 from ._validation import check_magnitude, memoised_validation
-from .base import FitInputs, LinearModelMixin, PathState, SafeEstimator, limit_blas_threads
+from .base import FitInputs, PathState
 from .engine.doubly_sparse import (
     DoublySparsePath,
     DoublySparseSettings,
@@ -39,7 +38,7 @@ from .screening.doubly_sparse import DOUBLY_SPARSE_RULES
 POLISH_STEPS = 3
 
 
-class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
+class _BaseDoublySparse(SparseLinearEstimator):
     """Fit skeleton shared by the classifier and the regressor."""
 
     _parameter_constraints: dict = {
@@ -57,22 +56,15 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
         "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],
     }
     _path_param = "alpha"
-    _path_increasing = False  # larger alpha = more regularised
     #: how the problem is solved, not which problem: the rules, the solver's controls,
     #: output, threads, the coordinate order; and l1_ratio, which with alpha makes the
     #: step's (lambda, beta): each step is handed both, and the last solution is a
     #: feasible reference whatever they are (the gap is recomputed at the step's)
     _solver_params = frozenset({"l1_ratio", "screening", "tol", "max_iter", "warm_start",
                                 "verbose", "random_state", "n_jobs"})
-    _path_state = (*SafeEstimator._path_state, "_label_cache")
     _gap_words = "absolute duality gap"
     _iteration_words = "epochs"
     _loss: str
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
     # ------------------------------------------------------------- parameters ---
     def _penalty(self) -> tuple[float, float]:
@@ -88,28 +80,6 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
         return float(self.alpha) * rho, (1.0 - rho) / rho
 
     # ----------------------------------------------------------------- fitting ---
-    @_fit_context(prefer_skip_nested_validation=True)
-    @limit_blas_threads
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model at ``alpha``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data; sparse input (CSR or CSC) is never densified.
-        y : array-like of shape (n_samples,)
-            Class labels (classifier) or real targets (regressor).
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the samples' losses (rescaled, with the class
-            weights, to average 1 over the samples of positive weight).
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
-        """
-        return self._fit(X, y, sample_weight=sample_weight)
-
     def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
         self._penalty()  # a clear error for l1_ratio at 0 or 1
         X, targets, weights, content = self._inputs(X, y, sample_weight)
@@ -125,15 +95,6 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
                                     describe=self._describe(),
                                     shown_value=float(self.alpha),
                                     beta=self._penalty()[1])
-
-    def _summary(self, state: PathState, outcomes, report, elapsed: float) -> str:
-        counts = report.counts
-        return (f"alpha={self.alpha:.4g}: features screened "
-                f"{counts['features'].n_screened}/{counts['features'].n_variables}, "
-                f"samples fixed {counts['samples'].n_screened}/"
-                f"{counts['samples'].n_variables}, absolute gap "
-                f"{self.dual_gap_.max():.2e}, epochs {int(self.n_iter_.sum())}, "
-                f"{elapsed:.3f}s")
 
     def _inputs(self, X, y, sample_weight):
         """Validated ``(X, targets, weights, content)``; memoised along warm starts."""
@@ -165,23 +126,6 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
         content = (digest,) if digest is not None else (X, y, sw)
         return X, targets, weights, content
 
-    def _design(self, X, keep):
-        """The samples of positive weight, with the intercept column; the memory needed
-        is checked first."""
-        n, d = X.shape
-        if sp.issparse(X):
-            need = 3 * 12.0 * (X.nnz + n)  # the CSC copy, squares, one reduced copy
-        else:
-            need = 3 * 8.0 * n * (d + 1)  # Fortran copy, squares, one reduced copy
-        check_memory(need, f"{type(self).__name__} on X of shape {X.shape}",
-                     "use a sparse matrix or fewer samples or features", MEMORY_FRACTION)
-        Xk = X[keep] if not keep.all() else X
-        if self.fit_intercept:
-            col = np.full((Xk.shape[0], 1), float(self.intercept_scaling))
-            Xk = sp.hstack([Xk, sp.csr_matrix(col)], format="csc") if sp.issparse(Xk) \
-                else np.hstack([Xk, col])
-        return Xk
-
     def _make_paths(self, inputs: FitInputs) -> PathState:
         """The design matrix of the samples of positive weight, with its intercept
         column, built once per data set; one path per task on it."""
@@ -202,41 +146,10 @@ class _BaseDoublySparse(LinearModelMixin, SafeEstimator):
         return float(value) / float(self.l1_ratio)
 
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
-        d = self.n_features_in_
         lam, beta = self._penalty()
         outcomes = [polish(p.data, o, lam, beta)
                     for p, o in zip(state.paths, outcomes, strict=True)]
-        W = np.vstack([o.reference.w for o in outcomes])
-        keep = state.extra
-        dual = np.zeros((len(outcomes), keep.size))
-        dual[:, keep] = np.vstack([o.reference.alpha for o in outcomes])
-        self.dual_coef_ = dual
-        self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
-        self.dual_gap_ = np.array([o.gap for o in outcomes])
-        self.alpha_max_ = self._critical_from(state)
-        coef = W[:, :d]
-        intercept = W[:, d] * self.intercept_scaling if self.fit_intercept \
-            else np.zeros(len(outcomes))
-        self._store_coef(coef, intercept)
-
-    #: The dual solution: kept on the fitted estimator, not pickled (its size grows with
-    #: the number of samples; the model is coef_ and intercept_).
-    _DUAL = ("dual_coef_",)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        for name in self._DUAL:
-            state.pop(name, None)
-        return state
-
-    def __getattr__(self, name):
-        # only reached when the attribute is missing
-        if name in self._DUAL and "coef_" in self.__dict__:
-            raise AttributeError(
-                f"{type(self).__name__} has no {name}: the dual solution is available "
-                "after fit but is not pickled (its size grows with the number of "
-                "samples); the model is coef_ and intercept_")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._store_coef(*self._set_solution(state, outcomes, [o.gap for o in outcomes]))
 
     # subclasses
     def _encode(self, y) -> tuple:

@@ -16,34 +16,31 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
+from ._sparse_linear_base import SparseLinearEstimator
 from ._utils.fingerprint import data_fingerprint
-from ._utils.limits import MAX_ENTRY, MEMORY_FRACTION
-from ._utils.memory import check_memory
+from ._utils.limits import MAX_ENTRY
 from ._utils.warnings import warn_user
 from ._validation import check_magnitude, class_weights, memoised_validation
 from .base import (
     FitInputs,
-    LinearModelMixin,
     OneVsRestClassifierMixin,
     PathState,
-    SafeEstimator,
     encode_labels,
     limit_blas_threads,
     one_vs_rest,
 )
 from .engine.lp_svm import LPSVMPath
 from .engine.protocol import StepSettings
-from .problems.lp_svm import LPSVMData, add_intercept_column
+from .problems.lp_svm import LPSVMData
 from .screening.lp_svm import LP_SVM_RULES
 
 
-class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, SafeEstimator):
+class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator):
     r"""The 1-norm SVM (L1 penalty, hinge loss) with simultaneous safe screening of
     features and samples.
 
@@ -157,15 +154,14 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],
     }
     _path_param = "alpha"
-    _path_increasing = False  # larger alpha = more regularised
     #: how the problem is solved, not which problem: the rules, the solver's controls,
     #: output and threads
     _solver_params = frozenset({"screening", "tol", "max_iter", "warm_start", "verbose",
                                 "n_jobs"})
-    _path_state = (*SafeEstimator._path_state, "_label_cache")
     _iteration_words = "rounds of column and row generation"
-    #: the dual solution: available after fit, not pickled (it grows with the samples)
-    _DUAL = ("dual_coef_",)
+    _summary_words = ("relative gap", "LPs")
+    #: (the column-and-row generation's HiGHS model holds a fourth copy of a sparse X)
+    _design_copies = (4, 3)
 
     def __init__(self, alpha=0.01, *, fit_intercept=True, intercept_scaling=1.0,
                  screening="simultaneous", tol=1e-8, max_iter=200, warm_start=False,
@@ -180,32 +176,6 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         self.class_weight = class_weight
         self.verbose = verbose
         self.n_jobs = n_jobs
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @limit_blas_threads
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model at ``alpha``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data; sparse input (CSR or CSC) is never densified.
-        y : array-like of shape (n_samples,)
-            Class labels (numbers or strings).
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the samples' losses.
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
-        """
-        return self._fit(X, y, sample_weight=sample_weight)
 
     # ------------------------------------------------ the exact path (lp_svm_path) ---
     @limit_blas_threads
@@ -268,14 +238,8 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
         """The samples of positive weight with the intercept column, once per data set
         (the memory needed checked first); one path per one-vs-rest task."""
         X, classes, y_ind, weights = inputs.data
-        n, d = X.shape
-        need = 4 * 12.0 * (X.nnz + n) if sp.issparse(X) else 3 * 8.0 * n * (d + 1)
-        check_memory(need, f"{type(self).__name__} on X of shape {X.shape}",
-                     "use a sparse matrix or fewer samples or features", MEMORY_FRACTION)
         keep = weights > 0
-        Xk = X[keep] if not keep.all() else X
-        if self.fit_intercept:
-            Xk = add_intercept_column(Xk, self.intercept_scaling)
+        Xk = self._design(X, keep)
         c = weights[keep] / weights[keep].mean()
         paths = [LPSVMPath(LPSVMData(Xk, labels, c), name)
                  for name, labels in one_vs_rest(classes, y_ind[keep])]
@@ -289,19 +253,9 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
                             verbose=self.verbose, describe=self._describe())
 
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
-        d = self.n_features_in_
         self.classes_ = inputs.data[1]
-        W = np.vstack([o.reference.w for o in outcomes])
-        keep = state.extra
-        dual = np.zeros((len(outcomes), keep.size))
-        dual[:, keep] = np.vstack([o.reference.alpha for o in outcomes])
-        self.dual_coef_ = dual
-        self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
-        self.dual_gap_ = np.array([o.rel_gap for o in outcomes])
-        self.alpha_max_ = self._critical_from(state)
-        self.coef_ = W[:, :d]
-        self.intercept_ = (W[:, d] * self.intercept_scaling if self.fit_intercept
-                           else np.zeros(len(outcomes)))
+        self.coef_, self.intercept_ = self._set_solution(
+            state, outcomes, [o.rel_gap for o in outcomes])
 
     def _warn_if_not_converged(self, outcomes) -> None:
         """A ConvergenceWarning when a task's certified gap missed ``tol``, with the
@@ -318,19 +272,6 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, LinearModelMixin, Saf
                   "objective is within that of the optimum). Raise tol, or scale the "
                   "features (e.g. StandardScaler): badly scaled columns limit HiGHS's "
                   "accuracy.", ConvergenceWarning)
-
-    def _summary(self, state: PathState, outcomes, report, elapsed: float) -> str:
-        f, s = report.counts["features"], report.counts["samples"]
-        return (f"alpha={self.alpha:.4g}: features screened {f.n_screened}/"
-                f"{f.n_variables}, samples fixed {s.n_screened}/{s.n_variables}, "
-                f"relative gap {self.dual_gap_.max():.2e}, LPs "
-                f"{int(self.n_iter_.sum())}, {elapsed:.3f}s")
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        for name in self._DUAL:
-            state.pop(name, None)
-        return state
 
 
 __all__ = ["SafeLPSVC"]
