@@ -34,8 +34,7 @@ from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
 from .engine.triplet import TripletPath
 from .engine.triplet_settings import BOUNDS, TripletSettings
-from .problems._eigh_fast import eigh_rows
-from .problems._triplet_fast import metric_factor
+from .problems.triplet_problem import metric_and_components
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
@@ -508,20 +507,7 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         if self._diagonal:
             self._metric_diagonal = np.maximum(M, 0.0)
         else:
-            # one compiled call when the eigenvalues are distinct and non-zero (the
-            # usual case; NumPy's sort and maximum decide ties and zeros otherwise)
-            factor = metric_factor(M)
-            if factor is not None:
-                self.metric_, self.components_ = factor
-                return
-            M = 0.5 * (M + M.T)
-            w, W = eigh_rows(M)  # (compiled; rows = eigenvectors, unsorted)
-            order = np.argsort(w)[::-1]
-            self.metric_ = M
-            C = W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
-            # rows' signs as metric_factor fixes them (svd_flip's convention)
-            largest = W[order][np.arange(C.shape[0]), np.argmax(np.abs(W[order]), axis=1)]
-            self.components_ = np.where(largest < 0.0, -1.0, 1.0)[:, None] * C
+            self.metric_, self.components_ = metric_and_components(M)
 
     # ------------------------------------------------------------ transform ---
     def transform(self, X) -> np.ndarray:

@@ -569,3 +569,20 @@ def closed_form(ts: TripletSet, gamma: float, diagonal: bool) -> tuple[float, np
         lam_L = np.finfo(float).tiny
     return lam_L, G_pos
 
+
+def metric_and_components(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(metric, components)`` of a full metric ``M``: the symmetric metric and
+    :math:`L` with :math:`M = L^\\top L`, its rows the eigenvectors scaled by the square
+    roots of the (clipped) eigenvalues, largest first, each row's largest entry positive
+    (scikit-learn's ``svd_flip`` convention)."""
+    # one compiled call when the eigenvalues are distinct and non-zero (the usual case;
+    # NumPy's sort and maximum decide ties and zeros otherwise)
+    factor = kn.metric_factor(M)
+    if factor is not None:
+        return factor
+    M = 0.5 * (M + M.T)
+    w, W = _eigh_fast.eigh_rows(M)  # (compiled; rows = eigenvectors, unsorted)
+    order = np.argsort(w)[::-1]
+    C = W[order] * np.sqrt(np.maximum(w[order], 0.0))[:, None]
+    largest = W[order][np.arange(C.shape[0]), np.argmax(np.abs(W[order]), axis=1)]
+    return M, np.where(largest < 0.0, -1.0, 1.0)[:, None] * C
