@@ -145,8 +145,9 @@ class BaseBoxQPEstimator(SafeEstimator):
         return float(self.C)
 
     def _check_step(self, state: PathState, value: float) -> None:
-        check_resolvable(self._describe(), value, state.paths[0].data.weights,
-                         state.paths[0].data.sqnorm)
+        data = state.paths[0].data
+        check_resolvable(self._describe(), value, data.weights, data.sqnorm,
+                         hinge=data.hinge)
 
     def _step_settings(self, state: PathState, value: float) -> StepSettings:
         return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,

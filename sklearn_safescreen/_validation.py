@@ -127,34 +127,48 @@ def class_weights(class_weight, classes: np.ndarray, y_ind: np.ndarray) -> np.nd
 EPS = float(np.finfo(np.float64).eps)
 
 
-def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarray) -> None:
-    r"""Refuse a box-QP dual (SafeSVC, SafeLAD) that float64 cannot resolve.
+def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarray,
+                     hinge: bool = False) -> None:
+    r"""Refuse, before any solve, a box-QP dual (SafeSVC, SafeLAD) that float64 cannot
+    resolve.
 
     A margin :math:`(Q\alpha)_i = \sum_j \alpha_j s_i s_j K(x_i, x_j)` sums terms of
-    magnitude up to :math:`C c_j \max_k K(x_k, x_k)` (Cauchy-Schwarz), so its rounding
-    is up to :math:`\epsilon\,C\sum_j c_j \max_k K(x_k,x_k)` (the intercept's
+    magnitude up to :math:`|\alpha_j| \max_k K(x_k, x_k)` (Cauchy-Schwarz), so its
+    rounding is up to :math:`\epsilon\sum_j|\alpha_j|\max_k K(x_k,x_k)` (the intercept's
     ``intercept_scaling**2`` included in :math:`K`). When this figure reaches 1, the
     unit of the losses (the hinge's margin, the absolute deviation's scale in the
     solver's coordinates), the margins carry no information: the solve cannot be
-    certified to any useful gap, and what it returns can be worse than ``coef_ = 0``
-    (measured: SafeLAD on ``X * 1e9``, an objective 4e17 times that of ``w = 0``;
-    SafeSVC and SafeLAD at ``C = 1e15`` on standardised data). Below it, a fit is
-    certified or says to which gap (``PrecisionWarning``). The figure also bounds the
-    dual objective's terms, so that every accepted problem's objective and gap are
+    certified to any useful gap, and what it returns can be worse than ``coef_ = 0``.
+
+    Before the solve only the box bounds the dual variables, :math:`|\alpha_j|\le
+    Cc_j`, so the figure is taken as :math:`\epsilon\,C\sum_j c_j\max_k K(x_k,x_k)`.
+    That is the figure of LAD, whose solution keeps samples at the bound at every ``C``
+    (``hinge=False``). The SVM's solution stops growing with ``C`` once the data are
+    separated (:math:`\alpha^*` is then the hard-margin solution, far below the box):
+    its figure is decided by the path from the solution's own dual variables
+    (:meth:`~.engine.box_qp.BoxQPPath.fit`), and here ``hinge=True`` refuses only
+    where the box's figure exceeds :math:`1/\epsilon^2`, beyond which the products
+    of the dual's terms could overflow before the path could tell (``C = inf``, the
+    hard margin, has no box and is decided by the path alone). The figure also bounds
+    the dual objective's terms, so that every accepted problem's objective and gap are
     finite (``C = 1e300`` used to overflow).
     """
     total, top = float(np.sum(weights)), float(np.max(sqnorm, initial=0.0))
-    if total <= 0.0 or top <= 0.0:
+    if total <= 0.0 or top <= 0.0 or (hinge and np.isinf(C)):
         return
     log_figure = np.log10(C) + np.log10(total) + np.log10(top)
-    limit = 1.0 / EPS
+    limit = 1.0 / EPS**2 if hinge else 1.0 / EPS
     if log_figure > np.log10(limit):
         c_max = limit / (total * top)
+        why = ("the products of the dual's terms could overflow before the solution "
+               "could show whether it is separable (use C=np.inf for the hard margin)"
+               if hinge else
+               "the rounding of a margin, a sum of terms up to C * c_j * K(x_j, x_j), "
+               "would exceed the loss's unit, so no solve could be certified and the "
+               "result could be worse than coef_ = 0")
         raise ValueError(
             f"{name}: C * sum(sample weights) * max_i K(x_i, x_i) = 10^{log_figure:.1f} "
-            f"exceeds 1/eps = {limit:.3g}, the largest figure float64 resolves (K "
-            f"includes the intercept's intercept_scaling**2; max K(x_i, x_i) = {top:.3g}, "
-            f"sum of weights {total:.6g}): the rounding of a margin, a sum of terms up "
-            "to C * c_j * K(x_j, x_j), would exceed the loss's unit, so no solve could "
-            "be certified and the result could be worse than coef_ = 0. Use C <= "
-            f"{c_max:.3g} or rescale X (e.g. with StandardScaler).")
+            f"exceeds {'1/eps^2' if hinge else '1/eps'} = {limit:.3g} (K includes the "
+            f"intercept's intercept_scaling**2; max K(x_i, x_i) = {top:.3g}, sum of "
+            f"weights {total:.6g}): {why}. Use C <= {c_max:.3g} or rescale X (e.g. with "
+            "StandardScaler).")

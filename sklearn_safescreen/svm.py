@@ -192,6 +192,8 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
 
     _parameter_constraints: dict = {
         **BaseBoxQPEstimator._parameter_constraints,
+        # np.inf: the hard margin (doc/theory/svm_lad.rst, "Hard margin")
+        "C": [Interval(numbers.Real, 0.0, None, closed="right")],
         "screening": [StrOptions(set(SVM_RULES)), None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],

@@ -19,6 +19,7 @@ solution, which is the next step's screening reference. One step at ``C``:
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import replace
 
@@ -27,6 +28,7 @@ import numpy as np
 from .._utils import faults
 from ..problems.box_qp import BoxQP, BoxQPData, BoxQPReference, LADData, SVMData
 from ..problems.box_qp import lad_critical_C as _lad_critical_C
+from ..problems.constants import TINY, UNIT_ROUNDOFF
 from ..screening.balls import ScreeningResult
 from ..screening.lad import screen_lad
 from ..screening.svm import screen_svm
@@ -129,17 +131,108 @@ class BoxQPPath:
         if self.reference is None:
             grid = self.cold_start(C, report, tol=tol, max_iter=max_iter, rng=rng,
                                    verbose=verbose)
+        elif np.isinf(C):
+            grid = _internal_grid(self.reference.C, C)
         else:
             grid = [C]
         outcome = None
         for value in grid:
+            if self._hard_margin_answers(C, tol):
+                return self._hard_margin_outcome(C, n_iter, report, verbose)
             outcome = self.step(value, rule=rule, tol=tol, max_iter=max_iter, rng=rng,
                                 report=report, verbose=verbose, target=C)
             n_iter += outcome.n_iter
+            self._check_resolved(C)
         if outcome is None:  # closed form: the reference is the answer
             return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         outcome.n_iter = n_iter
         return outcome
+
+    def _hard_margin_answers(self, C: float, tol: float) -> bool:
+        """Whether the reference is certified at ``C`` by the C-free hard-margin gap
+        (:meth:`~..problems.box_qp.BoxQP.hard_margin_gap`): it is feasible there and
+        that gap is within ``tol`` of its dual objective. That gap bounds its distance
+        to the optimum at every ``C`` at which it is feasible, so the path needs no
+        further solve (``doc/theory/svm_lad.rst``, *Hard margin*)."""
+        ref = self.reference
+        if ref is None or not np.isfinite(ref.hard_margin):
+            return False
+        if np.any(ref.alpha > C * self.data.weights):
+            return False  # only where C is below the reference's: not feasible there
+        dual = float(ref.alpha.sum() - 0.5 * ref.alpha @ ref.margins)
+        return ref.hard_margin <= tol * abs(dual)
+
+    def _hard_margin_outcome(self, C: float, n_iter: int, report: ScreeningReport,
+                             verbose: int) -> StepOutcome:
+        """The step's answer when the reference is certified at ``C`` by the hard-margin
+        gap: the reference itself, its gaps taken at ``C`` (at ``C = inf``, the hard
+        margin, it stays at its own finite ``C``, at which it is feasible and optimal
+        to the same gap: a later step of a path screens from there)."""
+        ref = self.reference
+        if np.isfinite(C):
+            problem = self.data.problem(C, newton=self.newton)
+            ref = self.reference = problem.reference(C, ref.alpha,
+                                                     (ref.margins, ref.margin_error))
+        else:
+            problem = self.data.problem(ref.C, newton=self.newton)
+        dual = abs(float(ref.alpha.sum() - 0.5 * ref.alpha @ ref.margins))
+        rel_gap = ref.gap / max(dual, TINY)
+        n = self.data.n_samples
+        held = self.data.weights > 0
+        n_lower = int((held & (ref.alpha <= 0.0)).sum())
+        report.add(ScreeningEvent("hard_margin", "closed_form", C, n_lower, 0, n,
+                                  task=self.name))
+        report.set_final(n_lower, 0, closed_form=True)
+        if verbose:
+            print(f"[{self.label}]{' ' + self.name if self.name else ''} C={C:<10.4g} "
+                  f"the hard-margin solution (certified at C={ref.C:.4g} for every "
+                  f"larger C), rel_gap={rel_gap:.2e}")
+        return StepOutcome(ref, ref.gap, rel_gap, n_iter, True,
+                           problem.rounding_floor(ref, resolution=False))
+
+    def _check_resolved(self, C: float) -> None:
+        """After a step of a fit at ``C``: refuse once the reference proves that the
+        solution at ``C`` is beyond float64 (the SVM; ``doc/theory/svm_lad.rst``,
+        *Hard margin*). Its dual variables' sum :math:`S^*` sets the rounding of its
+        margins, sums of terms up to :math:`S^*\max_iK_{ii}`
+        (:func:`~.._validation.check_resolvable`); this refuses where the reference
+        proves :math:`u\,S^*\max_iK_{ii}\ge1`. At a finite ``C``,
+        :math:`S^* = D^*_C + \tfrac12\|w^*\|^2\ge D^*_C\ge D(\alpha)` for the
+        reference :math:`\alpha` (feasible at ``C``). At ``C = inf`` (the hard
+        margin), :math:`S^* = 2D^*_\infty` and :math:`D^*_\infty\ge\max_t
+        D(t\alpha) = S^2/(2A)` (:math:`S = \sum_i\alpha_i`, :math:`A =
+        \alpha^\top Q\alpha`), which grows without bound along the path when the data
+        are not separable in feature space."""
+        if not self.data.hinge:
+            return
+        ref = self.reference
+        S = float(ref.alpha.sum())
+        A = float(ref.alpha @ ref.margins)
+        A_hi = A + float(ref.sq_norm_w_error)
+        if S <= 0.0 or A_hi <= 0.0:
+            return
+        # lower bounds; their rounding (relative n u) is far below the margin
+        if np.isinf(C):
+            lower = 2.0 * max(S - 0.5 * A_hi, S * S / (2.0 * A_hi))
+        else:
+            lower = S - 0.5 * A_hi
+        lower *= 1.0 - 1e-6
+        top = float(np.max(self.data.sqnorm, initial=0.0))
+        figure = UNIT_ROUNDOFF * lower * top
+        if figure < 1.0:
+            return
+        what = ("the data are not separable in feature space, or only with a margin "
+                "float64 cannot resolve" if np.isinf(C) else
+                "float64 cannot resolve this fit")
+        advice = "Use a finite C." if np.isinf(C) else \
+            "Lower C or rescale X (e.g. with StandardScaler)."
+        raise ValueError(
+            f"{self.label}{self._task_words()} with C={C:.6g}: {what}: the sum of the dual "
+            f"variables at its optimum is at least {lower:.3g} (from a feasible point "
+            f"at C={ref.C:.3g}), so sum(alpha) * max_i K(x_i, x_i) = 10^"
+            f"{np.log10(lower * top):.1f} (max K(x_i, x_i) = {top:.3g}, the intercept's "
+            f"intercept_scaling**2 included) reaches 1/u = {1.0 / UNIT_ROUNDOFF:.3g}: the "
+            f"rounding of every margin would exceed the hinge's unit. {advice}")
 
     def step(self, C: float, *, rule: str | None, tol: float, max_iter: int,
              rng: np.random.RandomState, report: ScreeningReport, verbose: int,
@@ -235,8 +328,13 @@ def _planted_decisions(at_lower: np.ndarray, at_upper: np.ndarray, movable: np.n
     return at_lower | lo, at_upper | hi
 
 
-def _internal_grid(critical: float, C: float) -> list[float]:
-    """The internal path of a cold fit from the critical value to ``C``."""
+def _internal_grid(critical: float, C: float):
+    """The internal path of a cold fit from the critical value to ``C``; at ``C = inf``
+    (the hard margin) an unending one, which the walk ends once a solution is certified
+    by the hard-margin gap or proves the problem unresolvable
+    (:meth:`BoxQPPath.fit`)."""
+    if np.isinf(C):
+        return (critical * INTERNAL_PATH_RATIO ** k for k in itertools.count(1))
     n_steps = int(np.floor(np.log(C / critical) / np.log(INTERNAL_PATH_RATIO)))
     grid = list(critical * INTERNAL_PATH_RATIO ** np.arange(1, n_steps + 1))
     return [*grid, C] if not grid or grid[-1] < C else grid
@@ -262,10 +360,17 @@ class SVMPath(BoxQPPath):
         and an internal path from there to ``C``; otherwise a solve from zero."""
         data = self.data
         n = data.n_samples
-        if data.kernel is not None and data.kernel.cache_capacity < n:
+        if data.kernel is not None and data.kernel.cache_capacity < n and np.isfinite(C):
             return [C]
         c_min, qc = data.critical_value()
         held = int((data.weights > 0).sum())
+        if np.isinf(C) and np.isinf(c_min):
+            # max(Qc) <= 0: then c'Qc = ||w_c||^2 <= 0, so w_c = 0 with c >= 0, which
+            # Gordan's theorem makes a proof that no w separates the samples
+            raise ValueError(
+                f"{self.label}{self._task_words()} with C=inf (the hard margin): the data "
+                "are not separable in feature space (the weighted sum of the samples' "
+                "signed feature vectors is 0). Use a finite C.")
         if C <= c_min:
             self.reference = data.closed_form(C, qc)
             return self._closed_form_answer(

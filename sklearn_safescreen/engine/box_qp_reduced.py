@@ -124,12 +124,17 @@ class ReducedBoxQP:
         problem, alpha, margins = self.problem, self.alpha, self.margins
         terms = problem.gap_terms(alpha, margins)
         gap = float(terms.sum())
-        rel_gap = gap / max(abs(problem.dual_objective(alpha, margins)), TINY)
         screened = self.fixed & self.movable
         # a proof of a wrong decision must survive the round-off of these margins and
         # gaps (the compensated margins' bound, else a priori bounds: O(n))
         margin_error = self.margin_error if self.margin_error is not None \
             else problem.margin_error_bound(alpha)
+        # the SVM's C-free bound, where it is the smaller (problems.box_qp.BoxQP.
+        # hard_margin_gap): at a large C the per-sample terms multiply by C the
+        # rounding of margins that the hard-margin point meets exactly
+        hm_gap, hm_error = problem.hard_margin_gap(alpha, margins, margin_error)
+        certified_gap = min(gap, hm_gap + hm_error)
+        rel_gap = certified_gap / max(abs(problem.dual_objective(alpha, margins)), TINY)
         wrong = proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
                                   screened & (alpha <= problem.lo),
                                   screened & (alpha >= problem.hi), margin_error,

@@ -80,6 +80,9 @@ class BoxQP:
     X: np.ndarray | sp.csr_matrix | None = None
     kernel: KernelMatrix | None = None
     newton: object | None = None
+    #: the hinge-loss SVM (``p = 1``, ``lo = 0``): its gap has the C-free hard-margin
+    #: bound (:meth:`hard_margin_gap`)
+    hinge: bool = False
 
     @property
     def n_samples(self) -> int:
@@ -299,6 +302,61 @@ class BoxQP:
             c(self.hi, dtype=np.float64), c(alpha, dtype=np.float64), e, UNIT_ROUNDOFF)
         return 2.0 * (weighted + rounding + gamma(self.n_samples) * float(np.abs(terms).sum()))
 
+    def hard_margin_gap(self, alpha: np.ndarray, q: np.ndarray,
+                        margin_error: np.ndarray | float) -> tuple[float, float]:
+        r"""The hinge SVM's duality gap at ``alpha`` against the rescaled primal point
+        :math:`w/m`, with a bound of its rounding error: ``(gap, error)``, or
+        ``(inf, 0)`` when it does not apply (not the SVM, or a margin not proven
+        positive). ``doc/theory/svm_lad.rst``, *Hard margin*.
+
+        With :math:`w = Z^\top(s\circ\alpha)`, :math:`A = \|w\|^2 = \alpha^\top q` and
+        :math:`m = \min_{i:\,c_i>0} q_i > 0`, the point :math:`w/m` has every margin at
+        least 1, so its hinge loss is 0 *whatever* ``C`` and
+        :math:`\mathcal P_C(w/m) = A/(2m^2)`. Every ``C`` (the hard margin,
+        :math:`C=\infty`, included) then has :math:`D(\alpha)\le D^*_C\le
+        \mathcal P_C(w/m)`, so
+
+        .. math::
+
+            \mathrm{gap}_{\rm hm} = \frac{A}{2m^2} - \Big(\sum_i\alpha_i - \frac A2\Big)
+
+        bounds :math:`D^*_C - D(\alpha)` at every ``C`` at which ``alpha`` is feasible:
+        unlike the per-sample gap, whose terms :math:`(Cc_i-\alpha_i)\max(0, 1-q_i)`
+        multiply the rounding of a margin by ``C``, it does not grow with ``C``. At the
+        optimum of a separable problem (``C`` above every :math:`\alpha^*_i/c_i`),
+        :math:`m = 1` and :math:`A = \sum_i\alpha_i`, so it is 0.
+
+        Rounding: :math:`m` is taken as :math:`\min_i(q_i - e_i)` (``margin_error``),
+        :math:`A` as its computed value plus the bound of its error
+        (:math:`2(\sum_i|\alpha_i|e_i + \gamma_{n+1}\sum_i|\alpha_i q_i|)`) and
+        :math:`\sum_i\alpha_i` (non-negative terms) less :math:`\gamma_n` of itself:
+        that makes an upper bound of the exact gap, and ``error`` is that bound less
+        the nominal gap, plus the rounding of these few operations.
+        """
+        if not self.hinge:
+            return np.inf, 0.0
+        held = self.hi > 0
+        if not held.any():
+            return np.inf, 0.0
+        e = np.broadcast_to(np.asarray(margin_error, dtype=np.float64), q.shape)
+        m = float(np.min(q[held]))
+        m_lo = float(np.min(q[held] - e[held])) * (1.0 - 2.0 * UNIT_ROUNDOFF)
+        if not m_lo > 0.0:
+            return np.inf, 0.0
+        n = alpha.size
+        a = np.abs(alpha)
+        A = float(alpha @ q)
+        A_hi = A + 2.0 * (float(a @ e) + gamma(n + 1) * float(a @ np.abs(q)))
+        S = float(alpha.sum())
+        if not (np.isfinite(A_hi) and np.isfinite(S)) or A_hi <= 0.0:
+            return np.inf, 0.0
+        S_lo = S * (1.0 - gamma(n))
+        nominal = A / (2.0 * m * m) - (S - 0.5 * A)
+        primal_hi = A_hi / (2.0 * m_lo * m_lo)
+        dual_lo = S_lo - 0.5 * A_hi
+        upper = (primal_hi - dual_lo) + 16.0 * UNIT_ROUNDOFF * (primal_hi + abs(dual_lo))
+        return nominal, max(upper - nominal, 0.0)
+
     def rounding_floor(self, ref: BoxQPReference, resolution: bool = True) -> float:
         r"""The duality gap that double precision cannot resolve at ``ref``, relative
         to the dual objective (``doc/theory/svm_lad.rst``, *Beyond double precision*).
@@ -338,9 +396,14 @@ class BoxQP:
         them."""
         q, error = self.accurate_margins(alpha) if margins is None else margins
         terms = self.gap_terms(alpha, q)
-        gap = float(terms.sum())
-        return BoxQPReference(C, alpha, q, max(gap, 0.0), error,
-                              self.gap_error(alpha, q, error, terms))
+        gap = max(float(terms.sum()), 0.0)
+        gap_error = self.gap_error(alpha, q, error, terms)
+        hm_gap, hm_error = self.hard_margin_gap(alpha, q, error)
+        hard_margin = max(hm_gap, 0.0) + hm_error
+        if hard_margin < gap + gap_error:
+            # both bound D*_C - D(alpha): the rules and the certificate take the smaller
+            gap, gap_error = max(hm_gap, 0.0), hm_error
+        return BoxQPReference(C, alpha, q, gap, error, gap_error, hard_margin)
 
 
 @dataclass(frozen=True)
@@ -362,6 +425,10 @@ class BoxQPReference:
     gap: float
     margin_error: np.ndarray | float = 0.0
     gap_error: float = 0.0
+    #: an upper bound of the hard-margin gap (:meth:`BoxQP.hard_margin_gap`, its error
+    #: included; inf where it does not apply): ``alpha`` is that close to optimal at
+    #: every ``C`` at which it is feasible, the hard margin included
+    hard_margin: float = np.inf
 
     # a reference is immutable (frozen, and no rule writes into its arrays): the two
     # sums every ball reads are computed once
@@ -419,11 +486,14 @@ class BoxQPData:
     def box(self, C: float) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError  # pragma: no cover - defined by each family
 
+    #: the hinge-loss SVM (:attr:`BoxQP.hinge`)
+    hinge = False
+
     def problem(self, C: float, newton=None) -> BoxQP:
         lo, hi = self.box(C)
         return BoxQP(sign=self.sign, p=self.p, lo=lo, hi=hi, sqnorm=self.sqnorm,
                      X=self.X if self.kernel is None else None, kernel=self.kernel,
-                     newton=newton)
+                     newton=newton, hinge=self.hinge)
 
     def q_matvec(self, v: np.ndarray) -> np.ndarray:
         """``Q v``; in kernel mode updated from the previous call's product, or afresh
@@ -463,6 +533,8 @@ class BoxQPData:
 
 class SVMData(BoxQPData):
     """The hinge-loss SVM: signs ``ysign``, :math:`p = 1`, box :math:`[0, Cc_i]`."""
+
+    hinge = True
 
     def __init__(self, X, kernel: KernelMatrix | None, ysign: np.ndarray,
                  weights: np.ndarray):

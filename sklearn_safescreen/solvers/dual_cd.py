@@ -308,8 +308,22 @@ def _measure(problem, rows, alpha, w, active) -> tuple[np.ndarray, float, float]
         q_act = signed_row_dots(dense, data, indices, indptr, is_sparse, problem.sign,
                                 active, w)
     gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
-    dual = float(-0.5 * w @ w + problem.p @ alpha)
+    quad = float(w @ w)
+    dual = float(-0.5 * quad + problem.p @ alpha)
+    if problem.hinge and active.size and not np.any(np.delete(alpha, active)):
+        gap = min(gap, hard_margin_gap(q_act, quad, dual))
     return q_act, gap, gap / max(abs(dual), TINY)
+
+
+def hard_margin_gap(q_act: np.ndarray, quad: float, dual: float) -> float:
+    r"""The hinge SVM's C-free duality gap :math:`A/(2m^2) - D(\alpha)` with
+    :math:`m` the smallest margin (``inf`` unless :math:`m > 0`), for a reduced problem
+    whose fixed variables are all 0: it is then the SVM on the active samples, and
+    ``q_act`` their margins (:meth:`~..problems.box_qp.BoxQP.hard_margin_gap`, which
+    bounds its rounding for the certificate). A stopping test and a dynamic ball's
+    radius only; the certificate recomputes it on the full problem."""
+    m = float(np.min(q_act))
+    return quad / (2.0 * m * m) - dual if m > 0.0 else np.inf
 
 
 def _not_progressing(history, rel_gap: float) -> bool:
@@ -410,6 +424,9 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # a'Qa = a_F'(q_F - d) + 2 a_F'd + const  with q_F - d = Q_FF a_F
         quad = a @ (q_f - d) + 2.0 * a @ d + const_fixed_quad
         dual = -0.5 * quad + p_f @ a + p_held
+        if (problem.hinge and la.size and not held_idx.size
+                and np.count_nonzero(a[la]) == np.count_nonzero(a)):
+            gap = min(gap, hard_margin_gap(q_f[la], quad, dual))
         rel_gap = gap / max(abs(dual), TINY)
         ipm_fits = 1 < la.size <= IPM_MAX_SYSTEM
         small = la.size**3 / 3 <= IPM_SMALL_FLOPS
