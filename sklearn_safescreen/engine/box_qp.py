@@ -191,7 +191,7 @@ class BoxQPPath:
                            problem.rounding_floor(ref, resolution=False))
 
     def _check_resolved(self, C: float) -> None:
-        """After a step of a fit at ``C``: refuse once the reference proves that the
+        r"""After a step of a fit at ``C``: refuse once the reference proves that the
         solution at ``C`` is beyond float64 (the SVM; ``doc/theory/svm_lad.rst``,
         *Hard margin*). Its dual variables' sum :math:`S^*` sets the rounding of its
         margins, sums of terms up to :math:`S^*\max_iK_{ii}`
