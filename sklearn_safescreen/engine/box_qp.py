@@ -142,7 +142,7 @@ class BoxQPPath:
             outcome = self.step(value, rule=rule, tol=tol, max_iter=max_iter, rng=rng,
                                 report=report, verbose=verbose, target=C)
             n_iter += outcome.n_iter
-            self._check_resolved(C)
+            self._check_resolved(C, outcome.converged)
         if outcome is None:  # closed form: the reference is the answer
             return StepOutcome(self.reference, 0.0, 0.0, 0, True)
         outcome.n_iter = n_iter
@@ -190,7 +190,7 @@ class BoxQPPath:
         return StepOutcome(ref, ref.gap, rel_gap, n_iter, True,
                            problem.rounding_floor(ref, resolution=False))
 
-    def _check_resolved(self, C: float) -> None:
+    def _check_resolved(self, C: float, certified: bool) -> None:
         r"""After a step of a fit at ``C``: refuse once the reference proves that the
         solution at ``C`` is beyond float64 (the SVM; ``doc/theory/svm_lad.rst``,
         *Hard margin*). Its dual variables' sum :math:`S^*` sets the rounding of its
@@ -202,7 +202,14 @@ class BoxQPPath:
         margin), :math:`S^* = 2D^*_\infty` and :math:`D^*_\infty\ge\max_t
         D(t\alpha) = S^2/(2A)` (:math:`S = \sum_i\alpha_i`, :math:`A =
         \alpha^\top Q\alpha`), which grows without bound along the path when the data
-        are not separable in feature space."""
+        are not separable in feature space. A ``certified`` reference is near the
+        optimum at its own ``C``, and :math:`S^*` does not decrease as ``C`` grows
+        (:math:`D^*_C` and :math:`\|w^*_C\|` do not): its own sum, less its relative
+        gap, is taken where it is the larger. A reference that could not be certified
+        proves nothing about :math:`S^*`: there the figure of its box,
+        :math:`C\sum_ic_i\max_iK_{ii}` (the refusal before any solve of
+        :func:`~.._validation.check_resolvable` for a loss without this structure), is
+        what refuses, as float64 then failed where that worst case said it could."""
         if not self.data.hinge:
             return
         ref = self.reference
@@ -216,8 +223,25 @@ class BoxQPPath:
             lower = 2.0 * max(S - 0.5 * A_hi, S * S / (2.0 * A_hi))
         else:
             lower = S - 0.5 * A_hi
+        if certified:
+            dual = abs(S - 0.5 * A)
+            lower = max(lower, S - 2.0 * ref.safe_gap / max(dual, TINY) * S)
         lower *= 1.0 - 1e-6
         top = float(np.max(self.data.sqnorm, initial=0.0))
+        box = ref.C * float(self.data.weights.sum()) * top
+        if not certified and UNIT_ROUNDOFF * box >= 1.0:
+            raise ValueError(
+                f"{self.label}{self._task_words()} with C={C:.6g}: "
+                + ("the data are not separable in feature space, or only with a margin "
+                   "float64 cannot resolve" if np.isinf(C) else
+                   "float64 cannot resolve this fit")
+                + f": its solve at C={ref.C:.3g} could not be certified, "
+                f"and there C * sum(sample weights) * max_i K(x_i, x_i) = 10^"
+                f"{np.log10(box):.1f} (max K(x_i, x_i) = {top:.3g}, the intercept's "
+                f"intercept_scaling**2 included) reaches 1/u = {1.0 / UNIT_ROUNDOFF:.3g}: "
+                "the rounding of a margin can exceed the hinge's unit. "
+                + ("Use a finite C, or rescale X (e.g. with StandardScaler)."
+                   if np.isinf(C) else "Lower C or rescale X (e.g. with StandardScaler)."))
         figure = UNIT_ROUNDOFF * lower * top
         if figure < 1.0:
             return
