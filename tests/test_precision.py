@@ -169,10 +169,16 @@ def test_precision_warning_lad_huge_C():
         SafeLAD(C=0.9 * c_limit(X), tol=1e-8).fit(X, y)
 
 
-def test_precision_warning_svc_huge_C(cancer):
+def test_svc_at_the_old_limit_is_certified_by_the_hard_margin_gap(cancer):
+    """SafeSVC at 0.9 times the C the worst-case figure allowed used to stop with a
+    PrecisionWarning: the per-sample gap multiplies the margins' rounding by C. The
+    data are separable, the path reaches the hard-margin solution and its C-free gap
+    certifies it to tol=1e-8 (tests/test_hard_margin.py)."""
     X, y = cancer
-    with pytest.warns(PrecisionWarning, match="beyond double precision|float64 arithmetic"):
-        SafeSVC(kernel="linear", C=0.9 * c_limit(X), tol=1e-8).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = SafeSVC(kernel="linear", C=0.9 * c_limit(X), tol=1e-8).fit(X, y)
+    assert np.all(m.dual_gap_ >= 0)
 
 
 def _lad_regression(scale):
@@ -184,16 +190,13 @@ def _lad_regression(scale):
 
 # (gamma="scale" makes the RBF kernel scale-free: a scaled X is refused for "linear")
 @pytest.mark.parametrize("Estimator, kernel, scale, C", [
-    *[(E, "linear", scale, 1.0) for E in (SafeLAD, SafeSVC) for scale in (1e9, 1e12, 1e50)],
-    *[(E, k, 1.0, C) for E in (SafeLAD, SafeSVC) for k in ("linear", "rbf")
-      for C in (1e15, 1e300)]])
+    *[(SafeLAD, "linear", scale, 1.0) for scale in (1e9, 1e12, 1e50)],
+    *[(SafeLAD, k, 1.0, C) for k in ("linear", "rbf") for C in (1e15, 1e300)]])
 def test_unresolvable_scale_or_C_is_refused_with_the_figure(Estimator, kernel, scale, C):
     """SafeLAD on X * 1e9 used to return R^2 = -1e35 (an objective 4e17 times that of
-    coef_ = 0) with only a PrecisionWarning, likewise at scales 1e12-1e50 and C = 1e15;
-    SafeSVC at C = 1e300 ran for seconds and leaked numpy overflow warnings."""
+    coef_ = 0) with only a PrecisionWarning, likewise at scales 1e12-1e50 and C = 1e15.
+    LAD keeps samples at the bound at every C: the box's figure is its solution's."""
     X, y = _lad_regression(scale)
-    if Estimator is SafeSVC:
-        y = y > np.median(y)
     limit = c_limit(X, kernel)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # refused before any solve: nothing leaks
@@ -201,6 +204,34 @@ def test_unresolvable_scale_or_C_is_refused_with_the_figure(Estimator, kernel, s
                            r"K\(x_i, x_i\) = 10\^[0-9.]+ exceeds 1/eps = 4.5e\+15.*Use C <= "
                            + f"{limit:.3g}".replace("+", r"\+")):
             Estimator(C=C, kernel=kernel).fit(X, y)
+
+
+@pytest.mark.parametrize("kernel, scale, C", [
+    ("linear", 1e50, 1.0), ("linear", 1.0, 1e300), ("rbf", 1.0, 1e300)])
+def test_svc_overflowing_C_is_refused_before_any_solve(kernel, scale, C):
+    """SafeSVC at C = 1e300 ran for seconds and leaked numpy overflow warnings: a box
+    whose figure exceeds 1/eps^2 is refused before any solve (below it, the solution's
+    own dual variables decide, tests/test_hard_margin.py)."""
+    X, y = _lad_regression(scale)
+    y = y > np.median(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"exceeds 1/eps\^2 = 2.03e\+31.*C=np.inf"):
+            SafeSVC(C=C, kernel=kernel).fit(X, y)
+
+
+@pytest.mark.parametrize("scale", [1e9, 1e12])
+def test_svc_unresolvable_scale_is_refused_with_the_figure(scale):
+    """SafeSVC on X * 1e9 (the regularised bias keeps its unit, so the solution's dual
+    variables do not shrink with the scale): the path's step where float64 fails is
+    refused with its figure instead of returning a model no better than chance."""
+    X, y = _lad_regression(scale)
+    y = y > np.median(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"float64 cannot resolve this fit.*"
+                           r"could not be certified.*= 10\^1[6-9]\.[0-9]"):
+            SafeSVC(C=1.0, kernel="linear").fit(X, y)
 
 
 @pytest.mark.parametrize("Estimator", [SafeLAD, SafeSVC])

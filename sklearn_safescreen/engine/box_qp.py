@@ -384,8 +384,16 @@ class SVMPath(BoxQPPath):
         and an internal path from there to ``C``; otherwise a solve from zero."""
         data = self.data
         n = data.n_samples
-        if data.kernel is not None and data.kernel.cache_capacity < n and np.isfinite(C):
-            return [C]
+        if data.kernel is not None and data.kernel.cache_capacity < n:
+            if np.isfinite(C):
+                return [C]
+            # the hard margin: from zero at the largest C whose box float64 resolves
+            # (the closed form's product Qc would cost a pass over the kernel, and the
+            # internal path from it solves with every sample at its bound), then up
+            # the internal path until the hard-margin gap certifies a solution
+            top = float(np.max(data.sqnorm, initial=0.0))
+            start = 1.0 / (UNIT_ROUNDOFF * float(data.weights.sum()) * max(top, TINY))
+            return (start * INTERNAL_PATH_RATIO ** k for k in itertools.count(0))
         c_min, qc = data.critical_value()
         held = int((data.weights > 0).sum())
         if np.isinf(C) and np.isinf(c_min):
