@@ -63,22 +63,25 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
     **Precision at huge C.** Screening stays safe at any ``C``: the margins and the
     duality gap of every reference are computed compensated, as if in twice the working
     precision, with rigorous bounds of their rounding errors, and every rule widens its
-    bounds by them (``doc/theory/safety.rst``). The fit itself cannot be resolved beyond
-    float64: when the rounding floor of the duality gap (its error bound, plus the
-    resolution of the free dual variables if the solve stopped short) exceeds ``tol``
-    relative to the objective, a :class:`~sklearn_safescreen.PrecisionWarning` is issued
-    instead of a ``ConvergenceWarning`` (``doc/theory/svm_lad.rst``, *Beyond double
-    precision*). Lower ``C`` or rescale the data. A problem whose figure
-    :math:`C\sum_i c_i\max_i K(x_i, x_i)` (the intercept's ``intercept_scaling**2``
-    included in :math:`K`) exceeds :math:`1/\epsilon \approx 4.5\times10^{15}` is
-    refused with a ``ValueError`` giving it and the largest ``C`` accepted: the
-    rounding of a single margin would then exceed the loss's unit, no solve could be
-    certified and the result could be worse than ``coef_ = 0``.
+    bounds by them (``doc/theory/safety.rst``). On separable data the solution stops
+    changing once ``C`` exceeds every :math:`\alpha^*_i/c_i` (the hard margin): a
+    C-free duality gap certifies it at any ``C`` and the fit stops there, and
+    ``C=np.inf`` is the hard-margin SVM (``doc/theory/svm_lad.rst``, *Hard margin*);
+    non-separable data at ``C=np.inf`` raise a ``ValueError``. Otherwise the fit
+    cannot be resolved beyond float64: when the rounding floor of the duality gap
+    exceeds ``tol`` relative to the objective, a
+    :class:`~sklearn_safescreen.PrecisionWarning` is issued instead of a
+    ``ConvergenceWarning`` (*Beyond double precision*). A fit whose solution's
+    :math:`\sum_i\alpha^*_i\max_i K(x_i, x_i)` (the intercept's
+    ``intercept_scaling**2`` included in :math:`K`) provably reaches
+    :math:`1/u \approx 9\times10^{15}` is refused with a ``ValueError`` giving the
+    figure: the rounding of a single margin would then exceed the loss's unit.
 
     Parameters
     ----------
     C : float, default=1.0
         Regularisation parameter (> 0); larger values fit the data more closely.
+        ``np.inf``: the hard-margin SVM (separable data only).
     kernel : {"linear", "rbf", "poly", "precomputed"} or callable, default="rbf"
         Kernel, as in :class:`~sklearn.svm.SVC`. Screening needs a positive semi-definite
         kernel; a precomputed or callable kernel is checked (see Notes).
