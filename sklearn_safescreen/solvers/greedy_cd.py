@@ -39,7 +39,7 @@ from .._utils.openmp import current_n_threads
 from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
 from ._greedy_fast import CONVERGED, NEED_ROW, LoopOutcome, greedy_updates
-from .dual_cd import DynamicScreen, SolveResult, _check_schedule
+from .dual_cd import DynamicScreen, SolveResult, _check_schedule, hard_margin_gap
 from .greedy_options import DEFAULT_OPTIONS, GreedyOptions
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache
 from .row_cache import (
@@ -137,7 +137,8 @@ def _solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *
             continue
         la, G = solve.check_gap()
         complete = solve.pending.size == 0
-        last = solve.rel_gap <= tol or solve.updates >= solve.max_updates
+        last = (solve.rel_gap <= tol or solve.updates >= solve.max_updates
+                or solve.hard_margin_due())
         if not complete and (last or solve.pending_check_due()):
             if solve.return_pending():
                 continue
@@ -197,6 +198,7 @@ class _GreedySolve:
         self.updates, self.n_checks, self.eps = 0, 0, 0.1
         self.events, self.dyn_fixed = [], []
         self.gap = self.rel_gap = np.inf
+        self.hm_parts = None  # (listed margins, a'Qa, dual) where the C-free gap applies
         self.converged = False
         self.newton_tried, self.n_newton, self.early_done, self.n_raised = None, 0, False, 0
         self.newton_below = opt.newton_below_gap
@@ -311,7 +313,34 @@ class _GreedySolve:
         self.rel_gap, self.const = _relative_gap(self.problem, self.alpha, self.gap,
                                                  self.objective, self.const, self.tol,
                                                  self.held, self.a_held)
+        self.hm_parts = None
+        if (self.problem.hinge and la.size and not self.held.size
+                and np.count_nonzero(a[la]) == np.count_nonzero(a)):
+            # every nonzero variable is listed: the reduced problem is the SVM on the
+            # listed and pending samples, with its C-free gap (dual_cd.hard_margin_gap);
+            # the objective 1/2 a'Qa - p'a is then whole. The pending samples' margins
+            # count once they are computed (return_pending)
+            dual = -self.objective
+            quad = 2.0 * (self.objective + float(self.p @ a))
+            self.hm_parts = (G + self.p[la], quad, dual)
+            if not self.pending.size:
+                self._take_hard_margin_gap(self.hm_parts[0])
         return la, G
+
+    def _take_hard_margin_gap(self, margins: np.ndarray) -> None:
+        """The C-free gap over these margins, where it is the smaller."""
+        _, quad, dual = self.hm_parts
+        hm = hard_margin_gap(margins, quad, dual)
+        if hm < self.gap:
+            self.gap, self.rel_gap = hm, hm / max(abs(dual), TINY)
+
+    def hard_margin_due(self) -> bool:
+        """Whether the listed samples' C-free gap is within ``tol`` while samples are
+        pending: their margins then decide (return_pending), as at the solve's end."""
+        if self.hm_parts is None or not self.pending.size:
+            return False
+        q, quad, dual = self.hm_parts
+        return hard_margin_gap(q, quad, dual) <= self.tol * abs(dual)
 
     def pending_check_due(self) -> bool:
         """Whether to check the pending variables before the solve's first Newton step:
@@ -332,6 +361,9 @@ class _GreedySolve:
         self.gap += float(t_pend.sum())
         self.rel_gap, self.const = _relative_gap(problem, alpha, self.gap, self.objective,
                                                  self.const, tol, self.held, self.a_held)
+        if self.hm_parts is not None:
+            self._take_hard_margin_gap(np.concatenate([self.hm_parts[0],
+                                                       g_pend + problem.p[pending]]))
         back = t_pend > 0.0
         if not (self.rel_gap > tol and back.any() and self.updates < self.max_updates):
             return False
