@@ -189,3 +189,19 @@ def test_warm_step_to_huge_C_stops_on_the_hard_margin_gap(cache_size):
     assert model.n_iter_[0] < 100
     cold = SafeSVC(kernel="rbf", C=1e12).fit(X, y)
     np.testing.assert_array_equal(model.predict(X), cold.predict(X))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_inf_with_zero_sample_weights_is_the_subset_hard_margin(kernel):
+    """Samples of weight 0 are not in the problem (their box is empty at any C, C = inf
+    included): the model is the one fitted without them."""
+    X, y = separable(200)
+    w = np.ones(len(y))
+    w[::7] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weighted = SafeSVC(kernel=kernel, C=np.inf, gamma=0.05).fit(X, y, sample_weight=w)
+    keep = w > 0
+    subset = SafeSVC(kernel=kernel, C=np.inf, gamma=0.05).fit(X[keep], y[keep])
+    np.testing.assert_allclose(weighted.decision_function(X), subset.decision_function(X),
+                               rtol=1e-3, atol=1e-3)

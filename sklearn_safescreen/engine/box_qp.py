@@ -157,7 +157,7 @@ class BoxQPPath:
         ref = self.reference
         if ref is None or not np.isfinite(ref.hard_margin):
             return False
-        if np.any(ref.alpha > C * self.data.weights):
+        if np.isfinite(C) and np.any(ref.alpha > C * self.data.weights):
             return False  # only where C is below the reference's: not feasible there
         dual = float(ref.alpha.sum() - 0.5 * ref.alpha @ ref.margins)
         return ref.hard_margin <= tol * abs(dual)
