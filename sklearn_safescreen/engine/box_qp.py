@@ -202,10 +202,12 @@ class BoxQPPath:
         margin), :math:`S^* = 2D^*_\infty` and :math:`D^*_\infty\ge\max_t
         D(t\alpha) = S^2/(2A)` (:math:`S = \sum_i\alpha_i`, :math:`A =
         \alpha^\top Q\alpha`), which grows without bound along the path when the data
-        are not separable in feature space. A ``certified`` reference is near the
-        optimum at its own ``C``, and :math:`S^*` does not decrease as ``C`` grows
-        (:math:`D^*_C` and :math:`\|w^*_C\|` do not): its own sum, less its relative
-        gap, is taken where it is the larger. A reference that could not be certified
+        are not separable in feature space. Sharper, at any ``C``: the reference's
+        safe gap :math:`G` bounds :math:`\tfrac12\|w-w^*_{C_k}\|^2`, so
+        :math:`\|w^*_{C_k}\|\ge\|w\|-\sqrt{2G}` and :math:`S^*_{C_k}\ge D(\alpha) +
+        \tfrac12(\|w\|-\sqrt{2G})_+^2`; :math:`S^*` does not decrease as ``C`` grows
+        (:math:`D^*_C` and :math:`\|w^*_C\|` do not), so this bounds it at ``C``. A
+        reference that could not be certified
         proves nothing about :math:`S^*`: there the figure of its box,
         :math:`C\sum_ic_i\max_iK_{ii}` (the refusal before any solve of
         :func:`~.._validation.check_resolvable` for a loss without this structure), is
@@ -219,13 +221,11 @@ class BoxQPPath:
         if S <= 0.0 or A_hi <= 0.0:
             return
         # lower bounds; their rounding (relative n u) is far below the margin
+        dual = S - 0.5 * A_hi
+        A_lo = max(A - float(ref.sq_norm_w_error), 0.0)
+        lower = dual + 0.5 * max(np.sqrt(A_lo) - np.sqrt(2.0 * ref.safe_gap), 0.0) ** 2
         if np.isinf(C):
-            lower = 2.0 * max(S - 0.5 * A_hi, S * S / (2.0 * A_hi))
-        else:
-            lower = S - 0.5 * A_hi
-        if certified:
-            dual = abs(S - 0.5 * A)
-            lower = max(lower, S - 2.0 * ref.safe_gap / max(dual, TINY) * S)
+            lower = max(lower, 2.0 * max(dual, S * S / (2.0 * A_hi)))
         lower *= 1.0 - 1e-6
         top = float(np.max(self.data.sqnorm, initial=0.0))
         box = ref.C * float(self.data.weights.sum()) * top
