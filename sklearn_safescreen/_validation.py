@@ -142,10 +142,11 @@ def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarra
 
     Before the solve only the box bounds the dual variables, :math:`|\alpha_j|\le
     Cc_j`, so the figure is taken as :math:`\epsilon\,C\sum_j c_j\max_k K(x_k,x_k)`.
-    That is the figure of LAD, whose solution keeps samples at the bound at every ``C``
-    (``hinge=False``). The SVM's solution stops growing with ``C`` once the data are
-    separated (:math:`\alpha^*` is then the hard-margin solution, far below the box):
-    its figure is decided by the path from the solution's own dual variables
+    That is the figure of LAD (``hinge=False``), whose solution generally keeps samples
+    at the bound (a linear model on more samples than features cannot interpolate).
+    The SVM's solution stops growing with ``C`` once the data are separated
+    (:math:`\alpha^*` is then the hard-margin solution, far below the box): its figure
+    is decided by the path from the solution's own dual variables
     (:meth:`~.engine.box_qp.BoxQPPath.fit`), and here ``hinge=True`` refuses only
     where the box's figure exceeds :math:`1/\epsilon^2`, beyond which the products
     of the dual's terms could overflow before the path could tell (``C = inf``, the

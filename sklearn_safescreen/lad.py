@@ -91,7 +91,10 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     Parameters
     ----------
     C : float, default=1.0
-        Regularisation parameter (> 0); larger values fit the data more closely.
+        Regularisation parameter (> 0, finite); larger values fit the data more closely.
+        ``np.inf`` is refused: its limit, the least-norm interpolation of the targets,
+        exists only where the model can interpolate them (not a linear model on more
+        samples than features), and float64 refuses the box's figure long before.
     kernel : {"linear", "rbf", "poly", "precomputed"} or callable, default="linear"
         Kernel (kernel LAD: everything depends on :math:`G` only). Screening
         needs a positive semi-definite kernel; a precomputed or callable one is checked.

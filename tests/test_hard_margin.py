@@ -205,3 +205,18 @@ def test_inf_with_zero_sample_weights_is_the_subset_hard_margin(kernel):
     subset = SafeSVC(kernel=kernel, C=np.inf, gamma=0.05).fit(X[keep], y[keep])
     np.testing.assert_allclose(weighted.decision_function(X), subset.decision_function(X),
                                rtol=1e-3, atol=1e-3)
+
+
+def test_path_cv_geometric_grid_to_huge_C():
+    """RegularizationPathCV's geometric grid up to stop=1e12: every value certified,
+    no warning, the large values all the hard margin."""
+    from sklearn_safescreen import RegularizationPathCV
+
+    X, y = data("separable")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        warnings.simplefilter("error", ConvergenceWarning)
+        search = RegularizationPathCV(SafeSVC(kernel="rbf"), param_name="C", n_values=8,
+                                      stop=1e12, cv=2).fit(X, y)
+    assert search.best_estimator_.score(X, y) == 1.0
+    assert search.cv_results_["param_C"].max() == pytest.approx(1e12)
