@@ -23,7 +23,7 @@ from sklearn.model_selection._validation import (
 )
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import _check_method_params, indexable
+from sklearn.utils.validation import _check_method_params, _num_samples, indexable
 
 from ._utils.openmp import effective_n_threads, fit_threads
 from .base import single_blas_thread
@@ -120,8 +120,9 @@ class RegularizationPathCV(BaseSearchCV):
         estimators with an ``"rbf"`` or ``"poly"`` kernel and an explicit or ``"auto"``
         ``gamma``): a fold's kernel is a sub-matrix of the whole training set's, so each
         row of the whole set is computed once and read by every fold that contains its
-        sample (:mod:`~sklearn_safescreen.problems.shared_kernel`), with the same
-        values and models as without sharing. The rows never take more than this bound;
+        sample, by the fit on the whole set that generates the grid and by the refit
+        (:mod:`~sklearn_safescreen.problems.shared_kernel`), with the same values and
+        models as without sharing. The rows never take more than this bound;
         beyond it the folds compute the rows the store has no room for themselves, as
         they would without it. 0 disables sharing. Folds on threads (the default) share
         one store; on processes (``loky``, ``dask``) each fold computes its own kernel.
@@ -259,7 +260,12 @@ class RegularizationPathCV(BaseSearchCV):
         if len(splits) != self.n_splits_:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
-        candidates, order = self._grid(X, y, routed.estimator.fit)
+        # one store of kernel rows for the grid's fit on the whole set, every fold and
+        # the refit (kept for this fit only)
+        kernel_rows = SharedKernelRows(X, self.kernel_memory)
+        every = np.arange(_num_samples(X))
+        with serving(kernel_rows, every):
+            candidates, order = self._grid(X, y, routed.estimator.fit)
         walk = [candidates[i] for i in order]
         self.path_values_ = np.array([float(v) for v in walk])
         n_cand = len(candidates)
@@ -275,8 +281,6 @@ class RegularizationPathCV(BaseSearchCV):
                       return_parameters=False, error_score=self.error_score,
                       verbose=self.verbose, caller=self)
         base = clone(self.estimator)
-        # one store of kernel rows for every fold (kept for this fit only)
-        kernel_rows = SharedKernelRows(X, self.kernel_memory)
         # verbose: joblib reports each finished fold (progress of long runs)
         # threads by default: the solvers release the GIL, and a search needs no worker
         # processes to start and import the package (measured, 20000 x 50, 5 folds, 30
@@ -332,10 +336,11 @@ class RegularizationPathCV(BaseSearchCV):
         if self.refit:
             self.best_estimator_ = clone(base).set_params(**self.best_params_)
             t0 = time.time()
-            if y is not None:
-                self.best_estimator_.fit(X, y, **routed.estimator.fit)
-            else:
-                self.best_estimator_.fit(X, **routed.estimator.fit)
+            with serving(kernel_rows, every):
+                if y is not None:
+                    self.best_estimator_.fit(X, y, **routed.estimator.fit)
+                else:
+                    self.best_estimator_.fit(X, **routed.estimator.fit)
             self.refit_time_ = time.time() - t0
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_

@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 import sklearn_safescreen.model_selection as model_selection
 from sklearn_safescreen.lad import SafeLAD
 from sklearn_safescreen.model_selection import RegularizationPathCV
+from sklearn_safescreen.problems import kernels
 from sklearn_safescreen.problems.kernels import KernelMatrix
 from sklearn_safescreen.problems.shared_kernel import SharedKernelRows, fold_rows
 from sklearn_safescreen.svm import SafeSVC
@@ -212,14 +213,25 @@ def data():
 
 
 def test_search_shares_each_row_once_with_the_same_results(monkeypatch, data):
-    """The shared search's cv_results_ (scores, ranks, screening rates) are the unshared
-    one's exactly; the store computed each row of X at most once, and the folds read
-    rows from it."""
+    """The shared search's cv_results_ (scores, ranks, screening rates) and refitted
+    model are the unshared one's exactly; the store computed each row of X at most once,
+    and the folds, the grid's fit and the refit computed no kernel value of their own."""
     X, y = data
     est = SafeSVC(kernel="rbf", gamma=0.05)
     plain, off = _search(monkeypatch, est, X, y, kernel_memory=0)
+    computed = []
+    block = kernels.symmetric_kernel_block
+
+    def counting(A, a_sq, Bt, *args, **kwargs):
+        computed.append(A.shape[0] * Bt.shape[1])
+        return block(A, a_sq, Bt, *args, **kwargs)
+
+    monkeypatch.setattr(kernels, "symmetric_kernel_block", counting)
     shared, store = _search(monkeypatch, est, X, y)
     _same_results(plain, shared)
+    # the grid's fit on the whole set, the folds and the refit read every row from the
+    # store: none computed by a kernel of its own
+    assert sum(computed) == 0
     assert off.n_rows_computed == 0 and off.nbytes == 0
     assert 0 < store.n_rows_computed <= X.shape[0]
     assert store.n_values_computed == store.n_rows_computed * X.shape[0]
