@@ -337,6 +337,8 @@ class _Serving:
             for handle in self.handles:
                 handle.active = False
                 handle.table.leases -= 1
+                # a fitted estimator keeps its kernel: it must not keep the rows alive
+                handle.store = handle.table = None
         self.handles = []
 
 

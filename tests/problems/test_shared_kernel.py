@@ -356,8 +356,9 @@ def test_rows_of_kernels_no_fold_reads_make_room():
         assert other._shared.n_served == every.size ** 2
     assert store.n_rows_computed == 2 * train.size
     assert store.nbytes <= one_table + 1000
-    # after its context a kernel computes its own rows
+    # after its context a kernel computes its own rows, and no longer holds the store's
     assert not km._shared.active
+    assert km._shared.store is None and km._shared.table is None
     fresh = KernelMatrix(Xf, "rbf", {"gamma": 0.1}, 0.0)
     np.testing.assert_array_equal(km.block(every[:5], every), fresh.block(every[:5], every))
 
