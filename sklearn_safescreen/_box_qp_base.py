@@ -35,6 +35,7 @@ from .problems.kernels import (
     needs_psd_check,
     resolve_kernel_params,
 )
+from .problems.shared_kernel import fold_rows
 
 #: A solve that stopped with a relative gap within this factor of the rounding floor got
 #: as far as float64 allows (a PrecisionWarning); further above it, it ran out of
@@ -232,9 +233,14 @@ class BaseBoxQPEstimator(SafeEstimator):
         return kernel_params, self.intercept_scaling if self.fit_intercept else 0.0
 
     def _build(self, X, kernel_params, bias):
-        """The design matrix with its bias column (linear) or the kernel."""
+        """The design matrix with its bias column (linear) or the kernel; within a
+        search's fold walk, the kernel reads the rows the folds share when they apply
+        (:mod:`~sklearn_safescreen.problems.shared_kernel`), never for ``gamma="scale"``,
+        which is resolved from the fold's own data."""
+        shared = None if self.gamma == "scale" else fold_rows(X, self.kernel,
+                                                              kernel_params, bias)
         return design_matrix(X, self.kernel, kernel_params, bias, screening=self.screening,
-                             cache_size=self.cache_size)
+                             cache_size=self.cache_size, shared=shared)
 
     # ---------------------------------------------------------------- subclass ---
     def _validated_inputs(self, X, y, sample_weight) -> FitData:

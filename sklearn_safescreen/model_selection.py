@@ -23,35 +23,39 @@ from sklearn.model_selection._validation import (
 )
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import _check_method_params, indexable
+from sklearn.utils.validation import _check_method_params, _num_samples, indexable
 
 from ._utils.openmp import effective_n_threads, fit_threads
 from .base import single_blas_thread
 from .grid import GRID_KINDS, resolve_path_param
 from .path import _grid, _step_of
+from .problems.shared_kernel import SharedKernelRows, serving
 
 
 # ------------------------------------------------------- RegularizationPathCV ---
 def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
-               values: list, split_idx: int, n_splits: int, fit_and_score_kwargs):
+               values: list, split_idx: int, n_splits: int, fit_and_score_kwargs,
+               kernel_rows: SharedKernelRows | None = None):
     """Walk one fold's path: a single clone, ``warm_start=True``, refitted at every value
     in walk order, each fit scored exactly as GridSearchCV scores it (sklearn's
     ``_fit_and_score``, which sets the parameter and fits without cloning, so the
-    previous solution stays the reference)."""
+    previous solution stays the reference). ``kernel_rows``: the search's store of
+    kernel rows, which the fold's kernel reads where it applies."""
     est = clone(estimator)
     est.set_params(**{prefix + "warm_start": True})
     outs, reports = [], []
-    for k, value in enumerate(values):
-        out = _fit_and_score(est, X, y, train=train, test=test,
-                             parameters={param_name: value},
-                             split_progress=(split_idx, n_splits),
-                             candidate_progress=(k, len(values)),
-                             **fit_and_score_kwargs)
-        report = None
-        if out.get("fit_error") is None:
-            report = getattr(_step_of(est, prefix), "screening_report_", None)
-        outs.append(out)
-        reports.append(report)
+    with serving(kernel_rows, train):
+        for k, value in enumerate(values):
+            out = _fit_and_score(est, X, y, train=train, test=test,
+                                 parameters={param_name: value},
+                                 split_progress=(split_idx, n_splits),
+                                 candidate_progress=(k, len(values)),
+                                 **fit_and_score_kwargs)
+            report = None
+            if out.get("fit_error") is None:
+                report = getattr(_step_of(est, prefix), "screening_report_", None)
+            outs.append(out)
+            reports.append(report)
     return outs, reports
 
 
@@ -111,6 +115,17 @@ class RegularizationPathCV(BaseSearchCV):
         Score of a failed fit (as in GridSearchCV).
     return_train_score : bool, default=False
         Also score on the training folds.
+    kernel_memory : float, default=1024
+        Bound, in MB, on the memory of the kernel rows the folds share (the kernel
+        estimators with an ``"rbf"`` or ``"poly"`` kernel and an explicit or ``"auto"``
+        ``gamma``): a fold's kernel is a sub-matrix of the whole training set's, so each
+        row of the whole set is computed once and read by every fold that contains its
+        sample, by the fit on the whole set that generates the grid and by the refit
+        (:mod:`~sklearn_safescreen.problems.shared_kernel`), with the same values and
+        models as without sharing. The rows never take more than this bound;
+        beyond it the folds compute the rows the store has no room for themselves, as
+        they would without it. 0 disables sharing. Folds on threads (the default) share
+        one store; on processes (``loky``, ``dask``) each fold computes its own kernel.
 
     Attributes
     ----------
@@ -172,11 +187,12 @@ class RegularizationPathCV(BaseSearchCV):
         "n_values": [Interval(numbers.Integral, 1, None, closed="left")],
         "eps": [Interval(numbers.Real, 0, 1, closed="neither")],
         "stop": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "kernel_memory": [Interval(numbers.Real, 0, None, closed="left")],
     }
 
     def __init__(self, estimator, param_name=None, values=None, *, n_values=30, eps=1e-3,
                  stop=None, cv=5, scoring=None, n_jobs=None, refit=True, verbose=0,
-                 error_score=np.nan, return_train_score=False):
+                 error_score=np.nan, return_train_score=False, kernel_memory=1024):
         self.estimator = estimator
         self.param_name = param_name
         self.values = values
@@ -190,6 +206,7 @@ class RegularizationPathCV(BaseSearchCV):
         self.verbose = verbose
         self.error_score = error_score
         self.return_train_score = return_train_score
+        self.kernel_memory = kernel_memory
 
     def _run_search(self, evaluate_candidates):  # pragma: no cover - fit is overridden
         raise NotImplementedError("RegularizationPathCV walks paths in fit")
@@ -243,7 +260,12 @@ class RegularizationPathCV(BaseSearchCV):
         if len(splits) != self.n_splits_:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {self.n_splits_} splits, got {len(splits)}")
-        candidates, order = self._grid(X, y, routed.estimator.fit)
+        # one store of kernel rows for the grid's fit on the whole set, every fold and
+        # the refit (kept for this fit only)
+        kernel_rows = SharedKernelRows(X, self.kernel_memory)
+        every = np.arange(_num_samples(X))
+        with serving(kernel_rows, every):
+            candidates, order = self._grid(X, y, routed.estimator.fit)
         walk = [candidates[i] for i in order]
         self.path_values_ = np.array([float(v) for v in walk])
         n_cand = len(candidates)
@@ -273,7 +295,7 @@ class RegularizationPathCV(BaseSearchCV):
             folds = Parallel(n_jobs=self.n_jobs, prefer="threads",
                              verbose=10 if self.verbose > 0 else 0)(
                 delayed(_walk_fold)(base, X, y, train, test, self.param_name_, prefix, walk,
-                                    s, self.n_splits_, kwargs)
+                                    s, self.n_splits_, kwargs, kernel_rows)
                 for s, (train, test) in enumerate(splits))
 
         # GridSearchCV's order: candidate-major, then split
@@ -314,10 +336,11 @@ class RegularizationPathCV(BaseSearchCV):
         if self.refit:
             self.best_estimator_ = clone(base).set_params(**self.best_params_)
             t0 = time.time()
-            if y is not None:
-                self.best_estimator_.fit(X, y, **routed.estimator.fit)
-            else:
-                self.best_estimator_.fit(X, **routed.estimator.fit)
+            with serving(kernel_rows, every):
+                if y is not None:
+                    self.best_estimator_.fit(X, y, **routed.estimator.fit)
+                else:
+                    self.best_estimator_.fit(X, **routed.estimator.fit)
             self.refit_time_ = time.time() - t0
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_

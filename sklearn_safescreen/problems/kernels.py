@@ -71,10 +71,17 @@ class KernelMatrix:
         ``gamma``, ``degree``, ``coef0`` as resolved by the estimator.
     bias : float
         Constant bias feature (0 for no intercept).
+    cache_size : float, default=0.0
+        Memory budget of the row cache, in MB.
+    shared : FoldRows or None, default=None
+        Rows of a store shared by the folds of a search
+        (:mod:`~sklearn_safescreen.problems.shared_kernel`), which this kernel's values
+        are read from instead of computed, while it serves them (the same values, bit
+        for bit); only for the dense built-in kernels.
     """
 
     def __init__(self, X, kernel: str | Callable, kernel_params: dict, bias: float,
-                 cache_size: float = 0.0):
+                 cache_size: float = 0.0, shared=None):
         self.X = X
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -104,6 +111,7 @@ class KernelMatrix:
                       and X is not None and not sp.issparse(X) else None)
         if self._kind is not None:
             self._prepare_symmetric()
+        self._shared = shared if self._kind is not None else None
 
     def _prepare_symmetric(self):
         self._Xc = np.ascontiguousarray(self.X, dtype=np.float64)
@@ -117,6 +125,7 @@ class KernelMatrix:
         # a pickled estimator should not carry (or share) the cache: start empty
         state = self.__dict__.copy()
         del state["_lock"]
+        state["_shared"] = None  # a search's store stays in the search
         for key in ("_Xc", "_Xt", "_sq"):  # derived from X: rebuilt on unpickling
             state.pop(key, None)
         if self._rows is not None:
@@ -315,6 +324,9 @@ class KernelMatrix:
             K = np.asarray(self.X[np.ix_(rows, cols)], dtype=np.float64)
         elif self._kind is not None:
             rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+            shared = self.__dict__.get("_shared")
+            if shared is not None and shared.active:
+                return self._compute_shared(shared, rows, cols, out, columns)
             Bt, b_sq = self._columns(cols) if columns is None else columns
             K = symmetric_kernel_block(self._Xc[rows], self._sq[rows], Bt, b_sq,
                                        *self._sym_params, out=out)
@@ -327,6 +339,31 @@ class KernelMatrix:
             K += self.bias_sq  # in place: K is ours (callers may modify it too)
         return K
 
+    def _compute_shared(self, shared, rows: np.ndarray, cols: np.ndarray,
+                        out: np.ndarray | None, columns: tuple | None) -> np.ndarray:
+        """:meth:`_compute` of a dense built-in kernel with shared rows: the rows the
+        store holds (or computes) gathered from it, the others computed here as
+        without the store, the bias added to them alike (the same values, bit for bit:
+        every value is a fixed function of its pair, :func:`symmetric_kernel_block`)."""
+        K = np.empty((rows.size, cols.size)) if out is None else out
+        served = shared.gather(K, rows, cols)
+        rest = np.flatnonzero(~served)
+        if rest.size:
+            Bt, b_sq = self._columns(cols) if columns is None else columns
+            part = rows[rest]
+            if rest.size == rows.size:  # nothing served: written in place, as before
+                symmetric_kernel_block(self._Xc[part], self._sq[part], Bt, b_sq,
+                                       *self._sym_params, out=K)
+                if self.bias_sq:
+                    K += self.bias_sq
+            else:
+                block = symmetric_kernel_block(self._Xc[part], self._sq[part], Bt, b_sq,
+                                               *self._sym_params)
+                if self.bias_sq:
+                    block += self.bias_sq
+                K[rest] = block
+        return K
+
     def rows_over(self, cols) -> Callable[[np.ndarray], np.ndarray]:
         """A function ``rows -> K[rows][:, cols] + bias**2`` (a fresh array) for a fixed
         column set, evaluated without the row cache; for the dense built-in kernels the
@@ -334,16 +371,11 @@ class KernelMatrix:
         cols = np.asarray(cols, dtype=np.int64)
         if self._kind is None:
             return lambda rows: self._compute(np.asarray(rows, dtype=np.int64), cols)
-        Bt, b_sq = self._columns(cols)
+        operand = self._columns(cols)
 
         def evaluate(rows):
-            rows = np.asarray(rows, dtype=np.int64)
-            self.n_evaluations += rows.size * cols.size
-            K = symmetric_kernel_block(self._Xc[rows], self._sq[rows], Bt, b_sq,
-                                       *self._sym_params)
-            if self.bias_sq:
-                K += self.bias_sq
-            return K
+            # _compute's values (and the shared rows' when the kernel has them)
+            return self._compute(np.asarray(rows, dtype=np.int64), cols, columns=operand)
 
         return evaluate
 
@@ -483,13 +515,15 @@ def augment_bias(X, bias: float):
 
 
 def design_matrix(X, kernel, kernel_params: dict, bias: float, *, screening,
-                  cache_size: float):
+                  cache_size: float, shared=None):
     """``(X with its bias column, None)`` for the linear kernel, else ``(None, the
     KernelMatrix)``; a user-supplied kernel (precomputed or callable) is checked positive
-    semi-definite when screening relies on it (:func:`check_psd`)."""
+    semi-definite when screening relies on it (:func:`check_psd`). ``shared``: the rows
+    of a search's store the kernel reads (:func:`.shared_kernel.fold_rows`)."""
     if kernel == "linear":
         return augment_bias(X, bias), None
-    matrix = KernelMatrix(X, kernel, kernel_params, bias, cache_size=cache_size)
+    matrix = KernelMatrix(X, kernel, kernel_params, bias, cache_size=cache_size,
+                          shared=shared)
     if needs_psd_check(kernel, screening):
         check_psd(matrix, np.random.RandomState(0))
     return None, matrix
