@@ -4,6 +4,7 @@ attributes, bad input (clear errors), verbose output and edge cases."""
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -693,3 +694,26 @@ def test_sparse_precomputed_kernel_is_refused_at_fit_and_predict(Estimator):
     for fmt in (sp.csr_matrix, sp.csc_array):
         with pytest.raises(TypeError, match="Sparse precomputed kernels are not supported"):
             model.predict(fmt(K))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_max_iter_cut_returns_the_iterate_with_a_meaningful_gap(kernel):
+    """A fit cut by max_iter returns the iterate reached, as SVC and LinearSVC, with a
+    ConvergenceWarning whose relative gap is a figure of the objectives. A cold linear
+    fit starts from the closed form at C_min seeded into the box of C, whose iterate
+    after one epoch was replaced by w = 0 (coef_ = 0), with its gap relative to the
+    dual objective of alpha = 0, i.e. to 1e-300 ("relative duality gap 1.5e+302")."""
+    from sklearn.datasets import load_iris
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = load_iris(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match="relative duality gap") as record:
+        cut = SafeSVC(kernel=kernel, max_iter=1).fit(X, y)
+    gaps = [float(re.search(r"relative duality gap (\S+) >", str(w.message)).group(1))
+            for w in record if issubclass(w.category, ConvergenceWarning)]
+    assert gaps and all(0.0 < g <= 2.0 for g in gaps)
+    np.testing.assert_array_equal(cut.n_iter_, 1)
+    assert np.all(np.abs(cut.dual_coef_).sum(axis=1) > 0)  # not w = 0
+    assert np.ptp(cut.decision_function(X), axis=0).min() > 0
+    full = SafeSVC(kernel=kernel).fit(X, y)
+    assert not np.allclose(cut.decision_function(X), full.decision_function(X))
