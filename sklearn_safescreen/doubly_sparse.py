@@ -200,7 +200,7 @@ class SafeDoublySparseSVR(RegressorMixin, _BaseDoublySparse):
         return (y,)
 
     def _targets(self, sample_weight, y):
-        return y, sample_weight
+        return y, sample_weight.copy()  # (may be the caller's array: never shared)
 
     def _tasks(self, targets):
         yield "", targets
