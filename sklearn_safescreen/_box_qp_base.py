@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._fit_time import Progress, long_fit_message
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import LongFitWarning, PrecisionWarning, warn_user
-from ._validation import check_resolvable
+from ._validation import check_dense_precomputed, check_resolvable
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
 from .engine.box_qp import BoxQPPath
 from .engine.protocol import StepSettings
@@ -221,6 +221,7 @@ class BaseBoxQPEstimator(SafeEstimator):
     def _kernel_setup(self, X, sample_weight) -> tuple[dict, float]:
         """Check the kernel against the data; ``(kernel parameters, bias)`` (gamma="scale"
         / "auto" resolved from the weighted variance)."""
+        check_dense_precomputed(self.kernel, X)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError("kernel='precomputed' needs a square training kernel matrix; "
                              f"got shape {X.shape}")
@@ -275,6 +276,7 @@ class BaseBoxQPEstimator(SafeEstimator):
     def _scores(self, X) -> np.ndarray:
         """:math:`w^\\top\\Phi(x)` per task, shape (n_samples, n_tasks)."""
         check_is_fitted(self)
+        check_dense_precomputed(self.kernel, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         if self.kernel == "linear":
             return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
@@ -292,4 +294,3 @@ class BaseBoxQPEstimator(SafeEstimator):
         for batch in gen_batches(X.shape[0], rows):
             scores[batch] = (km.cross(X[batch], sv) + self._bias**2) @ coef
         return scores
-

@@ -119,8 +119,7 @@ class _BaseDoublySparse(SparseLinearEstimator):
         else:
             encoded = self._encode(y)
             self._label_cache = (key, encoded)
-        targets, cw = self._targets(*encoded)
-        weights = sw * cw
+        targets, weights = self._targets(sw, *encoded)
         if not np.any(weights > 0):
             raise ValueError("all sample weights are zero: there is nothing to fit")
         content = (digest,) if digest is not None else (X, y, sw)
@@ -156,8 +155,10 @@ class _BaseDoublySparse(SparseLinearEstimator):
         """The checked targets (and classes), a function of ``y`` only (memoised)."""
         raise NotImplementedError  # pragma: no cover
 
-    def _targets(self, *encoded):
-        """``(targets, per-sample weight factors)`` from :meth:`_encode`'s output."""
+    def _targets(self, sample_weight, *encoded):
+        """``(targets, per-sample weights)`` from the validated ``sample_weight`` and
+        :meth:`_encode`'s output (a classifier's class weights depend on both, and it
+        checks that two classes at least have samples of positive weight)."""
         raise NotImplementedError  # pragma: no cover
 
     def _tasks(self, targets):

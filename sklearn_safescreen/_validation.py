@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import compute_class_weight
 
 from ._utils.fingerprint import data_fingerprint
 
@@ -102,13 +101,38 @@ def check_magnitude(values, name: str, limit: float, why: str) -> None:
             f"{limit:.0e} are not supported. Rescale {name} (e.g. with StandardScaler).")
 
 
-def class_weights(class_weight, classes: np.ndarray, y_ind: np.ndarray) -> np.ndarray | None:
+def check_dense_precomputed(kernel, X) -> None:
+    """Refuse a sparse kernel matrix with SVC's error: the kernel code reads a
+    precomputed kernel's rows as dense arrays (a sparse one would fail deep inside the
+    fit with an unclear error)."""
+    if kernel == "precomputed" and sp.issparse(X):
+        raise TypeError("Sparse precomputed kernels are not supported: pass the kernel "
+                        "matrix as a dense array (e.g. K.toarray()).")
+
+
+def class_weights(class_weight, classes: np.ndarray, y_ind: np.ndarray,
+                  sample_weight: np.ndarray | None = None) -> np.ndarray | None:
     """Per-class multipliers of ``C`` (``None``: all 1), validated: a dict must name
-    classes of ``y`` only and give finite non-negative weights."""
+    classes of ``y`` only and give finite non-negative weights.
+
+    ``"balanced"`` weighs each class by the inverse of its total sample weight,
+    :math:`\\sum_i s_i / (k\\,\\sum_{i: y_i = c} s_i)` with :math:`k` the number of
+    classes of positive total weight (as scikit-learn's ``compute_class_weight`` with
+    ``sample_weight``), so that an integer ``sample_weight`` fits the model of the
+    samples repeated that many times. A class whose samples all have weight 0 gets 1:
+    its samples weigh nothing whatever it gets (scikit-learn's would be infinite, and
+    ``inf * 0`` is NaN).
+    """
     if class_weight is None:
         return None
     if class_weight == "balanced":
-        return compute_class_weight("balanced", classes=np.arange(classes.size), y=y_ind)
+        sw = np.ones(y_ind.size) if sample_weight is None else sample_weight
+        totals = np.bincount(y_ind, weights=sw, minlength=classes.size)
+        present = totals > 0
+        cw = np.ones(classes.size)
+        if present.any():
+            cw[present] = totals.sum() / (np.count_nonzero(present) * totals[present])
+        return cw
     known = set(classes.tolist())
     unknown = [k for k in class_weight if k not in known]
     if unknown:
@@ -120,6 +144,26 @@ def class_weights(class_weight, classes: np.ndarray, y_ind: np.ndarray) -> np.nd
         given = dict(zip(classes[bad].tolist(), cw[bad].tolist(), strict=True))
         raise ValueError(f"class_weight must be finite and non-negative; got {given}")
     return cw
+
+
+def check_weighted_classes(weights: np.ndarray, y_ind: np.ndarray,
+                           classes: np.ndarray) -> None:
+    """Refuse weights (sample weights times class weights) that leave nothing to fit,
+    or only one class to fit: a classifier needs samples of positive weight in two
+    classes at least, else there is no boundary to learn (SVC refuses them too: "all
+    samples with positive weights belong to the same class")."""
+    positive = weights > 0
+    if not positive.any():
+        raise ValueError("all sample weights are zero: there is nothing to fit")
+    weighted = np.unique(y_ind[positive])
+    if weighted.size < 2:
+        labels = classes.tolist()
+        only = labels[weighted[0]]
+        others = [c for c in labels if c != only]
+        raise ValueError(
+            "Invalid input - all samples with positive weights belong to the same class "
+            f"({only!r}): sample_weight times class_weight is 0 on every sample of "
+            f"{others}, and a classifier needs samples of positive weight in two classes")
 
 
 #: float64's unit roundoff: 1 / EPS bounds the figure C * sum(c) * max K(x, x) of a

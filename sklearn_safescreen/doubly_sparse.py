@@ -26,7 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ._doubly_sparse_base import _DOC_ATTRS, _DOC_PARAMS, _BaseDoublySparse
 from ._utils.limits import MAX_ENTRY
-from ._validation import check_magnitude, class_weights
+from ._validation import check_magnitude, check_weighted_classes, class_weights
 from .base import OneVsRestClassifierMixin, one_vs_rest
 from .problems.doubly_sparse import EPSILON_INSENSITIVE, HINGE
 
@@ -110,13 +110,15 @@ class SafeDoublySparseSVC(OneVsRestClassifierMixin, ClassifierMixin, _BaseDoubly
         encoder = LabelEncoder()
         return encoder.fit_transform(y), encoder.classes_
 
-    def _targets(self, y_ind, classes):
+    def _targets(self, sample_weight, y_ind, classes):
         self.classes_ = classes
         if self.classes_.size < 2:
             raise ValueError("The number of classes has to be greater than one; got "
                              f"{self.classes_.size} class")
-        cw = class_weights(self.class_weight, self.classes_, y_ind)
-        return y_ind, (cw[y_ind] if cw is not None else 1.0)
+        cw = class_weights(self.class_weight, self.classes_, y_ind, sample_weight)
+        weights = sample_weight * (cw[y_ind] if cw is not None else 1.0)
+        check_weighted_classes(weights, y_ind, classes)
+        return y_ind, weights
 
     def _tasks(self, targets):
         return one_vs_rest(self.classes_, targets)
@@ -197,8 +199,8 @@ class SafeDoublySparseSVR(RegressorMixin, _BaseDoublySparse):
         check_magnitude(y, "y", MAX_ENTRY, "margins square them")
         return (y,)
 
-    def _targets(self, y):
-        return y, 1.0
+    def _targets(self, sample_weight, y):
+        return y, sample_weight.copy()  # (may be the caller's array: never shared)
 
     def _tasks(self, targets):
         yield "", targets

@@ -142,7 +142,9 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
     coef_ : ndarray of shape (n_features,)
         Primal weights (linear kernel only).
     intercept_ : float
-        ``intercept_scaling * w_bias`` (0 without intercept).
+        ``intercept_scaling * w_bias`` (0 without intercept), for every kernel: with
+        ``w_bias = intercept_scaling * sum(alpha)``, ``predict`` is the kernel
+        expansion plus ``intercept_``.
     dual_coef_ : ndarray of shape (1, n_SV)
         :math:`\alpha_i` of the samples with :math:`\alpha_i \ne 0`.
     support_ : ndarray of shape (n_SV,)
@@ -255,6 +257,10 @@ class SafeLAD(RegressorMixin, BaseBoxQPEstimator):
             d = data.X.shape[1]
             self.coef_ = w[:d]
             self.intercept_ = float(w[d] * bias) if bias else 0.0
+        else:
+            # the bias feature's weight is w_bias = intercept_scaling * sum(alpha), so
+            # the decision K @ alpha + intercept_scaling**2 * sum(alpha) has this offset
+            self.intercept_ = float(bias**2 * alpha.sum()) if bias else 0.0
 
     # -------------------------------------------------------------- prediction ---
     def predict(self, X):

@@ -25,7 +25,12 @@ from ._sparse_linear_base import SparseLinearEstimator
 from ._utils.fingerprint import data_fingerprint
 from ._utils.limits import MAX_ENTRY
 from ._utils.warnings import warn_user
-from ._validation import check_magnitude, class_weights, memoised_validation
+from ._validation import (
+    check_magnitude,
+    check_weighted_classes,
+    class_weights,
+    memoised_validation,
+)
 from .base import (
     FitInputs,
     OneVsRestClassifierMixin,
@@ -226,10 +231,9 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         key = digest or (data_fingerprint(y) if self.warm_start
                          and y.dtype.kind in "biuf" else None)
         classes, y_ind = encode_labels(self, y, key)
-        cw = class_weights(self.class_weight, classes, y_ind)
+        cw = class_weights(self.class_weight, classes, y_ind, sw)
         weights = sw * (cw[y_ind] if cw is not None else 1.0)
-        if not np.any(weights > 0):
-            raise ValueError("all sample weights are zero: there is nothing to fit")
+        check_weighted_classes(weights, y_ind, classes)
         content = (digest,) if digest is not None else (X, y_ind, sw)
         # (the parameters of the problem are base.problem_key's)
         return FitInputs((X, classes, y_ind, weights), data_fingerprint(*content))

@@ -15,7 +15,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from ._utils.blas import single_blas_thread
 from ._utils.warnings import PrecisionWarning, warn_user
-from ._validation import check_magnitude, class_weights
+from ._validation import check_magnitude, check_weighted_classes, class_weights
 from .problems.lp_svm import LPSVMData, add_intercept_column
 from .solvers.lp_homotopy import (
     ABOVE,
@@ -265,8 +265,10 @@ def _inputs(X, y, sample_weight, class_weight):
         raise ValueError(f"needs at least two classes; got {classes.size}")
     sw = _check_sample_weight(sample_weight, X, dtype=np.float64,
                               ensure_non_negative=True)
-    cw = class_weights(class_weight, classes, y_ind)
-    return X, y_ind, classes, sw * (cw[y_ind] if cw is not None else 1.0)
+    cw = class_weights(class_weight, classes, y_ind, sw)
+    weights = sw * (cw[y_ind] if cw is not None else 1.0)
+    check_weighted_classes(weights, y_ind, classes)
+    return X, y_ind, classes, weights
 
 
 def _weighted(X, weights, fit_intercept, intercept_scaling):

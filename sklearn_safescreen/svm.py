@@ -230,6 +230,7 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         """Validate the training data (memoised along warm starts on the same arrays,
         :func:`~sklearn_safescreen._validation.memoised_validation`), encode the labels
         and weigh the samples."""
+        from ._validation import check_weighted_classes
 
         def validate():
             Xv, yv = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
@@ -242,10 +243,9 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         (X, y, sw), digest = memoised_validation(self, (X, y, sample_weight), validate)
         key = data_fingerprint(y) if self.warm_start and y.dtype.kind in "biuf" else None
         classes, y_ind = encode_labels(self, y, key)
-        cw = class_weights(self.class_weight, classes, y_ind)
+        cw = class_weights(self.class_weight, classes, y_ind, sw)
         weights = sw * (cw[y_ind] if cw is not None else 1.0)
-        if not np.any(weights > 0):
-            raise ValueError("all sample weights are zero: there is nothing to fit")
+        check_weighted_classes(weights, y_ind, classes)
         content = (digest,) if digest is not None else (X, y_ind, sw)
         return FitData(X, y_ind, sw, weights, content, classes)
 

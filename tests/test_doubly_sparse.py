@@ -55,9 +55,10 @@ def weights_of(model, y, sample_weight=None):
     sw = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
     cw = np.ones(len(y))
     if getattr(model, "class_weight", None) == "balanced":
-        classes, counts = np.unique(y, return_counts=True)
-        per = len(y) / (len(classes) * counts)
-        cw = per[np.searchsorted(classes, y)]
+        # the inverse of each class's total sample weight
+        classes, y_ind = np.unique(y, return_inverse=True)
+        per = sw.sum() / (len(classes) * np.bincount(y_ind, sw))
+        cw = per[y_ind]
     elif isinstance(getattr(model, "class_weight", None), dict):
         cw = np.array([model.class_weight.get(v, 1.0) for v in y])
     w = sw * cw
@@ -540,3 +541,23 @@ def test_sparse_fingerprint_sees_every_change():
     X.data[3] = np.nan  # and validated again: a NaN stored in place is refused
     with pytest.raises(ValueError, match="NaN"):
         model.set_params(alpha=0.02).fit(X, y)
+
+
+# ------------------------------------------- defects found by scikit-learn's SVM tests ---
+def test_balanced_class_weight_with_integer_sample_weight_equals_repetition():
+    X, y = classification(n=60, d=8, seed=3)
+    sw = np.random.RandomState(0).randint(0, 4, len(y))
+    model = SafeDoublySparseSVC(alpha=0.05, class_weight="balanced", **TIGHT)
+    a = model.fit(X, y, sample_weight=sw).decision_function(X)
+    b = model.fit(np.repeat(X, sw, axis=0), np.repeat(y, sw)).decision_function(X)
+    np.testing.assert_allclose(a, b, atol=1e-7)
+
+
+def test_positive_weights_on_one_class_only():
+    X, y = classification(n=60, d=8, seed=3, k=3)
+    with pytest.raises(ValueError, match=r"positive weights belong to the same class \(1\)"):
+        SafeDoublySparseSVC().fit(X, y, sample_weight=(y == 1).astype(float))
+    with pytest.raises(ValueError, match=r"positive weights belong to the same class \(2\)"):
+        SafeDoublySparseSVC(class_weight={0: 0.0, 1: 0.0}).fit(X, y)
+    # the regressor has no classes: weights on a few samples are a fit
+    SafeDoublySparseSVR().fit(X, y.astype(float), sample_weight=(y == 1).astype(float))

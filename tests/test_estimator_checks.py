@@ -4,13 +4,19 @@ fail; SafeLAD's and SafeMetricLearner's are in their own test files)."""
 
 import warnings
 
+import pytest
 from sklearn.exceptions import FitFailedWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.estimator_checks import (
+    check_sample_weight_equivalence_on_dense_data,
+    check_sample_weight_equivalence_on_sparse_data,
+    parametrize_with_checks,
+)
 
 from sklearn_safescreen import (
     RegularizationPathCV,
     SafeDoublySparseSVC,
     SafeDoublySparseSVR,
+    SafeLPSVC,
     SafeSVC,
 )
 
@@ -36,3 +42,19 @@ def test_sklearn_compatible_path_search_default_random_state(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitFailedWarning)
         check(estimator)
+
+
+@pytest.mark.parametrize("estimator", [
+    SafeSVC(kernel="linear", class_weight="balanced"),
+    SafeSVC(class_weight="balanced"),
+    SafeLPSVC(class_weight="balanced"),
+    SafeDoublySparseSVC(class_weight="balanced"),
+], ids=repr)
+@pytest.mark.parametrize("check", [check_sample_weight_equivalence_on_dense_data,
+                                   check_sample_weight_equivalence_on_sparse_data],
+                         ids=lambda c: c.__name__)
+def test_balanced_class_weight_sample_weight_equivalence(estimator, check):
+    """scikit-learn's check that integer sample weights equal repeated samples, with
+    balanced class weights, which follow each class's total sample weight (they were
+    computed from the counts of samples: SafeDoublySparseSVC failed the check)."""
+    check(type(estimator).__name__, estimator)

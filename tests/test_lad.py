@@ -593,3 +593,34 @@ def test_n_jobs_sets_the_threads_of_the_compiled_loops(monkeypatch):
     every = SafeLAD(kernel="rbf", gamma=0.2, C=1.0).fit(X, y)
     assert seen and set(seen) == {openmp.effective_n_threads()}
     np.testing.assert_array_equal(one.dual_coef_, every.dual_coef_)
+
+
+# ------------------------------------------- defects found by scikit-learn's SVM tests ---
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "precomputed", "linear"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_intercept_for_every_kernel(kernel, fit_intercept):
+    """intercept_ (documented for every kernel; an AttributeError with a kernel) is the
+    bias feature's share of predict: the kernel expansion plus intercept_."""
+    X, y = make_lad(n=50, d=3, seed=4, offset=3.0)
+    Xt, _ = make_lad(n=20, d=3, seed=5)
+    s = 1.7
+    kw = {"kernel": kernel, "intercept_scaling": s, "fit_intercept": fit_intercept,
+          "tol": 1e-10}
+    fit_X, test_X = (X @ X.T, Xt @ X.T) if kernel == "precomputed" else (X, Xt)
+    model = SafeLAD(**kw).fit(fit_X, y)
+    alpha = model.dual_coef_.ravel()
+    expected = (s**2 * alpha.sum()) if fit_intercept else 0.0
+    assert isinstance(model.intercept_, float)
+    np.testing.assert_allclose(model.intercept_, expected, rtol=1e-12, atol=1e-12)
+    if fit_intercept:
+        assert abs(model.intercept_) > 0.1  # (a vacuous zero would pass the next check)
+    if kernel == "linear":
+        expansion = Xt @ model.coef_
+    elif kernel == "precomputed":
+        expansion = test_X[:, model.support_] @ alpha
+    else:
+        gram = (rbf_kernel if kernel == "rbf" else polynomial_kernel)(
+            Xt, model.support_vectors_, **model._kernel_params_)
+        expansion = gram @ alpha
+    np.testing.assert_allclose(expansion + model.intercept_, model.predict(test_X),
+                               atol=1e-9)

@@ -206,3 +206,29 @@ def test_an_uncertifiable_gap_says_what_to_do():
         warnings.simplefilter("error")
         SafeLPSVC(alpha=0.01).fit(StandardScaler().fit_transform(X), y)
 
+
+
+# ------------------------------------------- defects found by scikit-learn's SVM tests ---
+@pytest.mark.parametrize("path", [False, True])
+def test_balanced_class_weight_with_integer_sample_weight_equals_repetition(path):
+    """Balanced class weights follow the total sample weight of each class, in fit and
+    in the exact path's fit_path."""
+    X, y = make_classification(60, 5, weights=[0.7], random_state=0)
+    sw = np.random.RandomState(0).randint(0, 4, len(y))
+    model = SafeLPSVC(alpha=0.05, class_weight="balanced", tol=1e-10)
+    fit = model.fit_path if path else model.fit
+    a = fit(X, y, sample_weight=sw).decision_function(X)
+    b = fit(np.repeat(X, sw, axis=0), np.repeat(y, sw)).decision_function(X)
+    np.testing.assert_allclose(a, b, atol=1e-8)
+
+
+@pytest.mark.parametrize("path", [False, True])
+def test_positive_weights_on_one_class_only(path):
+    X, y = make_classification(40, 5, n_classes=3, n_informative=3, random_state=0)
+    model = SafeLPSVC(alpha=0.05)
+    fit = model.fit_path if path else model.fit
+    with pytest.raises(ValueError, match=r"positive weights belong to the same class \(2\)"):
+        fit(X, y, sample_weight=(y == 2).astype(float))
+    model.set_params(class_weight={1: 0.0, 2: 0.0})
+    with pytest.raises(ValueError, match=r"positive weights belong to the same class \(0\)"):
+        fit(X, y)

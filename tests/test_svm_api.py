@@ -4,6 +4,8 @@ attributes, bad input (clear errors), verbose output and edge cases."""
 from __future__ import annotations
 
 import pickle
+import re
+import warnings
 
 import numpy as np
 import pytest
@@ -606,3 +608,112 @@ def test_kernel_scores_in_blocks_within_working_memory(Estimator, monkeypatch):
                            else model.decision_function(X_test))
     assert len(blocks) > 1 and max(blocks) * 2 <= budget_mb * 2**20
     assert np.allclose(parts, whole, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------- defects found by scikit-learn's SVM tests ---
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_balanced_class_weight_with_integer_sample_weight_equals_repetition(kernel):
+    """class_weight="balanced" weighs the classes by their total sample weight: integer
+    weights fit the model of the samples repeated that many times (they were weighed
+    by the counts of samples, ignoring sample_weight)."""
+    X, y = make_binary(n=60, d=4, seed=5, offset=1.0)
+    sw = np.random.RandomState(0).randint(0, 4, len(y))
+    kw = {"kernel": kernel, "class_weight": "balanced", "tol": 1e-11}
+    a = SafeSVC(**kw).fit(X, y, sample_weight=sw)
+    b = SafeSVC(**kw).fit(np.repeat(X, sw, axis=0), np.repeat(y, sw))
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-8)
+
+
+def test_balanced_class_weight_with_sample_weight_matches_linear_svc():
+    """LinearSVC(loss="hinge") solves the same problem (its intercept is a regularised
+    feature of value intercept_scaling too) with scikit-learn's balanced weights."""
+    from sklearn.datasets import make_classification
+    from sklearn.svm import LinearSVC
+
+    X, y = make_classification(60, 4, weights=[0.7], random_state=0)
+    sw = np.random.RandomState(1).uniform(0.0, 3.0, len(y))
+    a = SafeSVC(kernel="linear", class_weight="balanced", tol=1e-12).fit(
+        X, y, sample_weight=sw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # liblinear converged
+        b = LinearSVC(loss="hinge", class_weight="balanced", tol=1e-12, max_iter=10**6,
+                      random_state=0).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, atol=1e-8)
+
+
+def test_balanced_class_weights_are_scikit_learns():
+    from sklearn.utils import compute_class_weight
+
+    from sklearn_safescreen._validation import class_weights
+
+    y = np.array([0, 0, 0, 1, 2, 2, 1, 0])
+    sw = np.array([1.0, 2.0, 0.5, 3.0, 1.0, 0.0, 0.25, 1.0])
+    classes = np.arange(3)
+    np.testing.assert_allclose(
+        class_weights("balanced", classes, y, sw),
+        compute_class_weight("balanced", classes=classes, y=y, sample_weight=sw))
+    # a class of total weight 0 weighs nothing whatever its weight: 1, not inf (which
+    # would make its samples' weights inf * 0 = NaN); the others are balanced as if it
+    # were absent, as in the fit of the samples of positive weight
+    sw0 = np.where(y == 1, 0.0, sw)
+    cw = class_weights("balanced", classes, y, sw0)
+    keep = y != 1
+    ref = compute_class_weight("balanced", classes=np.array([0, 2]), y=y[keep],
+                               sample_weight=sw0[keep])
+    np.testing.assert_allclose(cw, [ref[0], 1.0, ref[1]])
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("case", ["sample_weight", "class_weight"])
+def test_positive_weights_on_one_class_only(kernel, case):
+    """As SVC: a classifier needs samples of positive weight in two classes (it used to
+    fit silently)."""
+    X, y = make_multiclass(n=45, d=3, k=3, seed=2)
+    for k in (2, 3):
+        keep = y < k
+        Xk, yk = X[keep], y[keep]
+        fit_kw = ({"sample_weight": (yk == 1).astype(float)} if case == "sample_weight"
+                  else {})
+        cw = {c: 0.0 for c in range(k) if c != 1} if case == "class_weight" else None
+        with pytest.raises(ValueError, match="all samples with positive weights belong "
+                                             r"to the same class \(1\)"):
+            SafeSVC(kernel=kernel, class_weight=cw).fit(Xk, yk, **fit_kw)
+    # two classes of positive weight among three is a fit
+    SafeSVC(kernel=kernel).fit(X, y, sample_weight=(y > 0).astype(float))
+
+
+@pytest.mark.parametrize("Estimator", [SafeSVC, SafeLAD])
+def test_sparse_precomputed_kernel_is_refused_at_fit_and_predict(Estimator):
+    """As SVC (a sparse kernel used to fail inside the kernel code with "setting an
+    array element with a sequence")."""
+    K = np.array([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(TypeError, match="Sparse precomputed kernels are not supported"):
+        Estimator(kernel="precomputed").fit(sp.csr_matrix(K), [0, 1])
+    model = Estimator(kernel="precomputed").fit(K, [0, 1])
+    for fmt in (sp.csr_matrix, sp.csc_array):
+        with pytest.raises(TypeError, match="Sparse precomputed kernels are not supported"):
+            model.predict(fmt(K))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_max_iter_cut_returns_the_iterate_with_a_meaningful_gap(kernel):
+    """A fit cut by max_iter returns the iterate reached, as SVC and LinearSVC, with a
+    ConvergenceWarning whose relative gap is a figure of the objectives. A cold linear
+    fit starts from the closed form at C_min seeded into the box of C, whose iterate
+    after one epoch was replaced by w = 0 (coef_ = 0), with its gap relative to the
+    dual objective of alpha = 0, i.e. to 1e-300 ("relative duality gap 1.5e+302")."""
+    from sklearn.datasets import load_iris
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = load_iris(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match="relative duality gap") as record:
+        cut = SafeSVC(kernel=kernel, max_iter=1).fit(X, y)
+    gaps = [float(re.search(r"relative duality gap (\S+) >", str(w.message)).group(1))
+            for w in record if issubclass(w.category, ConvergenceWarning)]
+    assert gaps and all(0.0 < g <= 2.0 for g in gaps)
+    np.testing.assert_array_equal(cut.n_iter_, 1)
+    assert np.all(np.abs(cut.dual_coef_).sum(axis=1) > 0)  # not w = 0
+    assert np.ptp(cut.decision_function(X), axis=0).min() > 0
+    full = SafeSVC(kernel=kernel).fit(X, y)
+    assert not np.allclose(cut.decision_function(X), full.decision_function(X))

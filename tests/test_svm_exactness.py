@@ -205,8 +205,9 @@ def _weights_case(kind, y):
         sw = np.random.RandomState(3).uniform(0.2, 3.0, n)
         return {}, sw, sw
     if kind == "both":
+        # "balanced" weighs each class by the inverse of its total sample weight
         sw = np.random.RandomState(4).uniform(0.2, 3.0, n)
-        return {"class_weight": "balanced"}, sw, sw * (n / (k * counts))[y]
+        return {"class_weight": "balanced"}, sw, sw * (sw.sum() / (k * np.bincount(y, sw)))[y]
     raise AssertionError(kind)
 
 

@@ -289,9 +289,14 @@ class BoxQPPath:
             f"C={C:.6g}, an internal path step of the fit at C={target:.6g}"
         result = certified_solve(reduced, tol=tol, max_iter=max_iter,
                                  describe=f"{self.label}{self._task_words()}, {where}")
-        cert = result.certificate
+        cert, rel_gap = result.certificate, result.certificate.rel_gap
         if not result.converged:
-            cert = reduced.no_worse_than_zero() or cert
+            # cut by max_iter, the answer is the iterate reached (as SVC's and
+            # LinearSVC's); a solve that stopped before, its steps no longer reducing the
+            # gap (rounding dominates them), keeps the better of its answer and w = 0
+            if result.n_iter < max_iter:
+                cert = reduced.no_worse_than_zero() or cert
+            rel_gap = _relative_to_objectives(problem, reduced, cert.gap)
         n_lower, n_upper = reduced.screened_counts()
         report.set_final(n_lower, n_upper)
         if verbose:
@@ -308,7 +313,7 @@ class BoxQPPath:
         # tol; one that did not is limited by the resolution of float64 if its floor
         # (error bound and resolution of the dual point) exceeds tol
         floor = problem.rounding_floor(self.reference, resolution=not result.converged)
-        return StepOutcome(self.reference, self.reference.gap, cert.rel_gap, result.n_iter,
+        return StepOutcome(self.reference, self.reference.gap, rel_gap, result.n_iter,
                            result.converged, floor, n_repairs=result.n_repairs,
                            unscreened=result.unscreened)
 
@@ -331,6 +336,18 @@ class BoxQPPath:
         only if ``keep``."""
         if self.newton is not None:
             self.newton.end_fit(keep)
+
+
+def _relative_to_objectives(problem: BoxQP, reduced: ReducedBoxQP, gap: float) -> float:
+    """An uncertified point's relative gap: the figure ``tol`` is compared with,
+    relative to the dual objective :math:`D`, while :math:`|D|` is at least the gap;
+    further from the optimum, where that figure loses its meaning (:math:`D` is 0 at
+    :math:`\\alpha = 0`, and negative where the start point was worse), relative to
+    :math:`\\max(|P|, |D|)`, a figure between 1/2 and 2."""
+    dual = float(problem.dual_objective(reduced.alpha, reduced.margins))
+    if abs(dual) >= gap:
+        return gap / max(abs(dual), TINY)
+    return gap / max(abs(dual + gap), abs(dual), TINY)
 
 
 def _planted_reference(ref: BoxQPReference) -> BoxQPReference:

@@ -42,17 +42,34 @@ def test_an_uncertified_lad_fit_is_no_worse_than_zero(scale):
         assert outcome.converged and _primal(data, C, alpha) < 0.9 * at_zero
 
 
-def test_a_kernel_model_left_at_zero_predicts_zero():
-    """An RBF fit stopped long before convergence (80 samples, C = 100, 50 epochs) is
-    replaced by w = 0: it has no support vector and still predicts (0 everywhere)."""
+def test_a_kernel_model_left_at_zero_predicts_zero(monkeypatch):
+    """An RBF fit that stops far from convergence before max_iter (its steps no longer
+    reducing the gap, as when rounding dominates them; planted here: 50 epochs
+    reported as 49) is replaced by w = 0: it has no support vector and still predicts
+    (0 everywhere). A solve cut by max_iter keeps its iterate instead (as SVC's)."""
+    from dataclasses import replace
+
     from sklearn_safescreen import SafeLAD
+    from sklearn_safescreen.engine import box_qp
 
     rng = np.random.RandomState(0)
     X = rng.randn(80, 3)
     y = X @ rng.randn(3) + 0.5 + rng.laplace(size=80)
+    kw = dict(C=100.0, kernel="rbf", gamma=0.5, max_iter=50, screening=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = SafeLAD(C=100.0, kernel="rbf", gamma=0.5, max_iter=50,
-                        screening=None).fit(X, y)
+        cut = SafeLAD(**kw).fit(X, y)
+    assert cut.n_iter_ >= 50 and cut.support_vectors_.shape[0] > 0
+
+    solve = box_qp.certified_solve
+
+    def stalled(task, *, tol, max_iter, describe):
+        result = solve(task, tol=tol, max_iter=max_iter, describe=describe)
+        return replace(result, n_iter=min(result.n_iter, max_iter - 1))
+
+    monkeypatch.setattr(box_qp, "certified_solve", stalled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SafeLAD(**kw).fit(X, y)
     assert model.support_vectors_.shape == (0, 3)
     np.testing.assert_array_equal(model.predict(X[:5]), np.zeros(5))
