@@ -14,7 +14,7 @@ import numpy as np
 from joblib import effective_n_jobs
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.metrics._scorer import _MultimetricScorer
-from sklearn.model_selection import check_cv
+from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._validation import (
     _fit_and_score,
@@ -55,17 +55,94 @@ def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
     return outs, reports
 
 
+def _walk(estimator, combination: dict, X, y, train, test, param_name: str, prefix: str,
+          values: list, split_idx: int, n_splits: int, fit_and_score_kwargs,
+          progress: str | None):
+    """One (combination, fold) walk: the estimator with the other parameters'
+    ``combination`` set once (cloned, as GridSearchCV sets a candidate's parameters, so
+    that an estimator-valued parameter is a fresh object), then :func:`_walk_fold`.
+    ``progress``: the walk's label, printed with its outcome when it ends (verbose)."""
+    if combination:
+        estimator = clone(estimator).set_params(**clone(combination, safe=False))
+    t0 = time.time()
+    outs, reports = _walk_fold(estimator, X, y, train, test, param_name, prefix, values,
+                               split_idx, n_splits, fit_and_score_kwargs)
+    if progress is not None:
+        rates = [r.screening_rate for r in reports if r is not None]
+        screened = f"{np.mean(rates):.1%}" if rates else "n/a"
+        failed = sum(o.get("fit_error") is not None for o in outs)
+        msg = f"{progress}; {len(values)} values; mean screened {screened}"
+        if failed:
+            msg += f"; {failed} failed"
+        print(f"{msg}; total time={time.time() - t0:.1f}s")
+    return outs, reports
+
+
+def _param_grids(param_grid, param_name: str) -> list[dict]:
+    """``param_grid`` as GridSearchCV's ParameterGrid holds it (a list of dicts, each
+    checked by ParameterGrid itself); ``[{}]`` (one empty combination) for ``None``."""
+    if param_grid is None:
+        return [{}]
+    grids = ParameterGrid(param_grid).param_grid
+    for grid in grids:
+        if param_name in grid:
+            raise ValueError(f"param_grid contains {param_name!r}, the parameter walked "
+                             "as a path; pass its grid as `values`")
+    return grids
+
+
+def _combinations(grids: list[dict]) -> tuple[list[dict], dict]:
+    """The other parameters' combinations in ParameterGrid's order, and the key of each
+    (``(grid index, index of each value in sorted-name order)``) to its position.
+
+    ParameterGrid's order depends only on the names and the lengths of the lists, so
+    walking it over index ranges gives the positions of the values without comparing
+    them (a value may be an array or an estimator, which ``==`` cannot identify)."""
+    combos, keys = [], {}
+    for g, grid in enumerate(grids):
+        names = sorted(grid)
+        for idx in ParameterGrid({k: range(len(grid[k])) for k in names}) if names \
+                else [{}]:
+            keys[(g, tuple(idx[k] for k in names))] = len(combos)
+            combos.append({k: grid[k][idx[k]] for k in names})
+    return combos, keys
+
+
+def _product_candidates(grids: list[dict], keys: dict, param_name: str,
+                        n_values: int) -> tuple[list, list]:
+    """The candidates of ``GridSearchCV(estimator, [{**grid, param_name: values} for
+    grid in grids])`` in its order, as ``(combination, value index)`` pairs, and
+    ``where[c][j]``: the candidate of combination ``c`` at value ``j``."""
+    pairs, where = [], [[None] * n_values for _ in keys]
+    for g, grid in enumerate(grids):
+        names = sorted(grid)
+        ranges = {k: range(len(grid[k])) for k in names}
+        ranges[param_name] = range(n_values)
+        for idx in ParameterGrid(ranges):
+            c = keys[(g, tuple(idx[k] for k in names))]
+            where[c][idx[param_name]] = len(pairs)
+            pairs.append((c, idx[param_name]))
+    return pairs, where
+
+
+def _candidate(combination: dict, param_name: str, value) -> dict:
+    """A candidate's parameters with ParameterGrid's key order (sorted names)."""
+    params = {**combination, param_name: value}
+    return {k: params[k] for k in sorted(params)}
+
+
 class RegularizationPathCV(BaseSearchCV):
     r"""Cross-validated regularisation path with safe screening.
 
-    The same search as ``GridSearchCV(estimator, {param_name: values}, cv=cv, ...)``,
-    with the same answer (each fit is the certified optimum at its value), but per fold
-    the grid is walked from the most to the least regularised value with
-    ``warm_start=True``: each solution is the start point and the safe-screening
-    reference of the next problem, instead of a refit
-    from scratch. Folds run through :class:`joblib.Parallel`, so any joblib backend
-    (loky on one machine, ``joblib.parallel_backend("dask")`` on a cluster) distributes
-    them.
+    The same search as ``GridSearchCV(estimator, {**param_grid, param_name: values},
+    cv=cv, ...)``, with the same answer (each fit is the certified optimum at its
+    value), but for every combination of the other parameters (``param_grid``: gamma,
+    class_weight, ...) and every fold, the values of ``param_name`` are walked from the
+    most to the least regularised with ``warm_start=True``: each solution is the start
+    point and the safe-screening reference of the next problem, instead of a refit from
+    scratch. The (combination, fold) walks run through :class:`joblib.Parallel`, so any
+    joblib backend (loky on one machine, ``joblib.parallel_backend("dask")`` on a
+    cluster) distributes them.
 
     Parameters
     ----------
@@ -86,6 +163,21 @@ class RegularizationPathCV(BaseSearchCV):
         computed once on the whole training set.
         Array-like: explicit positive values; ``cv_results_`` lists them in the given
         order (as GridSearchCV would), the walk sorts them.
+        A generated grid is computed for each combination of ``param_grid`` (the
+        critical value depends on gamma, degree, ...); see ``param_grid`` for how
+        ``cv_results_`` then lists the candidates.
+    param_grid : dict, list of dict or None, default=None
+        The other parameters searched, exactly as GridSearchCV's ``param_grid`` (names
+        with the Pipeline prefix, e.g. ``{"safesvc__gamma": [0.01, 0.1]}``; a list of
+        dicts searches their union); ``param_name`` must not be in it. With explicit
+        ``values`` the candidates are GridSearchCV's, in its order:
+        ``ParameterGrid([{**grid, param_name: values} for grid in param_grid])``. With a
+        generated grid, each combination has its own values; the candidates are listed
+        combination by combination (in ``ParameterGrid(param_grid)`` order), each with
+        its values from the most to the least regularised, i.e. the candidates of
+        ``GridSearchCV(estimator, [{**{k: [v] for k, v in combo.items()},
+        param_name: list(values)} for combo, values in zip(combinations_,
+        path_values_)])``.
     n_values : int, default=30
         Number of values of the geometric grid.
     eps : float, default=1e-3
@@ -97,16 +189,18 @@ class RegularizationPathCV(BaseSearchCV):
     scoring : str, callable, list, tuple, dict or None, default=None
         As in GridSearchCV (multi-metric included).
     n_jobs : int or None, default=None
-        Folds walked in parallel through joblib, on threads by default (the solvers
+        (Combination, fold) walks run in parallel through joblib, on threads by default
+        (the solvers
         release the GIL, and no worker process has to start); a
         ``joblib.parallel_config(backend=...)`` context chooses processes (``"loky"``) or
         a cluster (``"dask"``) instead.
     refit : bool, str or callable, default=True
         Refit the best value on the whole data (as in GridSearchCV).
     verbose : int, default=0
-        ``>0``: joblib's progress line per finished fold (stderr), then one line per
-        value (value, mean screening rate, mean fit time, CV score and its standard
-        deviation); ``>1``: also sklearn's per-fit lines.
+        ``>0``: the number of fits and walks, one line per finished (combination,
+        fold) walk (its values, mean screening rate and time), then per combination one
+        line per value (value, mean screening rate, mean fit time, CV score and its
+        standard deviation); ``>1``: also sklearn's per-fit lines.
     error_score : "raise" or float, default=np.nan
         Score of a failed fit (as in GridSearchCV).
     return_train_score : bool, default=False
@@ -117,7 +211,8 @@ class RegularizationPathCV(BaseSearchCV):
     cv_results_ : dict of ndarrays
         GridSearchCV's keys (``mean_test_score``, ``rank_test_score``,
         ``split0_test_score``, ``params``, ``param_<name>``, ``mean_fit_time``...), plus
-        ``mean_screening_rate`` and ``split<k>_screening_rate``.
+        ``mean_screening_rate`` and ``split<k>_screening_rate``. Candidates, ``params``,
+        ``param_<name>`` and ranks as in GridSearchCV (see ``param_grid``).
     best_estimator_ : estimator
         Refitted at the best value on the whole data (if ``refit``).
     best_score_ : float
@@ -129,8 +224,13 @@ class RegularizationPathCV(BaseSearchCV):
     multimetric_ : bool
     param_name_ : str
         The parameter walked.
+    combinations_ : list of dict
+        The combinations of ``param_grid`` in ``ParameterGrid`` order (``[{}]`` without
+        ``param_grid``): one walk per combination and fold.
     path_values_ : ndarray of shape (n_values,)
         The grid in walk order (most to least regularised).
+    path_candidates_ : ndarray of shape (n_values,)
+        The index in ``cv_results_`` of the candidate at each ``path_values_``.
     critical_value_ : float or None
         The critical value of the whole training set when the grid was generated.
     path_reports_ : list of list of ScreeningReport
@@ -140,6 +240,12 @@ class RegularizationPathCV(BaseSearchCV):
         Screening rate per fold along the walk.
     path_fit_times_ : ndarray of shape (n_splits, n_values)
         Fit time per fold along the walk.
+
+        With a ``param_grid``, each of the six attributes above is a list over
+        ``combinations_`` whose entry ``c`` is that combination's attribute with the
+        shape described (``path_values_[c]``, ``path_reports_[c][fold][k]``,
+        ``screening_rates_[c]`` of shape ``(n_splits, len(path_values_[c]))``, ...;
+        ``critical_value_`` an ndarray of shape ``(n_combinations,)`` or None).
 
     See Also
     --------
@@ -169,17 +275,19 @@ class RegularizationPathCV(BaseSearchCV):
            if k != "pre_dispatch"},
         "param_name": [str, None],
         "values": ["array-like", StrOptions(set(GRID_KINDS)), None],
+        "param_grid": [dict, list, None],
         "n_values": [Interval(numbers.Integral, 1, None, closed="left")],
         "eps": [Interval(numbers.Real, 0, 1, closed="neither")],
         "stop": [Interval(numbers.Real, 0, None, closed="neither"), None],
     }
 
-    def __init__(self, estimator, param_name=None, values=None, *, n_values=30, eps=1e-3,
-                 stop=None, cv=5, scoring=None, n_jobs=None, refit=True, verbose=0,
-                 error_score=np.nan, return_train_score=False):
+    def __init__(self, estimator, param_name=None, values=None, *, param_grid=None,
+                 n_values=30, eps=1e-3, stop=None, cv=5, scoring=None, n_jobs=None,
+                 refit=True, verbose=0, error_score=np.nan, return_train_score=False):
         self.estimator = estimator
         self.param_name = param_name
         self.values = values
+        self.param_grid = param_grid
         self.n_values = n_values
         self.eps = eps
         self.stop = stop
@@ -194,25 +302,61 @@ class RegularizationPathCV(BaseSearchCV):
     def _run_search(self, evaluate_candidates):  # pragma: no cover - fit is overridden
         raise NotImplementedError("RegularizationPathCV walks paths in fit")
 
-    def _grid(self, X, y, fit_params: dict):
-        """(candidate values in cv_results_ order, their walk order): the user's values
-        as given (so that ``best_params_`` holds the user's own value, as in
-        GridSearchCV), or a generated grid in walk order."""
-        grid = _grid(self.estimator, X, y, self.values, n_values=self.n_values,
-                     eps=self.eps, stop=self.stop, param_name=self.param_name_,
-                     sample_weight=fit_params.get(self._prefix + "sample_weight"))
-        self.critical_value_ = grid.critical
+    def _walk_grids(self, X, y, fit_params: dict, combos: list[dict]):
+        """Per combination, the values walked (walk order) and the critical value.
+
+        Explicit ``values``: the user's objects (so that ``best_params_`` holds the
+        user's own value, as in GridSearchCV), the same for every combination, with the
+        indices that sort them into walk order. A generated grid: computed per
+        combination (the critical value depends on the other parameters, e.g. gamma),
+        already in walk order."""
+        sw = fit_params.get(self._prefix + "sample_weight")
+        kw = dict(n_values=self.n_values, eps=self.eps, stop=self.stop,
+                  param_name=self.param_name_, sample_weight=sw)
         if self.values is not None and not isinstance(self.values, str):
+            grid = _grid(self.estimator, X, y, self.values, **kw)
             # the user's own objects, as GridSearchCV's ParameterGrid yields them (an
             # array's elements are NumPy scalars there, not Python numbers)
             values = self.values
-            return list(np.atleast_1d(values) if isinstance(values, np.ndarray)
-                        else values), grid.order
-        return [float(v) for v in grid.values], grid.order
+            user = list(np.atleast_1d(values) if isinstance(values, np.ndarray)
+                        else values)
+            return user, grid.order, [None] * len(combos)
+        walks, criticals = [], []
+        for combo in combos:
+            est = clone(self.estimator).set_params(**clone(combo, safe=False)) \
+                if combo else self.estimator
+            grid = _grid(est, X, y, self.values, **kw)
+            walks.append([float(v) for v in grid.values[grid.order]])
+            criticals.append(grid.critical)
+        return None, walks, criticals
+
+    def _candidates(self, X, y, fit_params: dict):
+        """``(combinations, candidates, walks, walk_candidates, criticals)``: the other
+        parameters' combinations (ParameterGrid order), the candidates in cv_results_
+        order, per combination the values walked and their candidates' indices (walk
+        order), and the critical values of generated grids."""
+        grids = _param_grids(self.param_grid, self.param_name_)
+        combos, keys = _combinations(grids)
+        name = self.param_name_
+        user, walks, criticals = self._walk_grids(X, y, fit_params, combos)
+        if user is not None:  # explicit values: GridSearchCV's product grid
+            order = walks
+            pairs, where = _product_candidates(grids, keys, name, len(user))
+            candidates = [_candidate(combos[c], name, user[j]) for c, j in pairs]
+            walks = [[user[j] for j in order] for _ in combos]
+            walk_cands = [[where[c][j] for j in order] for c in range(len(combos))]
+        else:  # generated: each combination's own values, combination by combination
+            candidates, walk_cands = [], []
+            for combo, walk in zip(combos, walks, strict=True):
+                walk_cands.append(list(range(len(candidates),
+                                             len(candidates) + len(walk))))
+                candidates += [_candidate(combo, name, v) for v in walk]
+        return combos, candidates, walks, walk_cands, criticals
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params) -> RegularizationPathCV:
-        """Walk the path on every fold, select the best value, refit.
+        """Walk the path on every fold (for every combination of ``param_grid``),
+        select the best candidate, refit.
 
         Parameters
         ----------
@@ -238,19 +382,18 @@ class RegularizationPathCV(BaseSearchCV):
         params = _check_method_params(X, params=params)
         routed = self._get_routed_params_for_fit(params)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
-        self.n_splits_ = cv.get_n_splits(X, y, **routed.splitter.split)
+        self.n_splits_ = n_splits = cv.get_n_splits(X, y, **routed.splitter.split)
         splits = list(cv.split(X, y, **routed.splitter.split))
-        if len(splits) != self.n_splits_:
+        if len(splits) != n_splits:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
-                             f"Expected {self.n_splits_} splits, got {len(splits)}")
-        candidates, order = self._grid(X, y, routed.estimator.fit)
-        walk = [candidates[i] for i in order]
-        self.path_values_ = np.array([float(v) for v in walk])
-        n_cand = len(candidates)
+                             f"Expected {n_splits} splits, got {len(splits)}")
+        combos, candidates, walks, walk_cands, criticals = self._candidates(
+            X, y, routed.estimator.fit)
+        n_cand, n_walks = len(candidates), len(combos) * n_splits
         if self.verbose > 0:
-            print(f"Walking {self.n_splits_} folds along {n_cand} values of "
-                  f"{self.param_name_} ({walk[0]:.4g} -> {walk[-1]:.4g}), totalling "
-                  f"{n_cand * self.n_splits_} warm-started fits")
+            print(f"Fitting {n_splits} folds for each of {n_cand} candidates, totalling "
+                  f"{n_cand * n_splits} fits, in {n_walks} warm-started walks along "
+                  f"{self.param_name_}")
 
         kwargs = dict(scorer=scorers, fit_params=routed.estimator.fit,
                       score_params=routed.scorer.score,
@@ -259,43 +402,67 @@ class RegularizationPathCV(BaseSearchCV):
                       return_parameters=False, error_score=self.error_score,
                       verbose=self.verbose, caller=self)
         base = clone(self.estimator)
-        # verbose: joblib reports each finished fold (progress of long runs)
+
+        def label(c: int, s: int) -> str | None:
+            if self.verbose <= 0:
+                return None
+            walk, short = walks[c], self.param_name_.rsplit("__", 1)[-1]
+            other = "".join(f"{k}={v}, " for k, v in combos[c].items())
+            return (f"[CV {s + 1}/{n_splits}; walk {c * n_splits + s + 1}/{n_walks}] END "
+                    f"{other}{short}={float(walk[0]):.4g}..{float(walk[-1]):.4g}")
+
         # threads by default: the solvers release the GIL, and a search needs no worker
-        # processes to start and import the package (measured, 20000 x 50, 5 folds, 30
-        # values, n_jobs=2: 2.0-2.3 s on threads, 3.2 s for loky's first search, 1.7-2.0 s
-        # once its workers run; sequential 2.6 s). A joblib backend context (loky, dask)
-        # takes precedence. BLAS is limited to one thread here, in the calling thread:
-        # OpenBLAS ignores a limit set from a worker thread, so the fits' own limit would
-        # not hold for folds on threads. Likewise the compiled loops' OpenMP threads are
-        # shared out between the folds that run at once (else each would take every core).
-        at_once = max(1, min(effective_n_jobs(self.n_jobs), len(splits)))
+        # processes to start and import the package; a joblib backend context (loky,
+        # dask) takes precedence. BLAS is limited to one thread here, in the calling
+        # thread: OpenBLAS ignores a limit set from a worker thread, so the fits' own
+        # limit would not hold for walks on threads. Likewise the compiled loops' OpenMP
+        # threads are shared out between the walks that run at once (else each would
+        # take every core).
+        at_once = max(1, min(effective_n_jobs(self.n_jobs), n_walks))
         with single_blas_thread(), fit_threads(max(1, effective_n_threads() // at_once)):
-            folds = Parallel(n_jobs=self.n_jobs, prefer="threads",
-                             verbose=10 if self.verbose > 0 else 0)(
-                delayed(_walk_fold)(base, X, y, train, test, self.param_name_, prefix, walk,
-                                    s, self.n_splits_, kwargs)
-                for s, (train, test) in enumerate(splits))
+            units = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(_walk)(base, combos[c], X, y, train, test, self.param_name_,
+                               prefix, walks[c], s, n_splits, kwargs, label(c, s))
+                for c in range(len(combos)) for s, (train, test) in enumerate(splits))
 
         # GridSearchCV's order: candidate-major, then split
-        position = np.empty(n_cand, dtype=np.intp)
-        position[order] = np.arange(n_cand)
-        out = [folds[s][0][position[c]] for c in range(n_cand)
-               for s in range(self.n_splits_)]
+        where = [None] * n_cand  # candidate -> (combination, position in its walk)
+        for c, cands in enumerate(walk_cands):
+            for k, i in enumerate(cands):
+                where[i] = (c, k)
+        out = [units[c * n_splits + s][0][k] for c, k in where for s in range(n_splits)]
         _warn_or_raise_about_fit_failures(out, self.error_score)
         if callable(self.scoring):
             _insert_error_scores(out, self.error_score)
-        candidate_params = [{self.param_name_: v} for v in candidates]
-        results = self._format_results(candidate_params, self.n_splits_, out)
+        results = self._format_results(candidates, n_splits, out)
 
-        self.path_reports_ = [f[1] for f in folds]
-        rates = np.array([[np.nan if r is None else r.screening_rate for r in f[1]]
-                          for f in folds], dtype=float).reshape(self.n_splits_, n_cand)
-        self.screening_rates_ = rates
-        self.path_fit_times_ = np.array([[o["fit_time"] for o in f[0]] for f in folds],
-                                        dtype=float).reshape(self.n_splits_, n_cand)
-        for s in range(self.n_splits_):
-            results[f"split{s}_screening_rate"] = rates[s, position]
-        results["mean_screening_rate"] = rates[:, position].mean(axis=0)
+        # per combination c: reports[c][s][k], rates[c] and times[c] (n_splits, n_c)
+        reports = [[units[c * n_splits + s][1] for s in range(n_splits)]
+                   for c in range(len(combos))]
+        rates = [np.array([[np.nan if r is None else r.screening_rate for r in fold]
+                           for fold in rep], dtype=float).reshape(n_splits, -1)
+                 for rep in reports]
+        times = [np.array([[o["fit_time"] for o in units[c * n_splits + s][0]]
+                           for s in range(n_splits)], dtype=float).reshape(n_splits, -1)
+                 for c in range(len(combos))]
+        split_rates = np.array([rates[c][:, k] for c, k in where]).reshape(n_cand,
+                                                                           n_splits)
+        for s in range(n_splits):
+            results[f"split{s}_screening_rate"] = split_rates[:, s]
+        results["mean_screening_rate"] = split_rates.mean(axis=1)
+        self.combinations_ = combos
+        if self.param_grid is None:
+            self.path_values_ = np.array([float(v) for v in walks[0]])
+            self.path_candidates_ = np.array(walk_cands[0], dtype=np.intp)
+            self.critical_value_ = criticals[0]
+            self.path_reports_, self.screening_rates_ = reports[0], rates[0]
+            self.path_fit_times_ = times[0]
+        else:
+            self.path_values_ = [np.array([float(v) for v in w]) for w in walks]
+            self.path_candidates_ = [np.array(w, dtype=np.intp) for w in walk_cands]
+            self.critical_value_ = None if criticals[0] is None else np.array(criticals)
+            self.path_reports_, self.screening_rates_ = reports, rates
+            self.path_fit_times_ = times
 
         first = out[0]["test_scores"]
         self.multimetric_ = isinstance(first, dict)
@@ -310,9 +477,10 @@ class RegularizationPathCV(BaseSearchCV):
             self.best_params_ = results["params"][self.best_index_]
         self.cv_results_ = results
         if self.verbose > 0:
-            self._print_table()
+            self._print_table(walks, walk_cands, reports)
         if self.refit:
-            self.best_estimator_ = clone(base).set_params(**self.best_params_)
+            self.best_estimator_ = clone(base).set_params(
+                **clone(self.best_params_, safe=False))
             t0 = time.time()
             if y is not None:
                 self.best_estimator_.fit(X, y, **routed.estimator.fit)
@@ -323,39 +491,43 @@ class RegularizationPathCV(BaseSearchCV):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
         self.scorer_ = scorers._scorers if isinstance(scorers, _MultimetricScorer) \
             else scorers
-        self.cv_results_ = results
         return self
 
-    def _print_table(self) -> None:
-        """One line per value in walk order: value, screening rate (or "closed-form",
-        one field like the rates, where every fold's fit was solved in closed form:
-        nothing was screened there),
-        mean fit time and, when there is a refit metric, the CV score and its standard
-        deviation."""
+    def _print_table(self, walks: list, walk_cands: list, reports: list) -> None:
+        """Per combination of the other parameters (its name=value line first, when
+        there is a ``param_grid``), one line per value in walk order: value, screening
+        rate (or "closed-form", one field like the rates, where every fold's fit was
+        solved in closed form: nothing was screened there), mean fit time and, when
+        there is a refit metric, the CV score and its standard deviation."""
         results = self.cv_results_
         metric = "score" if not self.multimetric_ else self.refit
         key = f"mean_test_{metric}" if isinstance(metric, str) else None
-        params = [p[self.param_name_] for p in results["params"]]
         short = self.param_name_.rsplit("__", 1)[-1]
-        # closed_form[s, k]: fold s's fit at path_values_[k] had the closed-form solution
-        closed_form = np.array([[getattr(r, "closed_form", False) for r in fold]
-                                for fold in self.path_reports_], dtype=bool)
         head = f"{short:>11} {'screened':>11} {'fit time (s)':>13}"
         if key in results:
             head += f" {'CV ' + key[10:]:>12} {'+/-':>7}"
-        print(head)
         mixed = False
-        for k, value in enumerate(self.path_values_):
-            c = params.index(value)
-            rate = f"{results['mean_screening_rate'][c]:.1%}"
-            if closed_form[:, k].all():
-                rate = "closed-form"
-            elif closed_form[:, k].any():
-                rate, mixed = rate + "*", True
-            line = f"{value:>11.4g} {rate:>11} {results['mean_fit_time'][c]:>13.4f}"
-            if key in results:
-                line += f" {results[key][c]:>12.4f} {results['std' + key[4:]][c]:>7.4f}"
-            print(line)
+        for combo, walk, cands, reps in zip(self.combinations_, walks, walk_cands,
+                                            reports, strict=True):
+            if self.param_grid is not None:
+                print(", ".join(f"{k}={v}" for k, v in combo.items()) + ":")
+            print(head)
+            # closed_form[s, k]: fold s's fit at the k-th value had the closed-form
+            # solution
+            closed_form = np.array([[getattr(r, "closed_form", False) for r in fold]
+                                    for fold in reps], dtype=bool)
+            for k, (value, c) in enumerate(zip(walk, cands, strict=True)):
+                rate = f"{results['mean_screening_rate'][c]:.1%}"
+                if closed_form[:, k].all():
+                    rate = "closed-form"
+                elif closed_form[:, k].any():
+                    rate, mixed = rate + "*", True
+                line = (f"{float(value):>11.4g} {rate:>11} "
+                        f"{results['mean_fit_time'][c]:>13.4f}")
+                if key in results:
+                    line += (f" {results[key][c]:>12.4f} "
+                             f"{results['std' + key[4:]][c]:>7.4f}")
+                print(line)
         if mixed:
             print("* some folds were solved in closed form at this value (counted as "
                   "100% decided)")
