@@ -476,8 +476,9 @@ class RegularizationPathCV(BaseSearchCV):
                 self.best_score_ = results[f"mean_test_{refit_metric}"][self.best_index_]
             self.best_params_ = results["params"][self.best_index_]
         self.cv_results_ = results
+        self._table = (walks, walk_cands, reports)  # the verbose table's rows
         if self.verbose > 0:
-            self._print_table(walks, walk_cands, reports)
+            self._print_table()
         if self.refit:
             self.best_estimator_ = clone(base).set_params(
                 **clone(self.best_params_, safe=False))
@@ -493,13 +494,13 @@ class RegularizationPathCV(BaseSearchCV):
             else scorers
         return self
 
-    def _print_table(self, walks: list, walk_cands: list, reports: list) -> None:
+    def _print_table(self) -> None:
         """Per combination of the other parameters (its name=value line first, when
         there is a ``param_grid``), one line per value in walk order: value, screening
         rate (or "closed-form", one field like the rates, where every fold's fit was
         solved in closed form: nothing was screened there), mean fit time and, when
         there is a refit metric, the CV score and its standard deviation."""
-        results = self.cv_results_
+        results, (walks, walk_cands, reports) = self.cv_results_, self._table
         metric = "score" if not self.multimetric_ else self.refit
         key = f"mean_test_{metric}" if isinstance(metric, str) else None
         short = self.param_name_.rsplit("__", 1)[-1]
