@@ -27,7 +27,7 @@ LAYERS = [
      "lp_svm_exact_path"},
     {"path", "grid"},
     {"model_selection"},
-    {"plotting", "__main__", "__init__"},
+    {"plotting", "__main__", "_cli", "__init__"},
 ]
 
 

@@ -54,7 +54,8 @@ def test_default_run():
     assert best and float(best.group(2)) == max(float(r[3]) for r in rows)
     assert re.search(r"GridSearchCV: +[\d.]+ s .* same best C: yes", res.stdout)
     assert "make_classification(20000 x 50" in res.stdout
-    assert "Done" in res.stderr  # progress
+    # progress: one line per finished (combination, fold) walk
+    assert len(re.findall(r"^\[CV \d/5; walk \d/5\] END C=", res.stdout, re.M)) == 5
     assert "Traceback" not in res.stderr
 
 
