@@ -71,7 +71,9 @@ def _build_parser() -> argparse.ArgumentParser:
             f"  {PROG} --dataset wang_toy3 --kernel rbf --n-values 15 --plot path.png\n"
             f"  {PROG} --dataset data.svm --values 0.01,0.1,1,10 --no-compare\n"
             f"  {PROG} --estimator dsvc --dataset data.svm --n-values 30 --no-compare\n"
-            f"  {PROG} --grid eps-path --eps 1e-2 --stop 1"),
+            f"  {PROG} --grid eps-path --eps 1e-2 --stop 1\n"
+            f"  {PROG} --dataset digits --kernel rbf --grid gamma=0.005,0.015,0.05 "
+            "--values 0.1,1,10"),
     )
     data = parser.add_argument_group("data and model")
     data.add_argument("--dataset", default=None, metavar="NAME|FILE",
@@ -109,10 +111,15 @@ def _build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--values", default=None, metavar="V1,V2,...",
                       help="explicit comma-separated values (overrides --grid); a value "
                       "of any option may start with '-' (--values -1,2 or --values=-1,2)")
-    grid.add_argument("--grid", default="geometric", choices=["geometric", "eps-path"],
-                      help="geometric: --n-values values from the critical value (C_min) "
-                      "to --stop; eps-path: Ogawa et al.'s eps-approximation path, SafeSVC only "
-                      "(default: geometric)")
+    grid.add_argument("--grid", default=None, action="append",
+                      metavar="KIND|NAME=V1,V2,...",
+                      help="the grid of the path parameter, geometric: --n-values values "
+                      "from the critical value (C_min) to --stop; eps-path: Ogawa et al.'s "
+                      "eps-approximation path, SafeSVC only (default: geometric). Or, "
+                      "repeatable, another parameter's values searched with it, e.g. "
+                      "--grid gamma=0.01,0.1,1 --grid class_weight=None,balanced: every "
+                      "combination walks the path (a generated grid is computed per "
+                      "combination, from --stop or C_crit / --eps)")
     grid.add_argument("--n-values", type=int, default=20, metavar="N",
                       help="number of values of the geometric grid (default: 20)")
     grid.add_argument("--stop", type=float, default=None,
@@ -161,6 +168,44 @@ def _join_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> l
     return out
 
 
+def _grid_value(text: str):
+    """A ``--grid NAME=...`` value: None, a bool, an int, a float or the string."""
+    words = {"none": None, "true": True, "false": False}
+    if text.lower() in words:
+        return words[text.lower()]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _split_grid(parser: argparse.ArgumentParser, args) -> None:
+    """``args.grid`` (the ``--grid`` options) as the path grid's kind (``args.grid``)
+    and the other parameters' grid (``args.param_grid``, name -> list of values, in the
+    order given)."""
+    kinds, args.param_grid = [], {}
+    for item in args.grid or []:
+        if "=" not in item:
+            if item not in ("geometric", "eps-path"):
+                parser.error(f"--grid {item!r}: expected geometric, eps-path or "
+                             "NAME=V1,V2,...")
+            kinds.append(item)
+            continue
+        name, _, text = item.partition("=")
+        name = name.strip()
+        values = [_grid_value(v.strip()) for v in text.split(",") if v.strip()]
+        if not re.fullmatch(r"[A-Za-z_][\w]*", name) or not values:
+            parser.error(f"--grid {item!r}: expected NAME=V1,V2,... with at least one value")
+        if name in args.param_grid:
+            parser.error(f"--grid {name}= is given twice")
+        args.param_grid[name] = values
+    if len(set(kinds)) > 1:
+        parser.error("--grid: give one of geometric and eps-path")
+    args.grid = kinds[0] if kinds else "geometric"
+
+
 def _check_args(parser: argparse.ArgumentParser, args) -> None:
     if args.n_values < 1:
         parser.error("--n-values must be >= 1")
@@ -184,6 +229,7 @@ def _check_args(parser: argparse.ArgumentParser, args) -> None:
         if not values or not all(np.isfinite(v) and v > 0 for v in values):
             parser.error("--values must be finite numbers > 0")
         args.values = values
+    _split_grid(parser, args)
     if args.grid == "eps-path" and args.estimator not in (None, "svc") \
             and args.values is None:
         parser.error("--grid eps-path is defined for --estimator svc only")

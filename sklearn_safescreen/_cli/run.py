@@ -28,6 +28,35 @@ def _check_estimator_options(args) -> None:
     elif args.gamma is not None and (args.kernel or "linear") == "linear":
         raise ValueError("--gamma is the coefficient of --kernel rbf or poly; the linear "
                          "kernel has none")
+    kernel_params = {"gamma", "degree", "coef0"} & set(args.param_grid)
+    if kernel_params and args.estimator in kernel_machines \
+            and (args.kernel or "linear") == "linear":
+        raise ValueError(f"--grid {min(kernel_params)}= is a parameter of --kernel rbf or "
+                         "poly; the linear kernel has none")
+    if "gamma" in args.param_grid and args.gamma is not None:
+        raise ValueError("give gamma either with --gamma or with --grid gamma=..., not both")
+    if args.param_grid and args.plot:
+        raise ValueError("--plot draws one path of one parameter; it cannot be combined "
+                         "with --grid NAME=...")
+
+
+def _full_param_grid(param_grid: dict, estimator, prefix: str, param: str) -> dict:
+    """``--grid NAME=...`` with the names as the estimator knows them: a name of the
+    Safe step gets its Pipeline prefix (``gamma`` -> ``model__gamma`` under --scale)."""
+    known = estimator.get_params(deep=True)
+    out = {}
+    for name, values in param_grid.items():
+        full = name if name in known else prefix + name
+        if full == param:
+            raise ValueError(f"--grid {name}= is the path's own parameter; give its "
+                             "values with --values")
+        if full not in known:
+            safe = sorted(k[len(prefix):] for k in known if k.startswith(prefix)
+                          and "__" not in k[len(prefix):])
+            raise ValueError(f"--grid {name}=: the estimator has no parameter {name!r}; "
+                             f"its parameters: {', '.join(safe)}")
+        out[full] = values
+    return out
 
 
 def _check_scoring(args, estimator, param: str, values, X, y, regression: bool,
@@ -146,7 +175,12 @@ def _check_scores(search) -> None:
                 "samples (--max-samples) or fewer folds (--cv)")
 
 
-def _explain_tie(short: str, values, grid, search, diff: float, tol: float,
+def _show(value) -> str:
+    """A parameter's value as the output shows it (numbers to 6 significant digits)."""
+    return f"{value:.6g}" if isinstance(value, float | np.floating) else str(value)
+
+
+def _explain_tie(labels: list[str], grid, search, diff: float, tol: float,
                  regression: bool) -> str:
     """Why GridSearchCV and the path can pick different best values. Both argmaxes run
     over scores that differ by at most ``diff`` at each value, so each search's best
@@ -157,7 +191,7 @@ def _explain_tie(short: str, values, grid, search, diff: float, tol: float,
     gi, pi = grid.best_index_, search.best_index_
     gap = max(g[gi] - g[pi], p[pi] - p[gi])
     return textwrap.fill(
-        f"{short}={values[gi]:.6g} (GridSearchCV's best) and {short}={values[pi]:.6g} (the "
+        f"{labels[gi]} (GridSearchCV's best) and {labels[pi]} (the "
         f"path's) score {g[gi]:.4f} and {g[pi]:.4f} in GridSearchCV, {p[gi]:.4f} and "
         f"{p[pi]:.4f} in the path. Every fit is solved to a duality gap of "
         f"--tol={tol:g} only, which "
@@ -171,10 +205,11 @@ def _explain_tie(short: str, values, grid, search, diff: float, tol: float,
 
 def _run(args) -> int:
     import scipy.sparse as sp
-    from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, KFold, ParameterGrid, StratifiedKFold
 
     from ..model_selection import RegularizationPathCV
-    from ..path import make_grid, resolve_path_param
+    from ..path import critical_value, make_grid, resolve_path_param
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     X, y, desc, continuous = _load(args)
@@ -198,8 +233,13 @@ def _run(args) -> int:
         estimator, name = _estimator(args, X.shape[1], False)  # (the scaler may centre)
         param, prefix, safe = resolve_path_param(estimator)
     short = param.rsplit("__", 1)[-1]
+    param_grid = _full_param_grid(args.param_grid, estimator, prefix, param) \
+        if args.param_grid else None
+    combos = list(ParameterGrid(param_grid or {}))
     if args.values is not None:
         values = np.asarray(args.values)
+    elif param_grid:  # generated per combination, by the search
+        values = None
     else:
         say(f"computing the grid ({args.grid}) ...")
         kw = dict(n_values=args.n_values, eps=args.eps)
@@ -211,15 +251,26 @@ def _run(args) -> int:
         else:
             values = make_grid(estimator, X, y, args.grid, stop=args.stop, **kw)
     if args.scoring is not None:
-        _check_scoring(args, estimator, param, values, X, y, regression, name)
+        first = clone(estimator).set_params(**combos[0])
+        _check_scoring(args, first, param, values if values is not None else
+                       [critical_value(first, X, y)], X, y, regression, name)
     cv = (KFold(args.cv, shuffle=True, random_state=0) if regression
           else StratifiedKFold(args.cv, shuffle=True, random_state=0))
     print(f"{name} on {desc}")
-    print(f"{len(values)} values of {short} from {values.min():.4g} to {values.max():.4g}, "
-          f"{args.cv} folds, scoring={args.scoring or 'default'}, n_jobs={args.n_jobs}, screening="
-          f"{args.screening or 'default'}")
-    search = RegularizationPathCV(estimator, param, values=values, cv=cv,
-                                  scoring=args.scoring, n_jobs=args.n_jobs,
+    if values is not None:
+        grid_text = (f"{len(values)} values of {short} from {values.min():.4g} to "
+                     f"{values.max():.4g}")
+    else:
+        grid_text = f"{short}: a {args.grid} grid per combination"
+    if param_grid:
+        grid_text += (f" x {len(combos)} combinations of "
+                      + ", ".join(k.rsplit("__", 1)[-1] for k in param_grid))
+    print(f"{grid_text}, {args.cv} folds, scoring={args.scoring or 'default'}, "
+          f"n_jobs={args.n_jobs}, screening={args.screening or 'default'}")
+    search = RegularizationPathCV(estimator, param, values=values if values is not None
+                                  else args.grid, param_grid=param_grid,
+                                  n_values=args.n_values, eps=args.eps, stop=args.stop,
+                                  cv=cv, scoring=args.scoring, n_jobs=args.n_jobs,
                                   verbose=0 if args.quiet else 1)
     t0 = time.perf_counter()
     search.fit(X, y)  # verbose: fold progress, then one line per value
@@ -228,14 +279,23 @@ def _run(args) -> int:
         search._print_table()
     res = search.cv_results_
     _check_scores(search)
-    print(f"best {short} = {search.best_params_[param]:.6g}, CV score "
+    labels = [", ".join(f"{k.rsplit('__', 1)[-1]}={_show(v)}" for k, v in
+                        sorted(p.items(), key=lambda kv: kv[0] != param))
+              for p in res["params"]]
+    print(f"best {labels[search.best_index_].replace('=', ' = ')}, CV score "
           f"{search.best_score_:.4f}")
     print(f"RegularizationPathCV: {t_path:.2f} s (refit {search.refit_time_:.2f} s)")
     if not args.no_compare:
-        say(f"timing GridSearchCV on the same grid and folds ({len(values) * args.cv} "
+        say(f"timing GridSearchCV on the same grid and folds ({len(labels) * args.cv} "
             "cold fits) ...")
-        grid = GridSearchCV(estimator, {param: list(map(float, values))}, cv=cv,
-                            scoring=args.scoring, n_jobs=args.n_jobs)
+        if values is not None:  # the product grid, as the search's
+            same_grid = {**(param_grid or {}), param: list(map(float, values))}
+        else:  # the search's values, combination by combination
+            same_grid = [{**{k: [v] for k, v in combo.items()}, param: list(walk)}
+                         for combo, walk in zip(search.combinations_, search.path_values_,
+                                                strict=True)]
+        grid = GridSearchCV(estimator, same_grid, cv=cv, scoring=args.scoring,
+                            n_jobs=args.n_jobs)
         t0 = time.perf_counter()
         grid.fit(X, y)
         t_grid = time.perf_counter() - t0
@@ -243,10 +303,11 @@ def _run(args) -> int:
                                    - res["mean_test_score"])))
         same = grid.best_index_ == search.best_index_
         print(f"GridSearchCV:         {t_grid:.2f} s ({t_grid / t_path:.1f}x the path's "
-              f"time); max score difference {diff:.1e}, same best {short}: "
+              f"time); max score difference {diff:.1e}, same best "
+              f"{'candidate' if param_grid else short}: "
               f"{'yes' if same else 'no, a tie within tolerance'}")
         if not same:
-            print(_explain_tie(short, values, grid, search, diff, args.tol, regression))
+            print(_explain_tie(labels, grid, search, diff, args.tol, regression))
     if args.plot:
         from ..plotting import plot_screening_path
 
