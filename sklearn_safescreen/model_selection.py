@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numbers
 import time
+from contextlib import nullcontext
 
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.metrics._scorer import _MultimetricScorer
-from sklearn.model_selection import ParameterGrid, check_cv
+from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._validation import (
     _fit_and_score,
@@ -25,110 +26,104 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, indexable
 
+from ._search_grid import (
+    KERNEL_PARAMS,
+    _candidate,
+    _chains,
+    _combinations,
+    _nearest,
+    _param_grids,
+    _product_candidates,
+)
 from ._utils.openmp import effective_n_threads, fit_threads
-from .base import single_blas_thread
+from .base import fit_context, single_blas_thread
 from .grid import GRID_KINDS, resolve_path_param
 from .path import _grid, _step_of
 
 
 # ------------------------------------------------------- RegularizationPathCV ---
 def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
-               values: list, split_idx: int, n_splits: int, fit_and_score_kwargs):
+               values: list, split_idx: int, n_splits: int, fit_and_score_kwargs,
+               seeds: list | None = None):
     """Walk one fold's path: a single clone, ``warm_start=True``, refitted at every value
     in walk order, each fit scored exactly as GridSearchCV scores it (sklearn's
     ``_fit_and_score``, which sets the parameter and fits without cloning, so the
-    previous solution stays the reference)."""
+    previous solution stays the reference).
+
+    ``seeds``: per value, the solution of the same fold under the previous kernel
+    parameters (one dual point per task, or None), offered to the fit as its reference
+    (:func:`~sklearn_safescreen.base.fit_context`). Returns the fits' outcomes, their
+    screening reports and, when ``seeds`` is given, their own dual points (the next
+    kernel parameters' seeds)."""
     est = clone(estimator)
     est.set_params(**{prefix + "warm_start": True})
-    outs, reports = [], []
+    outs, reports, points = [], [], []
     for k, value in enumerate(values):
-        out = _fit_and_score(est, X, y, train=train, test=test,
-                             parameters={param_name: value},
-                             split_progress=(split_idx, n_splits),
-                             candidate_progress=(k, len(values)),
-                             **fit_and_score_kwargs)
+        step = _step_of(est, prefix)
+        offer = None if seeds is None else seeds[k]
+        with fit_context(step, references=offer) if offer is not None else nullcontext():
+            out = _fit_and_score(est, X, y, train=train, test=test,
+                                 parameters={param_name: value},
+                                 split_progress=(split_idx, n_splits),
+                                 candidate_progress=(k, len(values)),
+                                 **fit_and_score_kwargs)
         report = None
         if out.get("fit_error") is None:
-            report = getattr(_step_of(est, prefix), "screening_report_", None)
+            report = getattr(step, "screening_report_", None)
         outs.append(out)
         reports.append(report)
-    return outs, reports
+        if seeds is not None:
+            points.append(None if out.get("fit_error") is not None
+                          else _dual_points(step))
+    return outs, reports, points
 
 
-def _walk(estimator, combination: dict, X, y, train, test, param_name: str, prefix: str,
-          values: list, split_idx: int, n_splits: int, fit_and_score_kwargs,
-          progress: str | None):
-    """One (combination, fold) walk: the estimator with the other parameters'
-    ``combination`` set once (cloned, as GridSearchCV sets a candidate's parameters, so
-    that an estimator-valued parameter is a fresh object), then :func:`_walk_fold`.
-    ``progress``: the walk's label, printed with its outcome when it ends (verbose)."""
-    if combination:
-        estimator = clone(estimator).set_params(**clone(combination, safe=False))
-    t0 = time.time()
-    outs, reports = _walk_fold(estimator, X, y, train, test, param_name, prefix, values,
-                               split_idx, n_splits, fit_and_score_kwargs)
-    if progress is not None:
-        rates = [r.screening_rate for r in reports if r is not None]
-        screened = f"{np.mean(rates):.1%}" if rates else "n/a"
-        failed = sum(o.get("fit_error") is not None for o in outs)
-        msg = f"{progress}; {len(values)} values; mean screened {screened}"
-        if failed:
-            msg += f"; {failed} failed"
-        print(f"{msg}; total time={time.time() - t0:.1f}s")
-    return outs, reports
+def _dual_points(step) -> list | None:
+    """The fitted Safe step's solution as seeds for other kernel parameters: per task,
+    ``(C, alpha)`` of its path's reference; None when its paths take no offer."""
+    state = step.__dict__.get("_path")
+    paths = [] if state is None else state.paths
+    if not paths or not all(hasattr(p, "offer_reference") and p.reference is not None
+                            for p in paths):
+        return None
+    return [(p.reference.C, p.reference.alpha) for p in paths]
 
 
-def _param_grids(param_grid, param_name: str) -> list[dict]:
-    """``param_grid`` as GridSearchCV's ParameterGrid holds it (a list of dicts, each
-    checked by ParameterGrid itself); ``[{}]`` (one empty combination) for ``None``."""
-    if param_grid is None:
-        return [{}]
-    grids = ParameterGrid(param_grid).param_grid
-    for grid in grids:
-        if param_name in grid:
-            raise ValueError(f"param_grid contains {param_name!r}, the parameter walked "
-                             "as a path; pass its grid as `values`")
-    return grids
+def _walk(estimator, chain: list[dict], X, y, train, test, param_name: str, prefix: str,
+          walks: list[list], split_idx: int, n_splits: int, fit_and_score_kwargs,
+          progress: list[str] | None, seeded: bool):
+    """One fold's walks of a chain of combinations (``seeded``: combinations that
+    differ only by kernel parameters, in order; else a single combination).
 
-
-def _combinations(grids: list[dict]) -> tuple[list[dict], dict]:
-    """The other parameters' combinations in ParameterGrid's order, and the key of each
-    (``(grid index, index of each value in sorted-name order)``) to its position.
-
-    ParameterGrid's order depends only on the names and the lengths of the lists, so
-    walking it over index ranges gives the positions of the values without comparing
-    them (a value may be an array or an estimator, which ``==`` cannot identify)."""
-    combos, keys = [], {}
-    for g, grid in enumerate(grids):
-        names = sorted(grid)
-        for idx in ParameterGrid({k: range(len(grid[k])) for k in names}) if names \
-                else [{}]:
-            keys[(g, tuple(idx[k] for k in names))] = len(combos)
-            combos.append({k: grid[k][idx[k]] for k in names})
-    return combos, keys
-
-
-def _product_candidates(grids: list[dict], keys: dict, param_name: str,
-                        n_values: int) -> tuple[list, list]:
-    """The candidates of ``GridSearchCV(estimator, [{**grid, param_name: values} for
-    grid in grids])`` in its order, as ``(combination, value index)`` pairs, and
-    ``where[c][j]``: the candidate of combination ``c`` at value ``j``."""
-    pairs, where = [], [[None] * n_values for _ in keys]
-    for g, grid in enumerate(grids):
-        names = sorted(grid)
-        ranges = {k: range(len(grid[k])) for k in names}
-        ranges[param_name] = range(n_values)
-        for idx in ParameterGrid(ranges):
-            c = keys[(g, tuple(idx[k] for k in names))]
-            where[c][idx[param_name]] = len(pairs)
-            pairs.append((c, idx[param_name]))
-    return pairs, where
-
-
-def _candidate(combination: dict, param_name: str, value) -> dict:
-    """A candidate's parameters with ParameterGrid's key order (sorted names)."""
-    params = {**combination, param_name: value}
-    return {k: params[k] for k in sorted(params)}
+    Each combination's estimator has its parameters set once (cloned, as GridSearchCV
+    sets a candidate's parameters, so that an estimator-valued parameter is a fresh
+    object), then walks its values (:func:`_walk_fold`); when ``seeded``, each fit is
+    offered the previous combination's solution at the nearest value as its
+    reference. ``progress``: each walk's label, printed with its outcome (verbose).
+    Returns ``(outcomes, reports)`` per combination of the chain."""
+    results, previous = [], None
+    for i, (combination, values) in enumerate(zip(chain, walks, strict=True)):
+        est = clone(estimator).set_params(**clone(combination, safe=False)) \
+            if combination else estimator
+        seeds = None
+        if seeded:
+            seeds = [None] * len(values) if previous is None else \
+                [previous[1][j] for j in _nearest(values, previous[0])]
+        t0 = time.time()
+        outs, reports, points = _walk_fold(est, X, y, train, test, param_name, prefix,
+                                           values, split_idx, n_splits,
+                                           fit_and_score_kwargs, seeds)
+        previous = (values, points)
+        results.append((outs, reports))
+        if progress is not None:
+            rates = [r.screening_rate for r in reports if r is not None]
+            screened = f"{np.mean(rates):.1%}" if rates else "n/a"
+            failed = sum(o.get("fit_error") is not None for o in outs)
+            msg = f"{progress[i]}; {len(values)} values; mean screened {screened}"
+            if failed:
+                msg += f"; {failed} failed"
+            print(f"{msg}; total time={time.time() - t0:.1f}s")
+    return results
 
 
 class RegularizationPathCV(BaseSearchCV):
@@ -178,6 +173,19 @@ class RegularizationPathCV(BaseSearchCV):
         ``GridSearchCV(estimator, [{**{k: [v] for k, v in combo.items()},
         param_name: list(values)} for combo, values in zip(combinations_,
         path_values_)])``.
+    kernel_seeds : bool, default=True
+        Screen across kernel parameters: on each fold, the combinations of
+        ``param_grid`` that differ only by the Safe step's kernel parameters
+        (``kernel``, ``gamma``, ``degree``, ``coef0``) are walked one after the other,
+        in ``ParameterGrid`` order (the order of the lists given), and each fit is
+        offered the previous combination's solution at the nearest value as a second
+        reference: whatever the kernel, it is a feasible point of the fit's dual, whose
+        duality gap on the new kernel gives a safe ball (``doc/theory/svm_lad.rst``,
+        "Screening across kernel parameters"); the fit takes it when that ball is
+        smaller than the one from its previous value. The box-QP estimators (SafeSVC,
+        SafeLAD) use it, the others ignore it; the answers are the same either way.
+        ``False``: every (combination, fold) walk is a job of its own (more jobs for
+        ``n_jobs`` to run at once, no seeds).
     n_values : int, default=30
         Number of values of the geometric grid.
     eps : float, default=1e-3
@@ -189,7 +197,8 @@ class RegularizationPathCV(BaseSearchCV):
     scoring : str, callable, list, tuple, dict or None, default=None
         As in GridSearchCV (multi-metric included).
     n_jobs : int or None, default=None
-        (Combination, fold) walks run in parallel through joblib, on threads by default
+        (Combination, fold) walks run in parallel through joblib (with ``kernel_seeds``,
+        one job per fold walks a chain of kernel parameters), on threads by default
         (the solvers
         release the GIL, and no worker process has to start); a
         ``joblib.parallel_config(backend=...)`` context chooses processes (``"loky"``) or
@@ -276,18 +285,21 @@ class RegularizationPathCV(BaseSearchCV):
         "param_name": [str, None],
         "values": ["array-like", StrOptions(set(GRID_KINDS)), None],
         "param_grid": [dict, list, None],
+        "kernel_seeds": ["boolean"],
         "n_values": [Interval(numbers.Integral, 1, None, closed="left")],
         "eps": [Interval(numbers.Real, 0, 1, closed="neither")],
         "stop": [Interval(numbers.Real, 0, None, closed="neither"), None],
     }
 
     def __init__(self, estimator, param_name=None, values=None, *, param_grid=None,
-                 n_values=30, eps=1e-3, stop=None, cv=5, scoring=None, n_jobs=None,
-                 refit=True, verbose=0, error_score=np.nan, return_train_score=False):
+                 kernel_seeds=True, n_values=30, eps=1e-3, stop=None, cv=5, scoring=None,
+                 n_jobs=None, refit=True, verbose=0, error_score=np.nan,
+                 return_train_score=False):
         self.estimator = estimator
         self.param_name = param_name
         self.values = values
         self.param_grid = param_grid
+        self.kernel_seeds = kernel_seeds
         self.n_values = n_values
         self.eps = eps
         self.stop = stop
@@ -331,10 +343,11 @@ class RegularizationPathCV(BaseSearchCV):
         return None, walks, criticals
 
     def _candidates(self, X, y, fit_params: dict):
-        """``(combinations, candidates, walks, walk_candidates, criticals)``: the other
-        parameters' combinations (ParameterGrid order), the candidates in cv_results_
-        order, per combination the values walked and their candidates' indices (walk
-        order), and the critical values of generated grids."""
+        """``(combinations, candidates, walks, walk_candidates, criticals, chains)``: the
+        other parameters' combinations (ParameterGrid order), the candidates in
+        cv_results_ order, per combination the values walked and their candidates'
+        indices (walk order), the critical values of generated grids, and the chains of
+        combinations walked one after the other (:func:`_chains`)."""
         grids = _param_grids(self.param_grid, self.param_name_)
         combos, keys = _combinations(grids)
         name = self.param_name_
@@ -351,7 +364,9 @@ class RegularizationPathCV(BaseSearchCV):
                 walk_cands.append(list(range(len(candidates),
                                              len(candidates) + len(walk))))
                 candidates += [_candidate(combo, name, v) for v in walk]
-        return combos, candidates, walks, walk_cands, criticals
+        kernel = {self._prefix + k for k in KERNEL_PARAMS} if self.kernel_seeds else set()
+        chains = _chains(grids, keys, kernel)
+        return combos, candidates, walks, walk_cands, criticals, chains
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params) -> RegularizationPathCV:
@@ -387,7 +402,7 @@ class RegularizationPathCV(BaseSearchCV):
         if len(splits) != n_splits:
             raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
                              f"Expected {n_splits} splits, got {len(splits)}")
-        combos, candidates, walks, walk_cands, criticals = self._candidates(
+        combos, candidates, walks, walk_cands, criticals, chains = self._candidates(
             X, y, routed.estimator.fit)
         n_cand, n_walks = len(candidates), len(combos) * n_splits
         if self.verbose > 0:
@@ -418,12 +433,19 @@ class RegularizationPathCV(BaseSearchCV):
         # limit would not hold for walks on threads. Likewise the compiled loops' OpenMP
         # threads are shared out between the walks that run at once (else each would
         # take every core).
-        at_once = max(1, min(effective_n_jobs(self.n_jobs), n_walks))
+        at_once = max(1, min(effective_n_jobs(self.n_jobs), len(chains) * n_splits))
         with single_blas_thread(), fit_threads(max(1, effective_n_threads() // at_once)):
-            units = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(_walk)(base, combos[c], X, y, train, test, self.param_name_,
-                               prefix, walks[c], s, n_splits, kwargs, label(c, s))
-                for c in range(len(combos)) for s, (train, test) in enumerate(splits))
+            jobs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(_walk)(base, [combos[c] for c in chain], X, y, train, test,
+                               self.param_name_, prefix, [walks[c] for c in chain], s,
+                               n_splits, kwargs,
+                               None if self.verbose <= 0 else [label(c, s) for c in chain],
+                               seeded=len(chain) > 1)
+                for chain in chains for s, (train, test) in enumerate(splits))
+        units = [None] * (len(combos) * n_splits)  # (combination, fold) -> its walk
+        for j, (chain, s) in enumerate((ch, s) for ch in chains for s in range(n_splits)):
+            for c, result in zip(chain, jobs[j], strict=True):
+                units[c * n_splits + s] = result
 
         # GridSearchCV's order: candidate-major, then split
         where = [None] * n_cand  # candidate -> (combination, position in its walk)
