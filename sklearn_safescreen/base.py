@@ -170,6 +170,11 @@ class FitContext:
     #: (a path walker): a warm fit given the very arrays the previous fit validated
     #: takes them as unchanged instead of checking their content again
     inputs_unchanged: bool = False
+    #: per task, a dual point ``(C, alpha)`` of the same samples, labels and weights
+    #: under other kernel parameters, offered to the task's path as its reference
+    #: (a path that has no ``offer_reference`` ignores it; see
+    #: :meth:`~sklearn_safescreen.engine.box_qp.BoxQPPath.offer_reference`)
+    references: list | None = None
 
     def mode(self) -> str:
         """The screening mode in force for the fit."""
@@ -181,7 +186,7 @@ _NO_CONTEXT = FitContext()
 
 @contextlib.contextmanager
 def fit_context(estimator, *, screening: str | None = None,
-                inputs_unchanged: bool = False):
+                inputs_unchanged: bool = False, references: list | None = None):
     """Run the fits of one estimator within the block in a given context.
 
     The context belongs to that one estimator object, never to the process or the
@@ -201,6 +206,11 @@ def fit_context(estimator, *, screening: str | None = None,
         The caller owns the arrays it passes and nothing modifies them between its
         fits: a warm-started fit given the very arrays the previous fit validated
         takes them as unchanged instead of checking their content again.
+    references : list or None, default=None
+        Private to the path walkers: per task, ``(C, alpha)``, the solution of the
+        same task on the same samples under other kernel parameters, offered as the
+        fit's screening reference (taken if its duality gap on the new problem is the
+        smaller; safe either way).
 
     Examples
     --------
@@ -216,7 +226,7 @@ def fit_context(estimator, *, screening: str | None = None,
     if screening is not None:
         check_mode(screening)
     previous = estimator.__dict__.get("_fit_context")
-    estimator._fit_context = FitContext(screening, inputs_unchanged)
+    estimator._fit_context = FitContext(screening, inputs_unchanged, references)
     try:
         yield
     finally:
@@ -398,6 +408,11 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         self._check_step(state, value)
         settings = self._step_settings(state, value)
         settings.mode = current_context(self).mode()
+        offers = current_context(self).references
+        if offers is not None and len(offers) == len(state.paths):
+            for path, offer in zip(state.paths, offers, strict=True):
+                if offer is not None and hasattr(path, "offer_reference"):
+                    path.offer_reference(*offer)
         outcomes, report = self._run_tasks(state, value, settings)
         self._path = state
         self.screening_report_ = report

@@ -25,9 +25,9 @@ LAYERS = [
     {"base", "_validation", "_fit_time", "_box_qp_base", "svm", "lad", "metric_learning",
      "datasets", "_doubly_sparse_base", "_sparse_linear_base", "doubly_sparse", "lp_svm",
      "lp_svm_exact_path"},
-    {"path", "grid"},
+    {"path", "grid", "_search_grid"},
     {"model_selection"},
-    {"plotting", "__main__", "__init__"},
+    {"plotting", "__main__", "_cli", "__init__"},
 ]
 
 

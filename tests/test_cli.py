@@ -54,7 +54,8 @@ def test_default_run():
     assert best and float(best.group(2)) == max(float(r[3]) for r in rows)
     assert re.search(r"GridSearchCV: +[\d.]+ s .* same best C: yes", res.stdout)
     assert "make_classification(20000 x 50" in res.stdout
-    assert "Done" in res.stderr  # progress
+    # progress: one line per finished (combination, fold) walk
+    assert len(re.findall(r"^\[CV \d/5; walk \d/5\] END C=", res.stdout, re.M)) == 5
     assert "Traceback" not in res.stderr
 
 
@@ -96,6 +97,18 @@ BAD = [
     (["--dataset", "iris", "--scoring", "rocauc"], "did you mean roc_auc"),
     (["--dataset", "diabetes", "--scoring", "accuracy"], "--scoring accuracy cannot score "
                                                          "SafeLAD on this data"),
+    (["--grid", "gamma="], "expected NAME=V1,V2,... with at least one value"),
+    (["--grid", "linear"], "expected geometric, eps-path or NAME=V1,V2,..."),
+    (["--grid", "geometric", "--grid", "eps-path"], "give one of geometric and eps-path"),
+    (["--grid", "gamma=1", "--grid", "gamma=2"], "--grid gamma= is given twice"),
+    (["--dataset", "iris", "--kernel", "rbf", "--grid", "C=1,2"],
+     "is the path's own parameter; give its values with --values"),
+    (["--dataset", "iris", "--kernel", "rbf", "--grid", "gama=1"],
+     "the estimator has no parameter 'gama'"),
+    (["--dataset", "iris", "--grid", "gamma=0.1,1"],
+     "--grid gamma= is a parameter of --kernel rbf or poly"),
+    (["--dataset", "iris", "--kernel", "rbf", "--gamma", "1", "--grid", "gamma=0.1,1"],
+     "either with --gamma or with --grid gamma="),
 ]
 
 
@@ -409,3 +422,33 @@ def test_lp_svm_from_the_command_line(capsys):
     assert len(values) == 4 and values == sorted(values, reverse=True)
     assert re.search(r"best alpha = [\d.e+-]+, CV score [\d.]+", out)
 
+
+
+def test_grid_of_another_parameter_equals_grid_search(capsys):
+    """--grid gamma=...: one walk per (gamma, fold), one table per gamma, and the same
+    scores and best candidate as GridSearchCV over the product grid."""
+    code, out, err = run_main(capsys, "--dataset", "iris", "--kernel", "rbf", "--grid",
+                              "gamma=0.1,1", "--values", "0.1,1,10", "--cv", "3")
+    assert code == 0, err
+    assert "3 values of C from 0.1 to 10 x 2 combinations of gamma, 3 folds" in out
+    assert len(re.findall(r"^\[CV \d/3; walk \d/6\] END gamma=", out, re.M)) == 6
+    assert "gamma=0.1:" in out.splitlines() and "gamma=1:" in out.splitlines()
+    assert len(table(out)) == 6
+    assert re.search(r"^best C = [\d.e+-]+, gamma = [\d.]+, CV score", out, re.M)
+    line = re.search(r"max score difference ([\d.e+-]+), same best candidate: yes", out)
+    assert line and float(line.group(1)) < 1e-3
+
+
+def test_grid_generated_per_combination_under_a_pipeline(capsys):
+    """Without --values the grid of C is generated per gamma (from each critical value);
+    under --scale the short name gamma is the Pipeline step's."""
+    code, out, err = run_main(capsys, "--dataset", "breast_cancer", "--scale", "--kernel",
+                              "rbf", "--grid", "gamma=0.01,0.1", "--grid",
+                              "class_weight=None,balanced", "--n-values", "3", "--cv",
+                              "2", "--quiet")
+    assert code == 0, err
+    assert "C: a geometric grid per combination x 4 combinations of gamma, class_weight" \
+        in out
+    rows = table(out)
+    assert len(rows) == 12 and sum(r[1] == "closed-form" for r in rows) == 4
+    assert "same best candidate: yes" in out

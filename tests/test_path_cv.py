@@ -166,16 +166,22 @@ def test_attributes_reports_and_screening():
     assert search.best_estimator_.warm_start is False  # the user's setting
 
 
-def test_verbose_prints_one_line_per_value(capsys):
+def test_verbose_prints_one_line_per_walk_then_per_value(capsys):
     X, y = binary(n=120)
     search = RegularizationPathCV(SafeSVC(**TIGHT), n_values=4, cv=2, verbose=1).fit(X, y)
-    out = capsys.readouterr()
-    rows = [line.split() for line in out.out.splitlines()[2:]]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("Fitting 2 folds for each of 4 candidates, totalling 8 fits, in 2 "
+                        "warm-started walks along C")
+    # one progress line per finished walk, in scikit-learn's "[CV i/n] END" style
+    walks = sorted(line for line in lines if line.startswith("[CV "))
+    assert len(walks) == 2
+    assert walks[0].startswith("[CV 1/2; walk 1/2] END C=") and "4 values" in walks[0]
+    rows = [line.split() for line in lines[lines.index(next(
+        line for line in lines if line.split()[:2] == ["C", "screened"])) + 1:]]
     assert len(rows) == 4
     np.testing.assert_allclose([float(r[0]) for r in rows], search.path_values_, rtol=1e-3)
     np.testing.assert_allclose([float(r[3]) for r in rows],
                                search.cv_results_["mean_test_score"], atol=1e-4)
-    assert "Done" in out.err  # joblib's fold progress
 
 
 def test_failed_fits_score_error_score_as_grid_search():

@@ -29,7 +29,7 @@ from .._utils import faults
 from ..problems.box_qp import BoxQP, BoxQPData, BoxQPReference, LADData, SVMData
 from ..problems.box_qp import lad_critical_C as _lad_critical_C
 from ..problems.constants import TINY, UNIT_ROUNDOFF
-from ..screening.balls import ScreeningResult
+from ..screening.balls import ScreeningResult, _reference_radius
 from ..screening.lad import screen_lad
 from ..screening.svm import screen_svm
 from ..solvers._cd_fast import seed_point
@@ -95,6 +95,9 @@ class BoxQPPath:
         self.data, self.name = data, name
         self.newton = NewtonCache() if data.kernel is not None else None
         self.reference: BoxQPReference | None = None
+        #: a dual point of another problem on the same samples offered for the next
+        #: fit (:meth:`offer_reference`)
+        self._offer: tuple[float, np.ndarray] | None = None
         every_row = data.kernel is not None and data.kernel.cache_capacity >= data.n_samples
         self.policy = NoScreening(KERNEL_CACHED) if every_row else EveryStep()
 
@@ -134,6 +137,10 @@ class BoxQPPath:
         elif np.isinf(C):
             grid = _internal_grid(self.reference.C, C)
         else:
+            grid = [C]
+        # at C = inf the hard-margin walk above decides the steps: an offer is dropped
+        if self._take_offer(C, report, answered=not grid or np.isinf(C),
+                            verbose=verbose):
             grid = [C]
         outcome = None
         for value in grid:
@@ -316,6 +323,58 @@ class BoxQPPath:
         return StepOutcome(self.reference, self.reference.gap, rel_gap, result.n_iter,
                            result.converged, floor, n_repairs=result.n_repairs,
                            unscreened=result.unscreened)
+
+    # -- a reference from other kernel parameters
+    def offer_reference(self, C_ref: float, alpha: np.ndarray) -> None:
+        r"""Offer the next fit a dual point of another problem on the same samples,
+        labels and weights: the solution at ``C_ref`` under other kernel parameters
+        (``doc/theory/svm_lad.rst``, "Screening across kernel parameters").
+
+        The dual box does not depend on the kernel and scales with ``C``, so
+        ``(C / C_ref) * alpha`` is a feasible point of the next fit's problem; its
+        margins and duality gap are computed on this path's own kernel when the fit
+        takes the offer (:meth:`_take_offer`), so nothing of the other problem but the
+        point itself is used. An offer of another size is ignored."""
+        alpha = np.asarray(alpha, dtype=np.float64)
+        ok = alpha.shape == (self.data.n_samples,) and np.isfinite(C_ref) and C_ref > 0
+        self._offer = (float(C_ref), alpha) if ok else None
+
+    def _take_offer(self, C: float, report: ScreeningReport, *, answered: bool,
+                    verbose: int) -> bool:
+        r"""Make the offered point the reference at ``C`` if the ball around the
+        optimum at ``C`` that it gives (radius :math:`\sqrt{\mathrm{gap}}`, its duality
+        gap on this problem) is smaller than the own reference's (``True``), else keep
+        the own reference. The offer's margins cost one product with the kernel
+        over the offered point's support, reported as a ``kernel-seed`` event (its
+        time, and in the note the gaps compared). ``answered``: the own reference is
+        already the exact answer (a closed form): the offer is dropped unused."""
+        offer, self._offer = self._offer, None
+        if offer is None or answered:
+            return False
+        t0 = time.perf_counter()
+        C_ref, alpha = offer
+        problem = self.data.problem(C, newton=self.newton)
+        # feasible: the box is [C lo_1, C hi_1]; the clip only absorbs rounding
+        point = np.clip(alpha * (C / C_ref), problem.lo, problem.hi)
+        foreign = problem.reference(C, point)
+        # the ball each reference gives around the optimum at C (the ball of BT1 and
+        # DVI): the own reference's from its C, the offer's from its gap at C
+        own = self.reference
+        own_radius = np.inf if own is None else _reference_radius(own, C)[1]
+        radius = _reference_radius(foreign, C)[1]
+        take = radius < own_radius
+        if take:
+            self.reference = foreign
+        n = self.data.n_samples
+        note = (f"other kernel parameters' point {'taken' if take else 'left'}: ball "
+                f"radius {radius:.3g} against {own_radius:.3g} (gap "
+                f"{foreign.safe_gap:.3g}); kernel rows {int(np.count_nonzero(point))}")
+        report.add(ScreeningEvent("kernel-seed", "reference", C, 0, 0, n,
+                                  time.perf_counter() - t0, task=self.name, note=note))
+        if verbose:
+            print(f"[{self.label}]{' ' + self.name if self.name else ''} C={C:<10.4g} "
+                  f"{note}")
+        return take
 
     def _task_words(self) -> str:
         return f" (class {self.name})" if self.name else ""
