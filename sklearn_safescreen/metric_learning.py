@@ -68,29 +68,56 @@ def _convergence_message(alpha, critical, auto, outcome, tol, max_iter) -> str:
             "cross-validation along a path from critical_alpha_.")
 
 
-class _FromDiagonal:
-    """A fitted matrix of a diagonal metric, built from the learned diagonal when read
-    (an instance attribute of the same name, which a full metric's fit sets, hides this
-    descriptor).
+class _Components:
+    r"""``components_``, the one stored model :math:`L`: the array a full fit (or a
+    user, as in metric-learn) assigns, or for a diagonal fit
+    :math:`\operatorname{diag}(\sqrt w)` built from its learned diagonal :math:`w` when
+    read. Assigning it replaces a diagonal fit's :math:`w`, so that nothing else
+    describes the model.
 
-    A d x d matrix costs O(d^2) to build (0.2 s at 5,000 features), more than a whole
-    fit along a path of such a set, whose intermediate fits are rarely read. It is not
-    kept: reading a fitted attribute must not change the instance."""
-
-    def __init__(self, build: Callable[[np.ndarray], np.ndarray]):
-        self.build = build
-
-    def __set_name__(self, owner, name):
-        self.name = name
+    A d x d matrix costs O(d^2) to build, more than a whole fit along a path of such a
+    set, whose intermediate fits are rarely read. It is not kept: reading a fitted
+    attribute must not change the instance."""
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        m = obj.__dict__.get("_metric_diagonal")
-        if m is None:
+        state = obj.__dict__
+        if "components_" in state:
+            return state["components_"]
+        w = state.get("_metric_diagonal")
+        if w is None:
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute "
-                                 f"{self.name!r}")
-        return self.build(m)
+                                 "'components_'")
+        return np.diag(np.sqrt(w))
+
+    def __set__(self, obj, value):
+        obj.__dict__.pop("_metric_diagonal", None)
+        obj.__dict__["components_"] = value
+
+
+class _FromComponents:
+    r"""``metric_``, derived from the model: :math:`M = L^\top L` with :math:`L` =
+    ``components_`` (metric-learn's definition), or :math:`\operatorname{diag}(w)` of
+    a diagonal fit's learned :math:`w`. Assigning ``components_`` therefore changes
+    ``metric_`` and every method with it; assigning ``metric_`` is refused (a matrix
+    M has many factors L, and ``transform`` needs one)."""
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        state = obj.__dict__
+        if "_metric_diagonal" in state:
+            return np.diag(state["_metric_diagonal"])
+        if "components_" not in state:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute "
+                                 "'metric_'")
+        L = np.asarray(state["components_"], dtype=np.float64)
+        return L.T @ L
+
+    def __set__(self, obj, value):
+        raise AttributeError("metric_ is derived from components_ (metric_ = "
+                             "components_.T @ components_): assign components_ instead")
 
 
 class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeEstimator):
@@ -223,12 +250,18 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
     alpha_ : float
         The regularisation used: ``alpha``, or ``0.01 * critical_alpha_`` for
         ``alpha="auto"``.
-    metric_ : ndarray of shape (n_features, n_features)
-        The learned Mahalanobis matrix :math:`M`.
     components_ : ndarray of shape (n_features, n_features)
-        :math:`L` with :math:`M=L^\top L`: the rows :math:`\sqrt{w_k}v_k^\top` of the
-        eigendecomposition of M, eigenvalues descending, each row's entry of largest
-        magnitude positive (an eigenvector's sign is otherwise arbitrary).
+        The learned model :math:`L`, with :math:`M=L^\top L`: the rows
+        :math:`\sqrt{w_k}v_k^\top` of the eigendecomposition of the solution,
+        eigenvalues descending, each row's entry of largest magnitude positive (an
+        eigenvector's sign is otherwise arbitrary); for ``metric="diagonal"``,
+        :math:`\operatorname{diag}(\sqrt{m})`. As in metric-learn, everything derives
+        from it: assigning another :math:`L` (of shape (n_components, n_features))
+        changes ``metric_``, :meth:`transform` and the distance methods alike.
+    metric_ : ndarray of shape (n_features, n_features)
+        The learned Mahalanobis matrix ``components_.T @ components_`` (for
+        ``metric="diagonal"``, :math:`\operatorname{diag}(m)` of the learned diagonal),
+        derived when read; read-only.
     n_iter_ : int
         Projected-gradient iterations of the last fit.
     dual_gap_ : float
@@ -497,17 +530,27 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         ``safemetriclearner0``, ``safemetriclearner1``, ...)."""
         return self.components_.shape[0]
 
-    # a diagonal metric's matrices, built when read (see :class:`_FromDiagonal`)
-    metric_ = _FromDiagonal(np.diag)
-    components_ = _FromDiagonal(lambda m: np.diag(np.sqrt(m)))
+    # the model is ``components_`` (a full fit stores it, a diagonal fit its diagonal);
+    # ``metric_`` derives from it
+    components_ = _Components()
+    metric_ = _FromComponents()
 
     def _set_metric(self, M):
-        for name in ("metric_", "components_", "_metric_diagonal"):
-            self.__dict__.pop(name, None)
+        self.__dict__.pop("components_", None)
         if self._diagonal:
             self._metric_diagonal = np.maximum(M, 0.0)
         else:
-            self.metric_, self.components_ = metric_and_components(M)
+            self.components_ = metric_and_components(M)[1]
+
+    def _difference_map(self) -> Callable[[np.ndarray], np.ndarray]:
+        """``D -> D L^T`` for rows of differences, with a copy of the model's :math:`L`
+        (a diagonal fit's square roots, O(d), instead of its d x d matrix)."""
+        w = self.__dict__.get("_metric_diagonal")
+        if w is not None:
+            scale = np.sqrt(w)
+            return lambda D: D * scale
+        L_T = np.array(self.components_, dtype=np.float64).T
+        return lambda D: D @ L_T
 
     # ------------------------------------------------------------ transform ---
     def transform(self, X) -> np.ndarray:
@@ -531,39 +574,39 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
     # metric-learn's Mahalanobis interface (``metric_learn.base_metric.MahalanobisMixin``,
     # metric-learn 0.7.0): same definitions, checked against it in the tests
     def get_mahalanobis_matrix(self) -> np.ndarray:
-        """A copy of the learned matrix M (metric-learn's ``MahalanobisMixin``
-        interface).
+        r"""The learned matrix :math:`M = L^\top L` of ``components_``, a new array
+        (metric-learn's ``MahalanobisMixin`` interface).
 
         Returns
         -------
         M : ndarray of shape (n_features, n_features)
         """
         check_is_fitted(self)
-        return self.metric_.copy()
+        return self.metric_
 
     def get_metric(self) -> Callable[..., float]:
-        """A function ``(u, v, squared=False) -> d_M(u, v)``, usable as a ``metric`` for
+        r"""A function ``(u, v, squared=False) -> d_M(u, v)``, usable as a ``metric`` for
         scipy and scikit-learn (e.g. ``KNeighborsClassifier(metric=...)``); it keeps a
-        copy of M, so a later fit does not change it.
+        copy of ``components_``, so a later fit does not change it.
 
         Returns
         -------
         metric_fun : callable
             ``metric_fun(u, v, squared=False)`` for two 1-D vectors (squeezed, as scipy
-            does); ``squared=True`` returns :math:`d_M^2`.
+            does); ``squared=True`` returns :math:`d_M^2 = \|L(u-v)\|^2`.
         """
         check_is_fitted(self)
-        M = self.metric_.copy()
+        mapped = self._difference_map()
 
         def metric_fun(u, v, squared=False):
-            diff = _vector(u) - _vector(v)
-            val = max(float(diff @ M @ diff), 0.0)
+            t = mapped(_vector(u) - _vector(v))
+            val = float(t @ t)
             return val if squared else np.sqrt(val)
 
         return metric_fun
 
     def pair_distance(self, pairs) -> np.ndarray:
-        """Learned distances :math:`d_M(x, x')` of pairs.
+        r"""Learned distances :math:`d_M(x, x') = \|L(x-x')\|` of pairs.
 
         Parameters
         ----------
@@ -578,8 +621,8 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
             raise ValueError("pairs must have shape (n_pairs, 2, n_features="
                              f"{self.n_features_in_}); got {pairs.shape}")
-        diff = pairs[:, 0] - pairs[:, 1]
-        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", diff, self.metric_, diff), 0.0))
+        t = self._difference_map()(pairs[:, 0] - pairs[:, 1])
+        return np.sqrt(np.einsum("ij,ij->i", t, t))
 
     def pair_score(self, pairs) -> np.ndarray:
         """Similarity scores of pairs: the opposite of :meth:`pair_distance`.
