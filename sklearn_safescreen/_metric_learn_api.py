@@ -1,4 +1,4 @@
-"""The metric learner's interface beyond its fit: metric-learn's Mahalanobis API, and
+r"""The metric learner's interface beyond its fit: metric-learn's Mahalanobis API, and
 the deprecated spellings of its parameters.
 
 :class:`MahalanobisMixin` follows metric-learn's mixin of that name
