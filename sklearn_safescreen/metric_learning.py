@@ -6,27 +6,25 @@ r"""SafeMetricLearner: triplet metric learning with safe triplet screening.
     +\frac\lambda2\|M\|_F^2,\qquad H_{ijl}=(x_i-x_l)(x_i-x_l)^\top-(x_i-x_j)(x_i-x_j)^\top,
 
 with the smoothed hinge (or hinge) :math:`\ell` of threshold 1 (Yoshida et al. 2019;
-``doc/theory/metric_learning.rst``). This module is the scikit-learn shell: parameters,
-validation, the triplet set, the fitted attributes and the transform; the path step is
-:class:`~sklearn_safescreen.engine.triplet.TripletPath`.
+``doc/theory/metric_learning.rst``). This module is the scikit-learn shell, read top to
+bottom: parameters, validation and the triplet set, fit, the fitted attributes; the
+path step is :class:`~sklearn_safescreen.engine.triplet.TripletPath`, the model's
+methods (metric-learn's interface, ``transform``) and the deprecated parameter
+spellings are mixins (:mod:`sklearn_safescreen._metric_learn_api`).
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
 
 import numpy as np
-from sklearn.base import (
-    ClassNamePrefixFeaturesOutMixin,
-    TransformerMixin,
-    _fit_context,
-)
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
+from ._metric_learn_api import DeprecatedSpellingsMixin, MahalanobisMixin
 from ._utils.fingerprint import data_fingerprint
 from ._utils.limits import MAX_ENTRY_FOURTH_POWER
 from ._utils.warnings import warn_user
@@ -34,7 +32,6 @@ from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
 from .engine.triplet import TripletPath
 from .engine.triplet_settings import BOUNDS, TripletSettings
-from .problems.triplet_problem import metric_and_components
 from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
 from .screening.triplet import TRIPLET_RULES
 
@@ -68,32 +65,7 @@ def _convergence_message(alpha, critical, auto, outcome, tol, max_iter) -> str:
             "cross-validation along a path from critical_alpha_.")
 
 
-class _FromDiagonal:
-    """A fitted matrix of a diagonal metric, built from the learned diagonal when read
-    (an instance attribute of the same name, which a full metric's fit sets, hides this
-    descriptor).
-
-    A d x d matrix costs O(d^2) to build (0.2 s at 5,000 features), more than a whole
-    fit along a path of such a set, whose intermediate fits are rarely read. It is not
-    kept: reading a fitted attribute must not change the instance."""
-
-    def __init__(self, build: Callable[[np.ndarray], np.ndarray]):
-        self.build = build
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        m = obj.__dict__.get("_metric_diagonal")
-        if m is None:
-            raise AttributeError(f"{type(obj).__name__!r} object has no attribute "
-                                 f"{self.name!r}")
-        return self.build(m)
-
-
-class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeEstimator):
+class SafeMetricLearner(MahalanobisMixin, DeprecatedSpellingsMixin, SafeEstimator):
     r"""Mahalanobis metric learning from triplets with safe triplet screening.
 
     Learns :math:`M\succeq O` (``metric="full"``) or a non-negative diagonal
@@ -223,12 +195,18 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
     alpha_ : float
         The regularisation used: ``alpha``, or ``0.01 * critical_alpha_`` for
         ``alpha="auto"``.
-    metric_ : ndarray of shape (n_features, n_features)
-        The learned Mahalanobis matrix :math:`M`.
     components_ : ndarray of shape (n_features, n_features)
-        :math:`L` with :math:`M=L^\top L`: the rows :math:`\sqrt{w_k}v_k^\top` of the
-        eigendecomposition of M, eigenvalues descending, each row's entry of largest
-        magnitude positive (an eigenvector's sign is otherwise arbitrary).
+        The learned model :math:`L`, with :math:`M=L^\top L`: the rows
+        :math:`\sqrt{w_k}v_k^\top` of the eigendecomposition of the solution,
+        eigenvalues descending, each row's entry of largest magnitude positive (an
+        eigenvector's sign is otherwise arbitrary); for ``metric="diagonal"``,
+        :math:`\operatorname{diag}(\sqrt{m})`. As in metric-learn, everything derives
+        from it: assigning another :math:`L` (of shape (n_components, n_features))
+        changes ``metric_``, :meth:`transform` and the distance methods alike.
+    metric_ : ndarray of shape (n_features, n_features)
+        The learned Mahalanobis matrix ``components_.T @ components_`` (for
+        ``metric="diagonal"``, :math:`\operatorname{diag}(m)` of the learned diagonal),
+        derived when read; read-only.
     n_iter_ : int
         Projected-gradient iterations of the last fit.
     dual_gap_ : float
@@ -340,45 +318,32 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-    # ------------------------------------------------------------ helpers ---
-    @property
-    def _gamma(self) -> float:
-        return 0.0 if self.loss == "hinge" else float(self.smoothing)
+    # ---------------------------------------------------------------- fit ---
+    @_fit_context(prefer_skip_nested_validation=True)
+    @limit_blas_threads
+    def fit(self, X, y, triplets=None) -> SafeMetricLearner:
+        """Learn the metric.
 
-    @property
-    def _diagonal(self) -> bool:
-        return self.metric == "diagonal"
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes, each with at least two samples).
+        triplets : array-like of shape (n_triplets, 3), default=None
+            Explicit ``(i, j, l)`` index triplets (anchor, similar, dissimilar); by
+            default the k-nearest-neighbour triplets (see ``k``).
 
-    def _screening_ball(self) -> str | None:
-        """The ball of ``screening``, through the deprecated spellings (boolean
-        ``screening``, ``bound``) with a FutureWarning."""
-        screening, bound = self.screening, self.bound
-        if bound != "deprecated":
-            warn_user("SafeMetricLearner(bound=...) is deprecated and will be removed in "
-                      f"0.3: pass screening={bound!r} instead.", FutureWarning)
-        if isinstance(screening, bool | np.bool_):
-            warn_user(f"SafeMetricLearner(screening={screening}) is deprecated and will be "
-                      "removed in 0.3: pass the ball (e.g. screening='rrpb+pgb') or "
-                      "screening=None.", FutureWarning)
-            return (bound if bound != "deprecated" else "rrpb+pgb") if screening else None
-        if bound != "deprecated" and screening == "rrpb+pgb":
-            return bound
-        return screening
+        Returns
+        -------
+        self : SafeMetricLearner
+        """
+        return self._fit(X, y, triplets=triplets)
 
-    def _step_settings(self, state: PathState, value: float) -> TripletSettings:
-        if self.random_state != "deprecated":
-            warn_user("SafeMetricLearner(random_state=...) is deprecated and will be "
-                      "removed in 0.3: it has no effect (the fit is deterministic).",
-                      FutureWarning)
-        return TripletSettings(
-            gamma=self._gamma, diagonal=self._diagonal, bound=self._screening_ball(),
-            rule=self.rule, range_screening=self.range_screening,
-            active_set=self.active_set, interval=self.screening_interval, tol=self.tol,
-            max_iter=self.max_iter, verbose=self.verbose, describe=self._describe())
-
-    def _triplet_set(self, X, y_ind, k, triplets):
-        return (build_triplets(X, y_ind, k, self._diagonal) if triplets is None
-                else triplets_from_indices(X, triplets, self._diagonal))
+    def _fit_inputs(self, X, y, triplets=None, sample_weight=None) -> FitInputs:
+        if sample_weight is not None:
+            raise ValueError("SafeMetricLearner does not support sample_weight")
+        X, y_ind, k, fingerprint = self._validated_problem(X, y, triplets)
+        return FitInputs((X, y_ind, k, triplets), fingerprint)
 
     def _validated_problem(self, X, y, triplets):
         """``(X, y_ind, k, fingerprint)``: validated data, encoded labels, resolved ``k``
@@ -411,32 +376,9 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
         self._problem_cache = (key, (y_ind, k, fingerprint))
         return X, y_ind, k, fingerprint
 
-    # ---------------------------------------------------------------- fit ---
-    @_fit_context(prefer_skip_nested_validation=True)
-    @limit_blas_threads
-    def fit(self, X, y, triplets=None) -> SafeMetricLearner:
-        """Learn the metric.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes, each with at least two samples).
-        triplets : array-like of shape (n_triplets, 3), default=None
-            Explicit ``(i, j, l)`` index triplets (anchor, similar, dissimilar); by
-            default the k-nearest-neighbour triplets (see ``k``).
-
-        Returns
-        -------
-        self : SafeMetricLearner
-        """
-        return self._fit(X, y, triplets=triplets)
-
-    def _fit_inputs(self, X, y, triplets=None, sample_weight=None) -> FitInputs:
-        if sample_weight is not None:
-            raise ValueError("SafeMetricLearner does not support sample_weight")
-        X, y_ind, k, fingerprint = self._validated_problem(X, y, triplets)
-        return FitInputs((X, y_ind, k, triplets), fingerprint)
+    def _triplet_set(self, X, y_ind, k, triplets):
+        return (build_triplets(X, y_ind, k, self._diagonal) if triplets is None
+                else triplets_from_indices(X, triplets, self._diagonal))
 
     def _make_paths(self, inputs: FitInputs) -> PathState:
         """The triplet set (the k-NN triplets by default) and its closed form."""
@@ -445,6 +387,7 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
                            self._diagonal)
         return PathState(inputs.fingerprint, [path])
 
+    # ----------------------------------------------------------- one step ---
     def _step_value(self, state: PathState) -> float:
         """``alpha``, with ``"auto"`` resolved from the critical value."""
         critical = self._critical_from(state)
@@ -465,13 +408,30 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
                 "the solver's arithmetic would overflow; use alpha >= "
                 f"{_MIN_RELATIVE_ALPHA * critical:.3g}.")
 
+    def _step_settings(self, state: PathState, value: float) -> TripletSettings:
+        self._warn_unused_random_state()
+        return TripletSettings(
+            gamma=self._gamma, diagonal=self._diagonal, bound=self._screening_ball(),
+            rule=self.rule, range_screening=self.range_screening,
+            active_set=self.active_set, interval=self.screening_interval, tol=self.tol,
+            max_iter=self.max_iter, verbose=self.verbose, describe=self._describe())
+
+    @property
+    def _gamma(self) -> float:
+        return 0.0 if self.loss == "hinge" else float(self.smoothing)
+
+    @property
+    def _diagonal(self) -> bool:
+        return self.metric == "diagonal"
+
+    # -------------------------------------------------------------- model ---
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
         (path,), (outcome,) = state.paths, outcomes
         self.n_triplets_ = path.data.n_triplets
         self.k_ = inputs.data[2]
         self.alpha_ = self._step_value(state)
         self.critical_alpha_ = self._critical_from(state)
-        self._set_metric(outcome.reference.M)
+        self._store_model(outcome.reference.M, self._diagonal)
         self.n_iter_ = int(outcome.n_iter)
         self.dual_gap_ = float(outcome.gap)
         self.loss_ = path.loss()
@@ -491,113 +451,3 @@ class SafeMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SafeE
                 f"absolute dual_gap_={outcome.gap:.3e} "
                 f"(relative {outcome.rel_gap:.3e}) time={elapsed:.3f}s")
 
-    @property
-    def _n_features_out(self) -> int:
-        """Columns of :meth:`transform` (``get_feature_names_out`` names them
-        ``safemetriclearner0``, ``safemetriclearner1``, ...)."""
-        return self.components_.shape[0]
-
-    # a diagonal metric's matrices, built when read (see :class:`_FromDiagonal`)
-    metric_ = _FromDiagonal(np.diag)
-    components_ = _FromDiagonal(lambda m: np.diag(np.sqrt(m)))
-
-    def _set_metric(self, M):
-        for name in ("metric_", "components_", "_metric_diagonal"):
-            self.__dict__.pop(name, None)
-        if self._diagonal:
-            self._metric_diagonal = np.maximum(M, 0.0)
-        else:
-            self.metric_, self.components_ = metric_and_components(M)
-
-    # ------------------------------------------------------------ transform ---
-    def transform(self, X) -> np.ndarray:
-        """Map X by L (``M = L'L``): Euclidean distances of the output are the learned
-        Mahalanobis distances.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        X_new : ndarray of shape (n_samples, n_features)
-            float32 for float32 input (as scikit-learn's transformers preserve it),
-            float64 otherwise.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
-        return X @ self.components_.T.astype(X.dtype, copy=False)
-
-    # metric-learn's Mahalanobis interface (``metric_learn.base_metric.MahalanobisMixin``,
-    # metric-learn 0.7.0): same definitions, checked against it in the tests
-    def get_mahalanobis_matrix(self) -> np.ndarray:
-        """A copy of the learned matrix M (metric-learn's ``MahalanobisMixin``
-        interface).
-
-        Returns
-        -------
-        M : ndarray of shape (n_features, n_features)
-        """
-        check_is_fitted(self)
-        return self.metric_.copy()
-
-    def get_metric(self) -> Callable[..., float]:
-        """A function ``(u, v, squared=False) -> d_M(u, v)``, usable as a ``metric`` for
-        scipy and scikit-learn (e.g. ``KNeighborsClassifier(metric=...)``); it keeps a
-        copy of M, so a later fit does not change it.
-
-        Returns
-        -------
-        metric_fun : callable
-            ``metric_fun(u, v, squared=False)`` for two 1-D vectors (squeezed, as scipy
-            does); ``squared=True`` returns :math:`d_M^2`.
-        """
-        check_is_fitted(self)
-        M = self.metric_.copy()
-
-        def metric_fun(u, v, squared=False):
-            diff = _vector(u) - _vector(v)
-            val = max(float(diff @ M @ diff), 0.0)
-            return val if squared else np.sqrt(val)
-
-        return metric_fun
-
-    def pair_distance(self, pairs) -> np.ndarray:
-        """Learned distances :math:`d_M(x, x')` of pairs.
-
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-
-        Returns
-        -------
-        distances : ndarray of shape (n_pairs,)
-        """
-        check_is_fitted(self)
-        pairs = np.asarray(pairs, dtype=np.float64)
-        if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
-            raise ValueError("pairs must have shape (n_pairs, 2, n_features="
-                             f"{self.n_features_in_}); got {pairs.shape}")
-        diff = pairs[:, 0] - pairs[:, 1]
-        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", diff, self.metric_, diff), 0.0))
-
-    def pair_score(self, pairs) -> np.ndarray:
-        """Similarity scores of pairs: the opposite of :meth:`pair_distance`.
-
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_pairs,)
-        """
-        return -self.pair_distance(pairs)
-
-
-def _vector(u) -> np.ndarray:
-    """``u`` as a 1-D float vector (squeezed), as scipy's distances take it."""
-    u = np.atleast_1d(np.asarray(u, dtype=np.float64).squeeze())
-    if u.ndim > 1:
-        raise ValueError(f"a vector must be 1-D; got shape {u.shape}")
-    return u

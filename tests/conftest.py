@@ -25,10 +25,14 @@ def pytest_report_header(config):
 
 @pytest.fixture
 def every_step(monkeypatch):
-    """Every path step of the test's fits screens, whatever the policy would choose: for
-    the tests that look at the screening itself (its rules, events, reports and
-    repairs) on problems where the policy runs plain steps (a kernel whose rows all fit
-    in the cache). Set in the environment, so that worker processes see it too."""
+    """Every path step screens, in this process and in the worker processes it starts,
+    through the environment variable: only for the fits of estimators the test does not
+    hold, which :func:`~sklearn_safescreen.fit_context` cannot reach (the clones that a
+    path walker or a search fits, above all in worker processes: a process pool of
+    ``n_jobs``, a distributed backend). A test that holds the estimator screens its
+    fits with ``fit_context(estimator, screening="always")`` instead
+    (``_screened.screened_fit``), which belongs to that estimator only. No test of the
+    suite needs this fixture today."""
     from sklearn_safescreen.engine.policy import ENVIRONMENT
 
     monkeypatch.setenv(ENVIRONMENT, "always")

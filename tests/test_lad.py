@@ -34,7 +34,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_safescreen import ScreeningRepairWarning
+from sklearn_safescreen import ScreeningRepairWarning, fit_context
 from sklearn_safescreen.engine.report import ScreeningReport
 from sklearn_safescreen.lad import SafeLAD
 
@@ -205,7 +205,7 @@ GRID = [0.02, 0.2, 2.0, 20.0, 5.0, 0.5, 0.05]
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
-def test_warm_path_equals_unscreened(kernel, every_step):
+def test_warm_path_equals_unscreened(kernel):
     """Both path directions: every warm-started screened fit equals a cold fit with
     screening=None; the DVI rule really acted (not vacuous)."""
     X, y = make_lad(n=120, d=3, seed=7)
@@ -213,7 +213,8 @@ def test_warm_path_equals_unscreened(kernel, every_step):
     model = SafeLAD(kernel=kernel, tol=1e-10, warm_start=True, **kw)
     n_ref = 0
     for C in GRID:
-        model.set_params(C=C).fit(X, y)
+        with fit_context(model, screening="always"):
+            model.set_params(C=C).fit(X, y)
         cold = SafeLAD(kernel=kernel, tol=1e-10, C=C, screening=None, **kw).fit(X, y)
         np.testing.assert_allclose(model.predict(X), cold.predict(X), atol=1e-6)
         n_ref += sum(e.n_screened for e in model.screening_report_.events
@@ -241,18 +242,20 @@ def test_warm_path_with_weights_and_loose_tol(screening):
             assert P - D <= 1e-2 * abs(D) * (1 + 1e-6)
 
 
-def test_warm_start_changed_data_starts_afresh(every_step):
+def test_warm_start_changed_data_starts_afresh():
     X, y = make_lad(n=60, d=3, seed=9)
     X2, y2 = make_lad(n=60, d=3, seed=10)
     model = SafeLAD(warm_start=True, tol=1e-10, C=1.0)
     for XX, yy, kw in [(X, y, {}), (X2, y2, {}), (X, y, {"intercept_scaling": 3.0}),
                        (X[::-1].copy(), y[::-1].copy(), {}), (0.5 * X, y, {}),
                        (X, y, {"kernel": "rbf"})]:
-        model.set_params(**kw).fit(XX, yy)
+        with fit_context(model, screening="always"):
+            model.set_params(**kw).fit(XX, yy)
         cold = clone(model).set_params(warm_start=False, screening=None).fit(XX, yy)
         np.testing.assert_allclose(model.predict(XX), cold.predict(XX), atol=1e-6)
     # same data again: the previous solution is the reference (a "reference" event)
-    model.set_params(C=2.0).fit(X, y)
+    with fit_context(model, screening="always"):
+        model.set_params(C=2.0).fit(X, y)
     assert any(e.moment == "reference" for e in model.screening_report_.events)
 
 

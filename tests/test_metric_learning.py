@@ -497,7 +497,7 @@ def test_a_diagonal_metric_builds_its_matrices_only_when_read():
     assert "metric_" not in vars(ml)  # reading does not change the fitted learner
     assert np.allclose(ml.transform(X), X * np.sqrt(m))
     full = ml.set_params(metric="full").fit(X, y).metric_
-    assert "metric_" in vars(ml) and np.count_nonzero(full - np.diag(np.diag(full)))
+    assert "components_" in vars(ml) and np.count_nonzero(full - np.diag(np.diag(full)))
     assert np.array_equal(ml.set_params(metric="diagonal").fit(X, y).metric_, np.diag(m))
     with pytest.raises(AttributeError):
         _ = SafeMetricLearner().metric_

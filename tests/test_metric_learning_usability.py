@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 import io
+import pickle
 import runpy
 import time
 import warnings
@@ -24,6 +25,7 @@ from sklearn.preprocessing import StandardScaler
 import sklearn_safescreen.engine.triplet as engine
 import sklearn_safescreen.engine.triplet_dynamic as triplet_dynamic
 from sklearn_safescreen import RegularizationPathCV
+from sklearn_safescreen import _metric_learn_api as api_module
 from sklearn_safescreen import metric_learning as ml_module
 from sklearn_safescreen.metric_learning import AUTO_ALPHA_FRACTION, SafeMetricLearner
 from sklearn_safescreen.path import critical_value, metric_learning_path
@@ -214,9 +216,9 @@ def test_docstrings_have_no_undefined_substitutions():
     that Sphinx would report as undefined."""
     from docutils.core import publish_doctree
 
-    objects = [ml_module, SafeMetricLearner] + [
+    objects = [ml_module, api_module, SafeMetricLearner] + [
         member for _, member in inspect.getmembers(SafeMetricLearner, inspect.isfunction)
-        if member.__module__ == ml_module.__name__]
+        if member.__module__ in (ml_module.__name__, api_module.__name__)]
     for obj in objects:
         stream = io.StringIO()
         publish_doctree(inspect.getdoc(obj) or "", settings_overrides={
@@ -323,3 +325,54 @@ def test_components_have_a_deterministic_sign():
         rows = np.flatnonzero(np.abs(C).max(axis=1) > 0)
         assert rows.size >= 5
         assert np.all(C[rows, np.argmax(np.abs(C[rows]), axis=1)] > 0)
+
+
+@pytest.mark.parametrize("metric", ["full", "diagonal"])
+def test_every_method_follows_assigned_components(metric):
+    """``components_`` is the model, as in metric-learn: after assigning another L
+    (square or with fewer rows), ``metric_``, ``get_mahalanobis_matrix``,
+    ``get_metric``, ``pair_distance``, ``pair_score`` and ``transform`` all use it.
+    Before, the first four kept using the fitted metric."""
+    X, y = standardised(load_iris)
+    ml = SafeMetricLearner(metric=metric).fit(X, y)
+    pairs = np.stack([X[:12], X[12:24]], axis=1)
+    for L in (2 * np.eye(4), np.arange(8.0).reshape(2, 4) - 3):
+        ml.components_ = L
+        M = L.T @ L
+        np.testing.assert_array_equal(ml.metric_, M)
+        np.testing.assert_array_equal(ml.get_mahalanobis_matrix(), M)
+        np.testing.assert_allclose(ml.transform(X), X @ L.T, rtol=1e-15)
+        expected = np.linalg.norm((pairs[:, 0] - pairs[:, 1]) @ L.T, axis=1)
+        np.testing.assert_allclose(ml.pair_distance(pairs), expected, rtol=1e-14)
+        np.testing.assert_allclose(ml.pair_score(pairs), -expected, rtol=1e-14)
+        f = ml.get_metric()
+        assert f(X[0], X[12]) == pytest.approx(expected[0], rel=1e-14)
+        assert f(X[0], X[12], squared=True) == pytest.approx(expected[0] ** 2, rel=1e-14)
+        assert ml.get_feature_names_out().shape == (L.shape[0],)
+    # the metric function keeps its copy; a refit replaces the assigned model
+    ml.components_ = 2 * np.eye(4)
+    f = ml.get_metric()
+    ml.components_ = np.eye(4)
+    assert f(X[0], X[1]) == pytest.approx(2 * np.linalg.norm(X[0] - X[1]), rel=1e-14)
+    refit = ml.fit(X, y)
+    fresh = SafeMetricLearner(metric=metric).fit(X, y)
+    np.testing.assert_array_equal(refit.components_, fresh.components_)
+    np.testing.assert_array_equal(refit.metric_, fresh.metric_)
+
+
+def test_metric_is_derived_and_pickled_once():
+    """``metric_`` is ``components_.T @ components_``: not stored (the pickle carries
+    L only), equal to the solution up to round-off, and assigning it is refused with
+    the attribute to assign instead."""
+    X, y = standardised(load_wine)
+    ml = SafeMetricLearner(warm_start=True).fit(X, y)  # (keeps the solution)
+    assert "components_" in vars(ml) and "metric_" not in vars(ml)
+    L = ml.components_
+    np.testing.assert_array_equal(ml.metric_, L.T @ L)
+    M = ml._path.paths[0].reference.M
+    assert np.linalg.norm(ml.metric_ - M) <= 1e-13 * np.linalg.norm(M)
+    restored = pickle.loads(pickle.dumps(ml))
+    np.testing.assert_array_equal(restored.metric_, ml.metric_)
+    assert len(pickle.dumps(ml)) < len(pickle.dumps(L)) + 3_000
+    with pytest.raises(AttributeError, match="assign components_ instead"):
+        ml.metric_ = np.eye(X.shape[1])

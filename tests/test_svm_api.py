@@ -23,7 +23,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_safescreen import SafeSVC, ScreeningReport
+from sklearn_safescreen import SafeSVC, ScreeningReport, fit_context
 from sklearn_safescreen.lad import SafeLAD
 
 
@@ -246,20 +246,23 @@ def _lines(capsys):
     return [ln for ln in out.splitlines() if ln.strip()]
 
 
-def test_verbose_one_line_per_path_step(capsys, every_step):
+def test_verbose_one_line_per_path_step(capsys):
     X, y = make_binary(n=60, d=3, seed=30)
     model = SafeSVC(kernel="rbf", gamma=0.5, verbose=1, warm_start=True)
     for C in [0.1, 1.0, 10.0, 3.0]:
-        model.set_params(C=C).fit(X, y)
+        with fit_context(model, screening="always"):  # (screened steps print one line)
+            model.set_params(C=C).fit(X, y)
         lines = _lines(capsys)
         assert len(lines) == 1, lines
         assert "SafeSVC" in lines[0]
         assert f"C={C:g}" in lines[0].replace(" ", "")
 
 
-def test_verbose_multiclass_one_line_per_task(capsys, every_step):
+def test_verbose_multiclass_one_line_per_task(capsys):
     X, y = make_multiclass(n=60, d=3, k=3, seed=13)
-    SafeSVC(kernel="rbf", verbose=1).fit(X, y)
+    model = SafeSVC(kernel="rbf", verbose=1)
+    with fit_context(model, screening="always"):
+        model.fit(X, y)
     lines = _lines(capsys)
     assert len(lines) == 3, lines
 

@@ -18,7 +18,7 @@ from _svm_models import (
 )
 from sklearn.metrics.pairwise import rbf_kernel
 
-from sklearn_safescreen import SafeSVC, ScreeningRepairWarning
+from sklearn_safescreen import SafeSVC, ScreeningRepairWarning, fit_context
 
 # ---------------------------------------------------------- screening equivalence ---
 PATH = [0.05, 0.5, 5.0, 50.0, 2.0, 0.2]
@@ -26,14 +26,15 @@ PATH = [0.05, 0.5, 5.0, 50.0, 2.0, 0.2]
 
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
-def test_every_rule_equals_no_screening(rule, kernel, every_step):
+def test_every_rule_equals_no_screening(rule, kernel):
     X, y = make_binary(n=80, d=3, seed=6, noise=1.0)
     kw = {"gamma": 0.5} if kernel == "rbf" else {}
     Xt, _ = make_binary(n=30, d=3, seed=7)
     model = SafeSVC(kernel=kernel, screening=rule, tol=1e-9, warm_start=True, **kw)
     n_reference_screened = 0
     for C in PATH:
-        model.set_params(C=C).fit(X, y)
+        with fit_context(model, screening="always"):  # (the rule itself is under test)
+            model.set_params(C=C).fit(X, y)
         cold = SafeSVC(kernel=kernel, screening=None, tol=1e-9, C=C, **kw).fit(X, y)
         np.testing.assert_allclose(model.decision_function(Xt), cold.decision_function(Xt),
                                    atol=1e-5, rtol=1e-6)
@@ -46,7 +47,7 @@ def test_every_rule_equals_no_screening(rule, kernel, every_step):
 
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
-def test_every_rule_equals_no_screening_with_weights(rule, kernel, every_step):
+def test_every_rule_equals_no_screening_with_weights(rule, kernel):
     """Rules with per-sample upper bounds C*c_i (sample and class weights; an extension
     not in the papers, doc/theory/svm_lad.rst)."""
     X, y = make_binary(n=80, d=3, seed=8, noise=1.0)
@@ -55,12 +56,18 @@ def test_every_rule_equals_no_screening_with_weights(rule, kernel, every_step):
     kw = {"gamma": 0.5} if kernel == "rbf" else {}
     model = SafeSVC(kernel=kernel, screening=rule, tol=1e-9, warm_start=True,
                     class_weight="balanced", **kw)
+    n_reference_screened = 0
     for C in PATH:
-        model.set_params(C=C).fit(X, y, sample_weight=sw)
+        with fit_context(model, screening="always"):
+            model.set_params(C=C).fit(X, y, sample_weight=sw)
         cold = SafeSVC(kernel=kernel, screening=None, tol=1e-9, C=C,
                        class_weight="balanced", **kw).fit(X, y, sample_weight=sw)
         np.testing.assert_allclose(model.decision_function(X), cold.decision_function(X),
                                    atol=1e-5, rtol=1e-6)
+        n_reference_screened += sum(e.n_screened for e in model.screening_report_.events
+                                    if e.moment == "reference")
+    if rule is not None:
+        assert n_reference_screened > 0  # (the weighted rule acted: not vacuous)
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -111,14 +118,16 @@ def test_warm_start_down_to_everything_screened(rule, kernel):
     np.testing.assert_allclose(np.abs(full_beta(model, 0, len(y))), 0.003125, rtol=1e-12)
 
 
-def test_warm_start_same_data_reuses_reference(every_step):
+def test_warm_start_same_data_reuses_reference():
     """Sanity check of the fingerprint tests below: a cold fit starts from the closed
     form at C_min (a "Cmin" event), a warm start on the same data screens from the
     previous solution instead."""
     X, y = make_binary(n=60, d=3, seed=10)
-    model = SafeSVC(kernel="rbf", gamma=0.5, warm_start=True, tol=1e-9, C=1.0).fit(X, y)
-    assert _started_cold(model)
-    model.set_params(C=2.0).fit(X, y)
+    model = SafeSVC(kernel="rbf", gamma=0.5, warm_start=True, tol=1e-9, C=1.0)
+    with fit_context(model, screening="always"):
+        model.fit(X, y)
+        assert _started_cold(model)
+        model.set_params(C=2.0).fit(X, y)
     assert not _started_cold(model)
     assert any(e.moment == "reference" for e in model.screening_report_.events)
 

@@ -1,6 +1,7 @@
 # The compiled kernels of the triplet problem that the rule kernels
-# (screening/_triplet_fast.pyx) and the solver loop (solvers/_spg_fast.pyx) call
-# without the GIL. Matrices are d x d, row-major; pair differences are npairs x d.
+# (screening/_triplet_fast.pyx), the solver loop (solvers/_spg_fast.pyx) and the
+# reduced problem's passes (_triplet_reduce_fast.pyx) call without the GIL. Matrices
+# are d x d, row-major; pair differences are npairs x d.
 
 cdef bint use_vech_c(Py_ssize_t npairs, int d) noexcept nogil
 cdef Py_ssize_t block_rows_c(Py_ssize_t npairs, int d) noexcept nogil

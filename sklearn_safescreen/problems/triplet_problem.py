@@ -22,7 +22,8 @@ Everything goes through the pairs of the triplet set
 (:class:`~sklearn_safescreen.problems.triplets.TripletSet`): the pair quadratic forms
 :math:`D_M(u,v)`, the triplet values :math:`z_t=D_M(i,l)-D_M(i,j)` and the pair
 weights of :math:`S=\Delta^\top\mathrm{diag}(w)\Delta` (the Laplacian form), in one pass
-over the active triplets (the compiled kernels of ``_triplet_fast.pyx``).
+over the active triplets (the compiled kernels of ``_triplet_fast.pyx``; the
+reduced problem's data from ``_triplet_reduce_fast.pyx``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 
 from . import _eigh_fast
 from . import _triplet_fast as kn
+from . import _triplet_reduce_fast as rk
 from .triplets import TripletSet
 
 STATUS_ACTIVE, STATUS_L, STATUS_R = 0, 1, 2
@@ -72,7 +74,7 @@ def pair_values(diff: np.ndarray, Q: np.ndarray, diagonal: bool) -> np.ndarray:
     the compiled rows kernel, as every pass over a subset of the pairs (a pair's value
     does not depend on the pass)."""
     if diagonal:
-        return kn.rows_dot(diff, np.arange(diff.shape[0], dtype=np.int32),
+        return rk.rows_dot(diff, np.arange(diff.shape[0], dtype=np.int32),
                            np.ascontiguousarray(Q, dtype=np.float64))
     if diff.shape[0] <= PAIR_BLOCK:
         return np.einsum("ij,ij->i", diff @ Q, diff)
@@ -90,11 +92,11 @@ def aggregate(diff: np.ndarray, w: np.ndarray, diagonal: bool) -> np.ndarray:
     r""":math:`\sum_p w_p (x_u-x_v)(x_u-x_v)^\top` (its diagonal for a diagonal metric,
     from the stored squares; rows of zero weight are not read)."""
     if diagonal:
-        return kn.rows_weighted_sum(diff, np.arange(diff.shape[0], dtype=np.int32),
+        return rk.rows_weighted_sum(diff, np.arange(diff.shape[0], dtype=np.int32),
                                     np.ascontiguousarray(w, dtype=np.float64))
     # compiled, in blocks of pairs: the weighted copy of every pair at once would be a
     # temporary as large as the pairs, faulted in afresh at most calls
-    return kn.gram(np.ascontiguousarray(diff, dtype=np.float64),
+    return rk.gram(np.ascontiguousarray(diff, dtype=np.float64),
                    np.ascontiguousarray(w, dtype=np.float64))
 
 
@@ -104,8 +106,8 @@ def triplet_values(ts: TripletSet, Q: np.ndarray, diagonal: bool,
     triplet after O(n_pairs d^2)."""
     D = pair_values(ts.diff, Q, diagonal)
     if idx is None:
-        return kn.gather(D, ts.pos, ts.neg)
-    return kn.gather_idx(D, ts.pos, ts.neg, idx)
+        return rk.gather(D, ts.pos, ts.neg)
+    return rk.gather_idx(D, ts.pos, ts.neg, idx)
 
 
 def sum_h(ts: TripletSet, weights: np.ndarray, diagonal: bool,
@@ -147,7 +149,7 @@ def triplet_values_at(ts: TripletSet, Q: np.ndarray, diagonal: bool,
     where[rows] = np.arange(rows.size, dtype=np.int32)
     Q = np.ascontiguousarray(Q, dtype=np.float64)
     if diagonal:  # the stored squares, read in place
-        D = kn.rows_dot(ts.diff, rows, Q)
+        D = rk.rows_dot(ts.diff, rows, Q)
     else:  # in blocks: a copy of every used pair's difference could be large
         D = np.empty(rows.size)
         for b in range(0, rows.size, PAIR_BLOCK):
@@ -187,10 +189,10 @@ def _aggregate_rows(ts: TripletSet, rows: np.ndarray, w: np.ndarray,
     the product, which reads each value once; a full set's rows through blocks of the
     compiled sum)."""
     if diagonal:
-        return kn.rows_weighted_sum(ts.diff, rows.astype(np.int32), w)
+        return rk.rows_weighted_sum(ts.diff, rows.astype(np.int32), w)
     full = np.zeros(ts.n_pairs)  # (the kernel copies the rows of non-zero weight only)
     full[rows] = w
-    return kn.gram(ts.diff, full)
+    return rk.gram(ts.diff, full)
 
 
 def loss_values(z: np.ndarray, gamma: float) -> np.ndarray:
@@ -256,7 +258,7 @@ class TripletProblem:
         # a copy of the problem's own, made eagerly, would be a second pass over memory
         # as large as the active pairs (and, where the process must grow its memory for
         # it, page faults) that most screened steps never read
-        work, cpos, cneg, cdiff, wL, nL, HL_sum = kn.status_split(
+        work, cpos, cneg, cdiff, wL, nL, HL_sum = rk.status_split(
             self.status, ts.pos, ts.neg, ts.diff, not diagonal and HL is None, True)
         self._pair_rows = None  # (full metric: the pairs' indices until copied)
         if not diagonal:
@@ -290,7 +292,7 @@ class TripletProblem:
         diagonal metric)."""
         if self._wL is not None:
             rows = np.flatnonzero(self._wL).astype(np.int32)
-            self._HL = self._HL + kn.rows_weighted_sum(self.ts.diff, rows, self._wL[rows])
+            self._HL = self._HL + rk.rows_weighted_sum(self.ts.diff, rows, self._wL[rows])
             self._wL = None
         return self._HL
 
@@ -316,7 +318,7 @@ class TripletProblem:
             self._stale = False
             self._compact, self._z, self._w = state
             return
-        self._set_compact(work, *kn.compact_work(ts.pos, ts.neg, ts.diff, work,
+        self._set_compact(work, *rk.compact_work(ts.pos, ts.neg, ts.diff, work,
                                                  self.diagonal))
 
     def _set_compact(self, work, cpos, cneg, cdiff) -> None:
@@ -392,7 +394,7 @@ class TripletProblem:
                             - np.bincount(self.ts.neg[to_L], minlength=w.size))
             elif to_L.size * 8 <= self.ts.n_pairs:
                 # few triplets: add a a' - b b' directly (O(d^2) each)
-                self.HL = kn.add_h(self.HL.copy(), self.ts.diff, self.ts.pos, self.ts.neg,
+                self.HL = rk.add_h(self.HL.copy(), self.ts.diff, self.ts.pos, self.ts.neg,
                                  to_L.astype(np.int64))
             else:
                 self.HL = self.HL + sum_h(self.ts, np.ones(to_L.size), self.diagonal,
@@ -433,20 +435,20 @@ class TripletProblem:
     def _pair_values(self, Q: np.ndarray) -> np.ndarray:
         """:math:`D_Q` over the working pairs."""
         if self.diagonal:
-            return kn.rows_dot(self.ts.diff, self.cdiff,
+            return rk.rows_dot(self.ts.diff, self.cdiff,
                                np.ascontiguousarray(Q, dtype=np.float64))
         return pair_values(self.cdiff, Q, False)
 
     def _aggregate(self, w: np.ndarray) -> np.ndarray:
         """The Laplacian sum with weights ``w`` over the working pairs."""
         if self.diagonal:
-            return kn.rows_weighted_sum(self.ts.diff, self.cdiff,
+            return rk.rows_weighted_sum(self.ts.diff, self.cdiff,
                                         np.ascontiguousarray(w, dtype=np.float64))
         return aggregate(self.cdiff, w, False)
 
     def values(self, Q: np.ndarray) -> np.ndarray:
         r""":math:`\langle Q,H_t\rangle` over the working triplets (compact pairs)."""
-        return kn.gather(self._pair_values(Q), self.cpos, self.cneg)
+        return rk.gather(self._pair_values(Q), self.cpos, self.cneg)
 
     # -- evaluation
     def evaluate(self, M: np.ndarray, lam: float) -> Evaluation:
@@ -537,7 +539,7 @@ class TripletProblem:
         loss, sa, sa2 = kn.triplet_pass(D, self.cpos, self.cneg, self.gamma, self._z,
                                       self._w)
         if self._wL is not None:  # H_L's pending pairs in the same pass over the pairs
-            part, add = kn.rows_weighted_sums(self.ts.diff, self.cdiff, self._w, self._wL)
+            part, add = rk.rows_weighted_sums(self.ts.diff, self.cdiff, self._w, self._wL)
             self.HL = self._HL + add
             S = part + self.HL
         else:

@@ -38,7 +38,7 @@ import numpy as np
 from ..problems.constants import SCREEN_RTOL
 from ..problems.triplet_problem import triplet_values
 from ..problems.triplets import TripletSet
-from ._triplet_fast import diag_pass, sdp_pass
+from ._triplet_cone_fast import diag_pass, sdp_pass
 from .triplet_bounds import Ball
 
 TRIPLET_RULES = ("sphere", "linear", "sdp")

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _screened import screened_fit
 from sklearn.datasets import load_wine, make_classification, make_regression
 
 from sklearn_safescreen import (
@@ -26,9 +27,6 @@ from sklearn_safescreen import (
 )
 from sklearn_safescreen._utils import faults
 from sklearn_safescreen.engine.certify import MAX_REPAIRS
-
-# these tests look at the screening itself: every step screens
-pytestmark = pytest.mark.usefixtures("every_step")
 
 
 def _classification(n=240, d=8, seed=0):
@@ -78,9 +76,9 @@ def test_box_qp_single_fit_with_wrong_decisions_is_repaired(Est, data, kernel, s
     model = Est(kernel=kernel, C=C, tol=1e-10)
     if Est is SafeLAD and kernel != "linear":
         # a cold kernel LAD fit solves from zero, with no reference to screen from
-        model.set_params(C=C / 2, warm_start=True).fit(X, y)
+        screened_fit(model.set_params(C=C / 2, warm_start=True), X, y)
         model.set_params(C=C)
-    repairs = _repaired(lambda: model.fit(X, y), share=0.5, seed=seed)
+    repairs = _repaired(lambda: screened_fit(model, X, y), share=0.5, seed=seed)
     assert repairs
     exact = Est(kernel=kernel, C=C, tol=1e-12, screening=None).fit(X, y)
     out, ref = _output(model, X), _output(exact, X)
@@ -95,7 +93,7 @@ def test_box_qp_path_with_wrong_decisions_at_every_step_is_repaired(Est, data, k
 
     def walk():
         for C in Cs:
-            model.set_params(C=C).fit(X, y)
+            screened_fit(model.set_params(C=C), X, y)
             exact = Est(kernel=kernel, C=C, tol=1e-12, screening=None).fit(X, y)
             ref = _output(exact, X)
             _close(_output(model, X), ref, np.abs(ref).max())
@@ -121,9 +119,9 @@ def test_svm_rule_reading_a_zero_reference_gap_is_repaired(kernel):
     """From an inexact reference, rules that take its gap as 0 screen wrongly (the
     reference's ball is too small); the certificate repairs the step."""
     X, y = _classification(n=400, d=10, seed=0)
-    model = SafeSVC(kernel=kernel, C=1.0, tol=1e-10, warm_start=True).fit(X, y)
+    model = screened_fit(SafeSVC(kernel=kernel, C=1.0, tol=1e-10, warm_start=True), X, y)
     _perturb_references(model, 0.5)
-    repairs = _repaired(lambda: model.set_params(C=1.5).fit(X, y), "reference_gap0")
+    repairs = _repaired(lambda: screened_fit(model.set_params(C=1.5), X, y), "reference_gap0")
     assert repairs
     exact = SafeSVC(kernel=kernel, C=1.5, tol=1e-12, screening=None).fit(X, y)
     ref = exact.decision_function(X)
@@ -133,11 +131,13 @@ def test_svm_rule_reading_a_zero_reference_gap_is_repaired(kernel):
 def test_same_fit_without_the_planted_fault_is_not_repaired():
     """The control: the inexact reference alone (its gap honoured) screens safely."""
     X, y = _classification(n=400, d=10, seed=0)
-    model = SafeSVC(kernel="linear", C=1.0, tol=1e-10, warm_start=True).fit(X, y)
+    model = screened_fit(SafeSVC(kernel="linear", C=1.0, tol=1e-10, warm_start=True), X, y)
     _perturb_references(model, 0.5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model.set_params(C=1.5).fit(X, y)
+        screened_fit(model.set_params(C=1.5), X, y)
+    # (the rules did run from it: their decisions, with its gap, are all safe)
+    assert any(e.moment == "reference" for e in model.screening_report_.events)
 
 
 def test_repairs_converge_and_fall_back_to_the_unscreened_solve():
@@ -145,7 +145,7 @@ def test_repairs_converge_and_fall_back_to_the_unscreened_solve():
     ``MAX_REPAIRS`` rounds, solves without screening and certifies that."""
     X, y = _classification(n=300, d=6, seed=4)
     model = SafeSVC(kernel="linear", C=10.0, tol=1e-10)
-    repairs = _repaired(lambda: model.fit(X, y), share=1.0, seed=0)
+    repairs = _repaired(lambda: screened_fit(model, X, y), share=1.0, seed=0)
     assert 1 <= len(repairs) <= MAX_REPAIRS * 4  # (a cold fit has internal steps)
     exact = SafeSVC(kernel="linear", C=10.0, tol=1e-12, screening=None).fit(X, y)
     _close(model.coef_, exact.coef_, np.abs(exact.coef_).max())
@@ -163,7 +163,7 @@ def test_doubly_sparse_fit_with_wrong_decisions_is_repaired(Est, sparse):
         X, y = make_regression(200, 30, n_informative=6, noise=1.0, random_state=1)
     X = sp.csr_matrix(X) if sparse else X
     model = Est(alpha=0.02, tol=1e-12)
-    repairs = _repaired(lambda: model.fit(X, y), share=1.0)
+    repairs = _repaired(lambda: screened_fit(model, X, y), share=1.0)
     assert repairs
     exact = Est(alpha=0.02, tol=1e-13, screening=None).fit(X, y)
     # both certified: their coefficients lie in the primal balls of their gaps
@@ -177,7 +177,7 @@ def test_doubly_sparse_path_with_wrong_decisions_is_repaired():
 
     def walk():
         for a in alphas:
-            model.set_params(alpha=a).fit(X, y)
+            screened_fit(model.set_params(alpha=a), X, y)
             exact = SafeDoublySparseSVC(alpha=a, tol=1e-13, screening=None).fit(X, y)
             _close(model.coef_.ravel(), exact.coef_.ravel(), np.abs(exact.coef_).max(),
                    rtol=1e-4)
@@ -196,7 +196,7 @@ def _wine():
 def test_metric_learner_fit_with_wrong_decisions_is_repaired(metric):
     X, y = _wine()
     model = SafeMetricLearner(alpha=5.0, k=3, metric=metric, tol=1e-9)
-    repairs = _repaired(lambda: model.fit(X, y), share=0.5)
+    repairs = _repaired(lambda: screened_fit(model, X, y), share=0.5)
     assert repairs
     exact = SafeMetricLearner(alpha=5.0, k=3, metric=metric, tol=1e-11,
                               screening=None).fit(X, y)
@@ -211,7 +211,7 @@ def test_metric_learner_path_with_wrong_decisions_is_repaired():
 
     def walk():
         for a in alphas:
-            model.set_params(alpha=a).fit(X, y)
+            screened_fit(model.set_params(alpha=a), X, y)
             exact = SafeMetricLearner(alpha=a, k=3, tol=1e-11, screening=None).fit(X, y)
             M_ref = exact.get_mahalanobis_matrix()
             _close(model.get_mahalanobis_matrix(), M_ref, np.abs(M_ref).max(), rtol=1e-4)
@@ -228,9 +228,9 @@ def test_box_qp_dynamic_balls_of_no_radius_are_repaired(Est, data, kernel):
     model = Est(kernel=kernel, C=10.0, tol=1e-10)
     if Est is SafeLAD and kernel != "linear":
         # (a cold kernel LAD fit from zero reaches its gap checks with nothing to fix)
-        model.set_params(C=5.0, warm_start=True).fit(X, y)
+        screened_fit(model.set_params(C=5.0, warm_start=True), X, y)
         model.set_params(C=10.0)
-    repairs = _repaired(lambda: model.fit(X, y), "dynamic_radius", share=0.0)
+    repairs = _repaired(lambda: screened_fit(model, X, y), "dynamic_radius", share=0.0)
     assert repairs
     exact = Est(kernel=kernel, C=10.0, tol=1e-12, screening=None).fit(X, y)
     ref = _output(exact, X)

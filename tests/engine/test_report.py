@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _screened import screened_fit
 
 from sklearn_safescreen import SafeSVC, ScreeningEvent, ScreeningReport
-
-# these tests look at the screening itself: every step screens
-pytestmark = pytest.mark.usefixtures("every_step")
 
 
 def _binary(n=60, d=3, seed=0):
@@ -58,14 +56,14 @@ def _check_report(report, n_variables):
 @pytest.mark.parametrize("screening", ["IT", "BT1", "BT2", "DVI", None])
 def test_report_binary(kernel, screening):
     X, y = _binary()
-    model = SafeSVC(kernel=kernel, C=10.0, screening=screening).fit(X, y)
+    model = screened_fit(SafeSVC(kernel=kernel, C=10.0, screening=screening), X, y)
     _check_report(model.screening_report_, len(y))
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_report_multiclass_counts_every_task(kernel):
     X, y = _multiclass()
-    model = SafeSVC(kernel=kernel, C=10.0).fit(X, y)
+    model = screened_fit(SafeSVC(kernel=kernel, C=10.0), X, y)
     d = _check_report(model.screening_report_, 3 * len(y))
     tasks = {ev["task"] for ev in d["events"]}
     assert tasks == {"0", "1", "2"}
@@ -74,7 +72,7 @@ def test_report_multiclass_counts_every_task(kernel):
 def test_report_multiclass_string_labels():
     X, y = _multiclass()
     names = np.array(["ant", "bee", "cat"])
-    model = SafeSVC(kernel="linear", C=1.0).fit(X, names[y])
+    model = screened_fit(SafeSVC(kernel="linear", C=1.0), X, names[y])
     d = _check_report(model.screening_report_, 3 * len(y))
     assert {ev["task"] for ev in d["events"]} == set(names)
 
@@ -82,7 +80,7 @@ def test_report_multiclass_string_labels():
 def test_report_sample_weight_and_precomputed():
     X, y = _binary(n=50)
     sw = np.random.RandomState(0).uniform(0, 2, len(y))
-    model = SafeSVC(kernel="precomputed", C=3.0).fit(X @ X.T, y, sample_weight=sw)
+    model = screened_fit(SafeSVC(kernel="precomputed", C=3.0), X @ X.T, y, sample_weight=sw)
     _check_report(model.screening_report_, len(y))
 
 
@@ -90,7 +88,7 @@ def test_report_closed_form():
     """Below C_min the solution is alpha = C c (Ogawa et al. 2013, Lemma 9): everything
     is screened."""
     X, y = _binary()
-    model = SafeSVC(kernel="linear", C=1e-6).fit(X, y)
+    model = screened_fit(SafeSVC(kernel="linear", C=1e-6), X, y)
     d = _check_report(model.screening_report_, len(y))
     assert d["n_screened"] == len(y)
     assert d["screening_rate"] == 1.0
@@ -102,7 +100,7 @@ def test_report_is_renewed_on_every_fit():
     model = SafeSVC(kernel="rbf", warm_start=True)
     reports = []
     for C in [0.1, 1.0, 10.0]:
-        model.set_params(C=C).fit(X, y)
+        screened_fit(model.set_params(C=C), X, y)
         reports.append(model.screening_report_)
         _check_report(model.screening_report_, len(y))
     assert reports[0] is not reports[1]
@@ -113,7 +111,7 @@ def test_report_is_renewed_on_every_fit():
 
 def test_report_value_matches_C_rbf():
     X, y = _binary()
-    model = SafeSVC(kernel="rbf", C=7.5).fit(X, y)
+    model = screened_fit(SafeSVC(kernel="rbf", C=7.5), X, y)
     events = model.screening_report_.events
     # the cold start is the closed form at C_min (its own value); the rest is at C
     assert events[0].rule == "Cmin" and events[0].value < 7.5

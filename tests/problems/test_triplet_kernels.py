@@ -1,6 +1,6 @@
-"""The compiled kernels of the triplet problem (problems/_triplet_fast.pyx): the
-small eigensolver, PSD parts, the projection gap, pair forms and Laplacian sums, the
-reduced problem's construction and the certificate pass."""
+"""The compiled kernels of the triplet problem (problems/_triplet_fast.pyx and
+_triplet_reduce_fast.pyx): the small eigensolver, PSD parts, the projection gap, pair
+forms and Laplacian sums, the reduced problem's construction and the certificate pass."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from _triplet_models import primal, small_problem
 
 from sklearn_safescreen.problems import _eigh_fast as eig
 from sklearn_safescreen.problems import _triplet_fast as kn
+from sklearn_safescreen.problems import _triplet_reduce_fast as rk
 from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.solvers import psd_gradient as pg
 
@@ -133,7 +134,7 @@ def test_pair_forms_and_laplacian_sum_across_blocks(d):
     S = kn.laplacian_sum(diff, none, False, w, T, T2, np.empty(1))
     np.testing.assert_allclose(S, S_want, rtol=1e-11, atol=1e-11 * np.abs(S_want).max())
     assert np.array_equal(S, S.T)
-    np.testing.assert_allclose(kn.gram(diff, w), S_want, rtol=1e-11,
+    np.testing.assert_allclose(rk.gram(diff, w), S_want, rtol=1e-11,
                                atol=1e-11 * np.abs(S_want).max())
     np.testing.assert_allclose(tp.aggregate(diff, w, False), S_want, rtol=1e-11,
                                atol=1e-11 * np.abs(S_want).max())
@@ -142,7 +143,7 @@ def test_pair_forms_and_laplacian_sum_across_blocks(d):
     with pytest.raises(ValueError, match="workspace too small"):
         kn.laplacian_sum(diff, none, False, w, T, np.empty((block, d - 1)), np.empty(1))
     with pytest.raises(ValueError, match="one weight per row"):
-        kn.gram(diff, w[:-1])
+        rk.gram(diff, w[:-1])
 
 
 def test_reduced_problem_construction_and_certificate_pass():
@@ -179,10 +180,10 @@ def test_reduced_problem_construction_and_certificate_pass():
         wrong[t] = s
         assert not kn.certificate(ts.diff, ts.pos, ts.neg, wrong, M, 0.05)[2]
     # the status split's H_L, asked for (full metric) or not
-    split = kn.status_split(status, ts.pos, ts.neg, ts.diff, True)
+    split = rk.status_split(status, ts.pos, ts.neg, ts.diff, True)
     np.testing.assert_allclose(split[6], tp.sum_h(ts, np.ones(L.size), False, L),
                                atol=1e-12)
-    assert split[5] == L.size and kn.status_split(status, ts.pos, ts.neg, ts.diff)[6] is None
+    assert split[5] == L.size and rk.status_split(status, ts.pos, ts.neg, ts.diff)[6] is None
 
 
 
@@ -250,26 +251,26 @@ def test_rows_kernels_equal_the_products_with_the_copied_rows():
     q, w = rng.standard_normal(7), rng.standard_normal(20)
     w[::3] = 0.0
     # (summed in another order than BLAS: equal up to the round-off of |P| |q|)
-    np.testing.assert_allclose(kn.rows_dot(P, rows, q), P[rows] @ q, rtol=1e-14,
+    np.testing.assert_allclose(rk.rows_dot(P, rows, q), P[rows] @ q, rtol=1e-14,
                                atol=1e-14 * (P[rows] @ np.abs(q)).max())
     # four rows at a time or one: a row's value does not depend on the rows around it
     for d in (7, 21):
         P2, q2 = rng.standard_normal((50, d)) ** 2, rng.standard_normal(d)
         for start in range(4):
-            np.testing.assert_array_equal(kn.rows_dot(P2, rows[start:], q2),
-                                          kn.rows_dot(P2, rows, q2)[start:])
-    np.testing.assert_array_equal(tp.pair_values(P, q, True)[rows], kn.rows_dot(P, rows, q))
-    np.testing.assert_allclose(kn.rows_weighted_sum(P, rows, w), w @ P[rows], rtol=1e-13)
+            np.testing.assert_array_equal(rk.rows_dot(P2, rows[start:], q2),
+                                          rk.rows_dot(P2, rows, q2)[start:])
+    np.testing.assert_array_equal(tp.pair_values(P, q, True)[rows], rk.rows_dot(P, rows, q))
+    np.testing.assert_allclose(rk.rows_weighted_sum(P, rows, w), w @ P[rows], rtol=1e-13)
     status = rng.integers(0, 3, 30).astype(np.int8)
     pos, neg = (rng.integers(0, 50, 30).astype(np.int32) for _ in range(2))
-    copied = kn.status_split(status, pos, neg, P)
-    indexed = kn.status_split(status, pos, neg, P, False, True)
+    copied = rk.status_split(status, pos, neg, P)
+    indexed = rk.status_split(status, pos, neg, P, False, True)
     for a, b in zip(copied[:3], indexed[:3], strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(P[indexed[3]], copied[3])
     work = copied[0][::2].copy()
-    np.testing.assert_array_equal(P[kn.compact_work(pos, neg, P, work, True)[2]],
-                                  kn.compact_work(pos, neg, P, work)[2])
+    np.testing.assert_array_equal(P[rk.compact_work(pos, neg, P, work, True)[2]],
+                                  rk.compact_work(pos, neg, P, work)[2])
 
 
 def test_rows_weighted_sums_in_one_pass_equal_the_two_sums():
@@ -281,10 +282,10 @@ def test_rows_weighted_sums_in_one_pass_equal_the_two_sums():
     w, w_all = rng.standard_normal(25), rng.standard_normal(60)
     w[::4] = 0.0
     w_all[rng.random(60) < 0.4] = 0.0
-    part, total = kn.rows_weighted_sums(P, rows, w, w_all)
-    np.testing.assert_array_equal(part, kn.rows_weighted_sum(P, rows, w))
+    part, total = rk.rows_weighted_sums(P, rows, w, w_all)
+    np.testing.assert_array_equal(part, rk.rows_weighted_sum(P, rows, w))
     np.testing.assert_allclose(total, w_all @ P, rtol=1e-13)
-    empty = kn.rows_weighted_sums(P, rows[:0], w[:0], np.zeros(60))
+    empty = rk.rows_weighted_sums(P, rows[:0], w[:0], np.zeros(60))
     assert not empty[0].any() and not empty[1].any()
 
 
@@ -342,7 +343,7 @@ def test_hl_from_scratch_is_summed_in_blocks():
     status = rng.choice([0, 1, 2], n, p=[0.1, 0.6, 0.3]).astype(np.int8)
     first = 100  # the first pairs without weight
     status[(pos < first) | (neg < first)] = 0
-    wL, nL, HL = kn.status_split(status, pos, neg, P, True)[4:]
+    wL, nL, HL = rk.status_split(status, pos, neg, P, True)[4:]
     assert nL == np.count_nonzero(status == 1) and np.all(wL[:first] == 0)
     assert np.count_nonzero(wL) > block  # (the rest spans more than a block)
     direct = (P * wL[:, None]).T @ P
@@ -360,10 +361,10 @@ def test_every_pair_used_is_read_in_place_and_read_only():
     pos = np.arange(20, dtype=np.int32)
     neg = np.arange(19, -1, -1).astype(np.int32)
     status = np.zeros(20, dtype=np.int8)
-    for cdiff in (kn.status_split(status, pos, neg, P)[3],
-                  kn.compact_work(pos, neg, P, np.arange(20, dtype=np.int32))[2]):
+    for cdiff in (rk.status_split(status, pos, neg, P)[3],
+                  rk.compact_work(pos, neg, P, np.arange(20, dtype=np.int32))[2]):
         assert np.shares_memory(cdiff, P) and np.array_equal(cdiff, P)
         assert not cdiff.flags.writeable and P.flags.writeable
     status[[0, 19]] = 2  # pairs 0 and 19 no longer used
-    cdiff = kn.status_split(status, pos, neg, P)[3]
+    cdiff = rk.status_split(status, pos, neg, P)[3]
     assert not np.shares_memory(cdiff, P) and np.array_equal(cdiff, P[1:19])

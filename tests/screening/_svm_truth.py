@@ -76,19 +76,21 @@ def augment(X, bias: float):
 # ---------------------------------------------------------------- CD kernels ---
 # Plain Python over the coordinates, numpy over each update: independent of the
 # library's compiled solver, and fast enough for the ground truth's sizes (n <= ~2000).
-def _cd_dense(Q, hi, alpha, g, max_epochs, eps_pg, seed):
-    """Coordinate descent on ``min 1/2 a'Qa - 1'a`` keeping ``g = Qa - 1``."""
+def _cd_epochs(hi, alpha, diag, gradient, move, max_epochs, eps_pg, seed):
+    """The coordinate descent of both forms: epochs over the coordinates in a random
+    order, a projected Newton step on each (``gradient(i)`` the partial derivative of
+    ``1/2 a'Qa - 1'a``, ``diag`` the diagonal of Q, ``move(i, delta)`` the update of
+    the product the form keeps), until the projected gradients' spread is at most
+    ``eps_pg``. Returns the epochs run."""
     rng = np.random.RandomState(seed)
-    n = Q.shape[0]
-    idx = np.arange(n)
-    diag = np.diag(Q).copy()
+    idx = np.arange(alpha.shape[0])
     for epoch in range(max_epochs):
         rng.shuffle(idx)
         pg_max, pg_min = -np.inf, np.inf
         for i in idx.tolist():
             if hi[i] <= 0.0:
                 continue
-            G = g[i]
+            G = gradient(i)
             if alpha[i] <= 0.0:
                 PG = min(G, 0.0)
             elif alpha[i] >= hi[i]:
@@ -106,46 +108,30 @@ def _cd_dense(Q, hi, alpha, g, max_epochs, eps_pg, seed):
                 delta = new - old
                 if delta != 0.0:
                     alpha[i] = new
-                    g += delta * Q[i]
+                    move(i, delta)
         if pg_max - pg_min <= eps_pg:
             return epoch + 1
     return max_epochs
+
+
+def _cd_dense(Q, hi, alpha, g, max_epochs, eps_pg, seed):
+    """Coordinate descent on ``min 1/2 a'Qa - 1'a`` keeping ``g = Qa - 1``."""
+
+    def move(i, delta):
+        np.add(g, delta * Q[i], out=g)
+
+    return _cd_epochs(hi, alpha, np.diag(Q).copy(), g.__getitem__, move, max_epochs,
+                      eps_pg, seed)
 
 
 def _cd_linear(Z, hi, alpha, w, max_epochs, eps_pg, seed):
     """Coordinate descent keeping ``w = Z'a`` (rows of Z are the signed samples)."""
-    rng = np.random.RandomState(seed)
-    n = Z.shape[0]
-    idx = np.arange(n)
-    sq = np.einsum("ij,ij->i", Z, Z)
-    for epoch in range(max_epochs):
-        rng.shuffle(idx)
-        pg_max, pg_min = -np.inf, np.inf
-        for i in idx.tolist():
-            if hi[i] <= 0.0:
-                continue
-            G = float(Z[i] @ w) - 1.0
-            if alpha[i] <= 0.0:
-                PG = min(G, 0.0)
-            elif alpha[i] >= hi[i]:
-                PG = max(G, 0.0)
-            else:
-                PG = G
-            pg_max = max(pg_max, PG)
-            pg_min = min(pg_min, PG)
-            if PG != 0.0:
-                old = alpha[i]
-                if sq[i] > 0.0:
-                    new = min(max(old - G / sq[i], 0.0), hi[i])
-                else:
-                    new = hi[i] if G < 0.0 else 0.0
-                delta = new - old
-                if delta != 0.0:
-                    alpha[i] = new
-                    w += delta * Z[i]
-        if pg_max - pg_min <= eps_pg:
-            return epoch + 1
-    return max_epochs
+
+    def move(i, delta):
+        np.add(w, delta * Z[i], out=w)
+
+    return _cd_epochs(hi, alpha, np.einsum("ij,ij->i", Z, Z),
+                      lambda i: float(Z[i] @ w) - 1.0, move, max_epochs, eps_pg, seed)
 
 
 def _newton_solver(Q, Z, Dg):

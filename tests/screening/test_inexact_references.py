@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _screened import screened_fit
 from _svm_truth import augment, noisy_data, solve_svm_dual, svm_certificate, violations
 from _triplet_models import cvx_solve, primal
 from sklearn.metrics.pairwise import rbf_kernel
@@ -30,9 +31,6 @@ from sklearn_safescreen.engine import box_qp as engine_box_qp
 from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems.box_qp import BoxQPReference
 from sklearn_safescreen.screening import triplet_bounds as tb
-
-# these tests look at the screening itself: every step screens
-pytestmark = pytest.mark.usefixtures("every_step")
 
 
 @pytest.fixture
@@ -87,10 +85,10 @@ def test_svc_kernel_steps_from_loose_references(svm_steps, rule, ratio):
     X, y = noisy_data(0, 400, 5, flip=0.15)
     gamma = 0.2
     Q = y[:, None] * (rbf_kernel(X, X, gamma=gamma) + 1.0) * y[None, :]
-    model = SafeSVC(kernel="rbf", gamma=gamma, C=1.0, tol=0.01, screening=rule,
-                    warm_start=True).fit(X, y)
+    model = screened_fit(SafeSVC(kernel="rbf", gamma=gamma, C=1.0, tol=0.01,
+                                 screening=rule, warm_start=True), X, y)
     svm_steps.clear()
-    model.set_params(C=ratio).fit(X, y)
+    screened_fit(model.set_params(C=ratio), X, y)
     (ref, C, res), = svm_steps
     assert ref.C == 1.0 and C == ratio
     n_screened = assert_svm_step_safe(ref, C, res, Q=Q, min_rel_gap=1e-4, rule=rule)
@@ -116,12 +114,12 @@ def test_svc_linear_steps_from_perturbed_references(svm_steps, rule, ratio):
     with its own gap becomes the warm-start reference of the next fit."""
     X, y = noisy_data(1, 1000, 5, flip=0.1)
     Z = y[:, None] * augment(X, 1.0)
-    model = SafeSVC(kernel="linear", C=1.0, tol=1e-6, screening=rule,
-                    warm_start=True).fit(X, y)
+    model = screened_fit(SafeSVC(kernel="linear", C=1.0, tol=1e-6, screening=rule,
+                                 warm_start=True), X, y)
     path, = model._path.paths
     path.reference = _perturbed_reference(1.0, Z, 0.999, 1e-3)
     svm_steps.clear()
-    model.set_params(C=ratio).fit(X, y)
+    screened_fit(model.set_params(C=ratio), X, y)
     (ref, C, res), = svm_steps
     assert ref.C == 1.0
     assert assert_svm_step_safe(ref, C, res, Z=Z, min_rel_gap=1e-3, rule=rule) > 0
@@ -134,7 +132,7 @@ def test_lad_steps_from_perturbed_references(lad_steps, ratio):
     Xa = augment(X, 1.0)
     G = Xa @ Xa.T
     n, C_ref = y.size, 0.05
-    model = SafeLAD(C=C_ref, tol=1e-6, warm_start=True).fit(X, y)
+    model = screened_fit(SafeLAD(C=C_ref, tol=1e-6, warm_start=True), X, y)
     path, = model._path.paths
     h = np.full(n, C_ref)
     exact_ref = solve_lad_dual(G, y, 0.98 * h)
@@ -143,7 +141,7 @@ def test_lad_steps_from_perturbed_references(lad_steps, ratio):
     path.reference = BoxQPReference(C_ref, a, G @ a, full_gap(G, y, h, a))
     lad_steps.clear()
     C = ratio * C_ref
-    model.set_params(C=C).fit(X, y)
+    screened_fit(model.set_params(C=C), X, y)
     (ref, C_got, res), = lad_steps
     assert C_got == pytest.approx(C)
     assert ref.gap == pytest.approx(full_gap(G, y, h, ref.alpha), rel=1e-6)
@@ -161,9 +159,10 @@ def test_lad_kernel_steps_from_loose_references(lad_steps):
     gamma = 0.5
     G = rbf_kernel(X, X, gamma=gamma) + 1.0
     n = y.size
-    model = SafeLAD(kernel="rbf", gamma=gamma, C=0.5, tol=1e-2, warm_start=True).fit(X, y)
+    model = screened_fit(SafeLAD(kernel="rbf", gamma=gamma, C=0.5, tol=1e-2,
+                                 warm_start=True), X, y)
     lad_steps.clear()
-    model.set_params(C=0.4).fit(X, y)
+    screened_fit(model.set_params(C=0.4), X, y)
     (ref, C, res), = lad_steps
     h = np.full(n, ref.C)
     gap = full_gap(G, y, h, ref.alpha)
@@ -220,14 +219,14 @@ def test_metric_learner_steps_from_loose_references(triplet_calls, ratio, gamma)
               range_screening=True)
     if gamma:
         kw["smoothing"] = gamma
-    model = SafeMetricLearner(alpha=1.0, **kw).fit(X, y)
+    model = screened_fit(SafeMetricLearner(alpha=1.0, **kw), X, y)
     lam0 = model.critical_alpha_ * 0.05
-    model.set_params(alpha=lam0).fit(X, y)
+    screened_fit(model.set_params(alpha=lam0), X, y)
     ts = model._path.paths[0].ts
     for key in triplet_calls:
         triplet_calls[key].clear()
     lam = ratio * lam0
-    model.set_params(alpha=lam).fit(X, y)
+    screened_fit(model.set_params(alpha=lam), X, y)
     ball, = triplet_calls["rrpb"]
     assert ball["lam0"] == pytest.approx(lam0) and ball["lam"] == pytest.approx(lam)
     M0 = ball["M0"]

@@ -32,14 +32,23 @@ from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems.box_qp import BoxQPReference
 from sklearn_safescreen.problems.doubly_sparse import ReducedProblem
 from sklearn_safescreen.problems.lp_svm import LPSVMData
-from sklearn_safescreen.screening import _balls_fast, _lp_svm_fast, _triplet_fast, balls, lad, svm
+from sklearn_safescreen.screening import (
+    _balls_fast,
+    _lp_svm_fast,
+    _triplet_cone_fast,
+    _triplet_fast,
+    balls,
+    lad,
+    svm,
+)
 from sklearn_safescreen.screening import doubly_sparse as ds
 from sklearn_safescreen.screening import lp_svm as lps
 from sklearn_safescreen.screening import triplet as tr
 from sklearn_safescreen.screening import triplet_bounds as tb
 
 #: The rule modules whose public functions must not mutate their inputs.
-RULE_MODULES = (balls, _balls_fast, svm, lad, ds, lps, _lp_svm_fast, tr, tb, _triplet_fast)
+RULE_MODULES = (balls, _balls_fast, svm, lad, ds, lps, _lp_svm_fast, tr, tb, _triplet_fast,
+                _triplet_cone_fast)
 
 #: Classes of rule modules whose public (class)methods are rules too (constructors of
 #: references from a pair).
@@ -369,9 +378,9 @@ def triplet_calls(seed, diagonal, gamma):
                     values=lambda A: tp.triplet_values(ts, A, diagonal, idx)))
     Q, r2 = balls_[1].center, balls_[1].radius ** 2
     if diagonal:
-        out.append(call(_triplet_fast.diag_pass, ts.diff, ts.pos, ts.neg, idx, Q, r2))
+        out.append(call(_triplet_cone_fast.diag_pass, ts.diff, ts.pos, ts.neg, idx, Q, r2))
     else:
-        out += [call(_triplet_fast.sdp_pass, ts.diff, ts.pos, ts.neg, idx, Q, r2, z0,
+        out += [call(_triplet_cone_fast.sdp_pass, ts.diff, ts.pos, ts.neg, idx, Q, r2, z0,
                      gamma, True, ts.hnorm, fast, 5)
                 for fast in (True, False)]
         cprob = tp.TripletProblem(ts, gamma, diagonal)

@@ -509,7 +509,7 @@ def test_sdp_shortcuts_skip_work_not_decisions(seed, d):
     cannot screen: the fast kernel decides what the plain ascent decides, for fewer
     eigendecompositions; the scaled-centre filter and the linear stage of
     screen_triplets do not change the decisions either."""
-    from sklearn_safescreen.screening._triplet_fast import sdp_pass
+    from sklearn_safescreen.screening._triplet_cone_fast import sdp_pass
 
     gamma = 0.05
     n_decided = 0
@@ -535,7 +535,7 @@ def test_sdp_shortcuts_skip_work_not_decisions(seed, d):
 
 
 def test_sdp_budget_bounds_the_eigendecompositions():
-    from sklearn_safescreen.screening._triplet_fast import sdp_pass
+    from sklearn_safescreen.screening._triplet_cone_fast import sdp_pass
 
     ts, ball = psd_ball_instance(0, 4, 0.4)
     idx = np.arange(ts.n_triplets, dtype=np.int32)
