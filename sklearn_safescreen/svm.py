@@ -20,16 +20,17 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._box_qp_base import SOLVER_SQUARES, BaseBoxQPEstimator, FitData
+from ._multiclass import MulticlassSVCMixin, class_pairs, libsvm_layout, pair_coefficients
 from ._utils.fingerprint import data_fingerprint
 from ._utils.limits import MAX_ENTRY
-from ._validation import check_magnitude, class_weights, memoised_validation
-from .base import OneVsRestClassifierMixin, encode_labels, one_vs_rest
+from ._validation import check_magnitude, check_resolvable, class_weights, memoised_validation
+from .base import encode_labels, one_vs_rest
 from .engine.box_qp import SVMPath
 from .problems.box_qp import SVMData, svm_eps_step
 from .screening.svm import SVM_RULES
 
 
-class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
+class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
     r"""Support vector classifier with safe sample screening.
 
     Solves the hinge-loss SVM
@@ -195,14 +196,22 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         "screening": [StrOptions(set(SVM_RULES)), None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],
+        "multi_class": [StrOptions({"ovo", "ovr"})],
+        "decision_function_shape": [StrOptions({"ovo", "ovr"})],
+        "break_ties": ["boolean"],
     }
+    # the shape of the decision function and the tie rule are read at predict time:
+    # they do not change the problem, so a warm start keeps its paths across them
+    _solver_params = BaseBoxQPEstimator._solver_params | {"decision_function_shape",
+                                                          "break_ties"}
     _has_eps_path = True
     _path_state = (*BaseBoxQPEstimator._path_state, "_label_cache")
 
     def __init__(self, C=1.0, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
                  fit_intercept=True, intercept_scaling=1.0, screening="IT", tol=1e-4,
                  max_iter=10000, warm_start=False, class_weight=None, verbose=0,
-                 random_state=None, n_jobs=None, cache_size=200):
+                 random_state=None, n_jobs=None, cache_size=200, multi_class="ovo",
+                 decision_function_shape="ovr", break_ties=False):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -219,8 +228,23 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.cache_size = cache_size
+        self.multi_class = multi_class
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
 
     # ----------------------------------------------------------------- fitting ---
+    def _fit_inputs(self, X, y, sample_weight=None):
+        if self.multi_class == "ovr" and self.decision_function_shape == "ovo":
+            raise ValueError(
+                "decision_function_shape='ovo' needs multi_class='ovo': a one-vs-rest "
+                "fit has no decision values per pair of classes")
+        return super()._fit_inputs(X, y, sample_weight)
+
+    def _check_step(self, state, value: float) -> None:
+        # each task's own weights: a pair's problem is over its two classes' samples
+        for p in state.paths:
+            check_resolvable(self._describe(), value, p.data.weights, p.data.sqnorm)
+
     def _validated_inputs(self, X, y, sample_weight) -> FitData:
         """Validate the training data (memoised along warm starts on the same arrays,
         :func:`~sklearn_safescreen._validation.memoised_validation`), encode the labels
@@ -245,9 +269,32 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         return FitData(X, y_ind, sw, weights, content, classes)
 
     def _task_paths(self, Xa, kernel, data: FitData) -> list[SVMPath]:
-        """One path per one-vs-rest task (one for two classes)."""
-        return [SVMPath(SVMData(Xa, kernel, labels, data.weights), name)
-                for name, labels in one_vs_rest(data.classes, data.targets)]
+        """One path per task: per pair of classes (one-vs-one), per class
+        (one-vs-rest), or one for two classes."""
+        if not self._pairs_of(data.classes):
+            return [SVMPath(SVMData(Xa, kernel, labels, data.weights), name)
+                    for name, labels in one_vs_rest(data.classes, data.targets)]
+        # Every pair keeps all the samples, those outside it with weight 0 (box [0, 0]:
+        # fixed at 0 and never moved), on the one design matrix or
+        # kernel of the fit. The alternative, a sub-kernel on each pair's samples, has
+        # shorter rows but computes a sample's entries again in each of its class's
+        # n_classes - 1 pairs and needs a row cache per pair: either cache_size per pair
+        # (the memory of n_pairs caches, kept along a warm-started path) or a share of
+        # it. With the one kernel, a row computed for one pair serves the other pairs of
+        # its class from the one cache of cache_size, as in one-vs-rest, a user kernel
+        # is checked once, and the solver's work stays on the pair's samples.
+        paths = []
+        for i, j in class_pairs(data.classes.size):
+            inside = (data.targets == i) | (data.targets == j)
+            labels = np.where(data.targets == j, -1.0, 1.0)
+            weights = np.where(inside, data.weights, 0.0)
+            paths.append(SVMPath(SVMData(Xa, kernel, labels, weights),
+                                 f"{data.classes[i]} vs {data.classes[j]}"))
+        return paths
+
+    def _pairs_of(self, classes) -> bool:
+        """Whether the fit has one task per pair of classes."""
+        return self.multi_class == "ovo" and classes.size > 2
 
     def _eps_path_next(self, eps: float, stop: float) -> float | None:
         """Next C of the eps-path (Ogawa et al. 2013, Algorithm 1) from the last fit, or
@@ -266,22 +313,42 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
 
     def _set_model(self, inputs, state, outcomes):
         data, paths = inputs.data, state.paths
-        X, bias, kernel_params = data.X, data.bias, data.kernel_params
+        X, bias, k = data.X, data.bias, data.classes.size
         self.classes_ = data.classes
-        alphas = np.vstack([o.reference.alpha for o in outcomes])
-        signs = np.vstack([p.data.sign for p in paths])
+        self._multi_class_fitted = self.multi_class
+        self._kernel_params_ = data.kernel_params
+        self._bias = bias
         self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
         self.dual_gap_ = np.array([o.reference.gap for o in outcomes])
-        self.support_ = np.flatnonzero((alphas > 0).any(axis=0)).astype(np.int32)
-        self.dual_coef_ = (alphas * signs)[:, self.support_]
-        if self.kernel != "linear":  # (the linear model is coef_: no copy of X's rows)
-            self.support_vectors_ = (np.empty((0, 0)) if self.kernel == "precomputed"
-                                     else X[self.support_])
-        self._kernel_params_ = kernel_params
-        self._bias = bias
-        if self.kernel == "linear":
-            Xa = paths[0].data.X
-            W = np.vstack([np.asarray(Xa.T @ (o.reference.alpha * p.data.sign)).ravel()
+        # alpha_i y_i of every training sample in every task (0 outside a pair)
+        coef = np.zeros((len(paths), data.targets.shape[0]))
+        for row, p, o in zip(coef, paths, outcomes, strict=True):
+            row[:] = o.reference.alpha * p.data.sign
+        if self._pairs_of(data.classes):
+            self.support_, self.n_support_, self.dual_coef_ = libsvm_layout(
+                coef, data.targets, k)
+        else:
+            self.support_ = np.flatnonzero((coef != 0).any(axis=0)).astype(np.int32)
+            self.dual_coef_ = coef[:, self.support_]
+            self.n_support_ = np.bincount(data.targets[self.support_],
+                                          minlength=k).astype(np.int32)
+        if self.kernel == "linear":  # (the model is coef_: no copy of X's rows)
+            W = np.vstack([np.asarray(p.data.X.T @ (o.reference.alpha * p.data.sign)).ravel()
                            for p, o in zip(paths, outcomes, strict=True)])
             self.coef_ = W[:, :X.shape[1]]
             self.intercept_ = W[:, X.shape[1]] * bias if bias else np.zeros(W.shape[0])
+        else:
+            self.support_vectors_ = (np.empty((0, 0)) if self.kernel == "precomputed"
+                                     else X[self.support_])
+            # the bias feature's weight is s * sum_i alpha_i y_i, so the decision
+            # K @ coef + s^2 * sum(coef) has intercept s^2 * sum(coef), as coef_'s
+            # model has s * w_bias
+            self.intercept_ = bias**2 * coef.sum(axis=1)
+
+    def _expansion(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel expansion's coefficients per task, shape (n_SV, n_tasks), and
+        its intercepts: with one-vs-one training, each pair's coefficients read from
+        libsvm's layout of ``dual_coef_``."""
+        if self._one_vs_one():
+            return pair_coefficients(self.dual_coef_, self.n_support_), self.intercept_
+        return self.dual_coef_.T, self.intercept_
