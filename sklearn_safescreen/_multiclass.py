@@ -145,6 +145,11 @@ class MulticlassSVCMixin:
         scores = self._scores(X)
         if scores.shape[1] == 1:
             return scores.ravel()
+        if not self._one_vs_one() and self.decision_function_shape == "ovo":
+            raise ValueError(
+                "decision_function_shape='ovo' needs a model fitted with "
+                "multi_class='ovo': a one-vs-rest fit has no decision values per pair of "
+                "classes")
         if self._one_vs_one() and self.decision_function_shape == "ovr":
             return _ovr_decision_function(scores < 0, -scores, self.classes_.size)
         return scores

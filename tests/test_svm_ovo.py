@@ -204,6 +204,8 @@ def test_ovr_training_stays_available():
     np.testing.assert_array_equal(m.predict(X), m.classes_[m.decision_function(X).argmax(1)])
     with pytest.raises(ValueError, match="needs multi_class='ovo'"):
         SafeSVC(multi_class="ovr", decision_function_shape="ovo").fit(X, y)
+    with pytest.raises(ValueError, match="fitted with multi_class='ovo'"):
+        m.set_params(decision_function_shape="ovo").decision_function(X)
     with pytest.raises(ValueError, match="multi_class"):
         SafeSVC(multi_class="crammer").fit(X, y)
 
