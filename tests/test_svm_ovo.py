@@ -288,3 +288,15 @@ def test_kernel_intercept_is_the_decision_at_a_zero_kernel_row():
         assert np.any(m.intercept_ != 0)
         m0 = SafeSVC(kernel="precomputed", fit_intercept=False, multi_class=mc).fit(K, y)
         np.testing.assert_array_equal(m0.intercept_, 0.0)
+
+
+def test_screening_report_merges_the_pairs():
+    """The report has every pair's events (named by the pair's classes) and counts
+    each pair's samples: a sample is a variable of the n_classes - 1 pairs of its
+    class."""
+    X, y = make_multiclass(n=90, d=3, k=3, seed=16)
+    names = np.array(["ant", "bee", "cat"])
+    model = SafeSVC(kernel="linear", C=10.0).fit(X, names[y])
+    report = model.screening_report_
+    assert {e.task for e in report.events} == {"ant vs bee", "ant vs cat", "bee vs cat"}
+    assert report.n_variables == 2 * len(y)

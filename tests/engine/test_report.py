@@ -65,7 +65,7 @@ def test_report_binary(kernel, screening):
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_report_multiclass_counts_every_task(kernel):
     X, y = _multiclass()
-    model = SafeSVC(kernel=kernel, C=10.0).fit(X, y)
+    model = SafeSVC(kernel=kernel, C=10.0, multi_class="ovr").fit(X, y)
     d = _check_report(model.screening_report_, 3 * len(y))
     tasks = {ev["task"] for ev in d["events"]}
     assert tasks == {"0", "1", "2"}
@@ -74,7 +74,7 @@ def test_report_multiclass_counts_every_task(kernel):
 def test_report_multiclass_string_labels():
     X, y = _multiclass()
     names = np.array(["ant", "bee", "cat"])
-    model = SafeSVC(kernel="linear", C=1.0).fit(X, names[y])
+    model = SafeSVC(kernel="linear", C=1.0, multi_class="ovr").fit(X, names[y])
     d = _check_report(model.screening_report_, 3 * len(y))
     assert {ev["task"] for ev in d["events"]} == set(names)
 
