@@ -280,17 +280,26 @@ class BaseBoxQPEstimator(SafeEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         if self.kernel == "linear":
             return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
+        coef, intercept = self._expansion()
         if self.kernel == "precomputed":
             K = np.asarray(X[:, self.support_], dtype=np.float64)
-            return (K + self._bias**2) @ self.dual_coef_.T
+            return K @ coef + intercept
         # blocks of test samples, so that the kernel block between them and the support
         # vectors (and its temporaries) stays within scikit-learn's ``working_memory``:
         # at once, 12,500 samples against 33,000 support vectors took 6.5 GB
         km = KernelMatrix(None, self.kernel, self._kernel_params_, 0.0)
-        sv, coef = self.support_vectors_, self.dual_coef_.T
+        sv = self.support_vectors_
         scores = np.empty((X.shape[0], coef.shape[1]))
         row_bytes = _KERNEL_ROW_COPIES * 8 * max(sv.shape[0], 1)
         rows = max(1, int(get_config()["working_memory"] * 2**20) // row_bytes)
         for batch in gen_batches(X.shape[0], rows):
-            scores[batch] = (km.cross(X[batch], sv) + self._bias**2) @ coef
+            scores[batch] = km.cross(X[batch], sv) @ coef + intercept
         return scores
+
+    def _expansion(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel expansion of the scores, ``K(x, support_vectors_) @ coef +
+        intercept``: its coefficients, shape (n_SV, n_tasks), and intercepts. The bias
+        feature adds ``intercept_scaling**2`` to the kernel, so the intercept is
+        ``intercept_scaling**2 * dual_coef_.sum(axis=1)``."""
+        return self.dual_coef_.T, self._bias**2 * self.dual_coef_.sum(axis=1)
+

@@ -20,16 +20,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ._box_qp_base import SOLVER_SQUARES, BaseBoxQPEstimator, FitData
+from ._multiclass import MulticlassSVCMixin, class_pairs, libsvm_layout, pair_coefficients
 from ._utils.fingerprint import data_fingerprint
 from ._utils.limits import MAX_ENTRY
-from ._validation import check_magnitude, class_weights, memoised_validation
-from .base import OneVsRestClassifierMixin, encode_labels, one_vs_rest
+from ._validation import check_magnitude, check_resolvable, class_weights, memoised_validation
+from .base import FitInputs, PathState, encode_labels, one_vs_rest
 from .engine.box_qp import SVMPath
 from .problems.box_qp import SVMData, svm_eps_step
+from .problems.kernels import KernelMatrix, check_psd, design_matrix, needs_psd_check
 from .screening.svm import SVM_RULES
 
 
-class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
+class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
     r"""Support vector classifier with safe sample screening.
 
     Solves the hinge-loss SVM
@@ -52,6 +54,18 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
     kernel becomes :math:`K + s^2`. This is not SVC's unregularised intercept, to which
     the screening rules do not apply. With the linear kernel the problem is
     exactly ``LinearSVC(loss="hinge", dual=True)``'s.
+
+    **Multiclass.** By default (``multi_class="ovo"``) a problem with more than two
+    classes is trained as :class:`~sklearn.svm.SVC` trains it: one binary problem per
+    pair of classes, in SVC's order (0, 1), (0, 2), ..., (1, 2), ..., the pair's first
+    class positive, each on its own screened path, and prediction by SVC's majority
+    vote. This is the default because it is SVC's behaviour, so that a model moved from
+    SVC keeps its decision rule and attributes, and for accuracy: a pair's classifier
+    separates two classes, where one-vs-rest asks each classifier to separate a class
+    from the union of all the others, which one hyperplane in feature space often does
+    less well (``doc/user_guide/svm.rst`` compares the two). One-vs-rest
+    (``multi_class="ovr"``, one problem per class against the rest) stays available.
+    Two classes are one binary problem either way.
 
     **Paths.** A cold fit with the linear kernel starts from the closed-form solution at
     :math:`C_{\min} = 1/\max_i (Qc)_i` (Ogawa et al. 2013, Lemma 9) and walks a short
@@ -123,27 +137,55 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         (as LinearSVC's do), down to samples whose decision value is exactly 0; pass a
         RandomState for permutations that differ between fits.
     n_jobs : int, default=None
-        One-vs-rest classes solved in parallel through joblib; also the most OpenMP
-        threads of the compiled loops (kernel rows, margins, screening passes), which by
-        default use every core allowed by ``OMP_NUM_THREADS`` and threadpoolctl, as
-        scikit-learn's OpenMP estimators do. Results do not depend on it.
+        Tasks (pairs of classes, or one-vs-rest classes) solved in parallel through
+        joblib; also the most OpenMP threads of the compiled loops (kernel rows,
+        margins, screening passes), which by default use every core allowed by
+        ``OMP_NUM_THREADS`` and threadpoolctl, as scikit-learn's OpenMP estimators do.
+        Results do not depend on it.
     cache_size : float, default=200
         Memory (MB) of the kernel row cache, as in SVC; it persists across warm-started
-        fits on the same data, so a path evaluates each needed kernel row once.
+        fits on the same data, so a path evaluates each needed kernel row once. It is
+        the memory of all the tasks' caches: one-vs-rest tasks share one cache, and
+        one-vs-one pairs, each with the kernel of its own samples, share the memory in
+        proportion to their kernels' sizes.
+    multi_class : {"ovo", "ovr"}, default="ovo"
+        Training scheme with more than two classes: one problem per pair of classes
+        (as SVC) or one per class against the rest (see *Multiclass* above).
+    decision_function_shape : {"ovo", "ovr"}, default="ovr"
+        As in :class:`~sklearn.svm.SVC`: with one-vs-one training, ``"ovo"`` returns the
+        pairs' decision values, shape (n_samples, n_classes * (n_classes - 1) / 2),
+        ``"ovr"`` their transform to one column per class (the votes plus a
+        confidence that breaks ties, SVC's transform). ``"ovo"`` needs
+        ``multi_class="ovo"``. Read at predict time.
+    break_ties : bool, default=False
+        As in :class:`~sklearn.svm.SVC`: with ``decision_function_shape="ovr"`` and more
+        than two classes, predict the largest value of the decision function instead
+        of the majority vote (whose ties go to the first class in ``classes_``).
+        Must be False with ``decision_function_shape="ovo"``. Read at predict time.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        Primal weights (linear kernel only).
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-        ``intercept_scaling * w_bias`` (0 without intercept).
-    dual_coef_ : ndarray of shape (n_tasks, n_SV)
+    coef_ : ndarray of shape (n_tasks, n_features)
+        Primal weights (linear kernel only), one row per task: 1 for two classes,
+        n_classes * (n_classes - 1) / 2 pairs (one-vs-one), n_classes (one-vs-rest).
+    intercept_ : ndarray of shape (n_tasks,)
+        ``intercept_scaling * w_bias`` per task (0 without intercept), for every kernel:
+        the bias feature's weight is ``intercept_scaling`` times the task's
+        :math:`\sum_i \alpha_i y_i`, so the decision function is the kernel expansion
+        plus ``intercept_scaling**2 * sum(alpha_i y_i)``.
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV) or (n_tasks, n_SV)
         :math:`\alpha_i y_i` of the support vectors (all samples with :math:`\alpha_i>0`,
-        i.e. on or inside the margin) per one-vs-rest task. For the linear kernel it is
-        not pickled (see Notes).
+        i.e. on or inside the margin). One-vs-one training with more than two classes:
+        libsvm's layout, as SVC's (the coefficient of a support vector of class ``i`` in
+        the pair (i, j) is on row ``j - 1`` if ``j > i``, on row ``j`` if ``j < i``);
+        otherwise one row per task. For the linear kernel it is not pickled (see Notes).
     support_ : ndarray of shape (n_SV,)
-        Indices of the support vectors (not pickled for the linear kernel).
+        Indices of the support vectors: grouped by class (by index within a class)
+        with one-vs-one training and more than two classes, as SVC's; by index
+        otherwise. Not pickled for the linear kernel.
+    n_support_ : ndarray of shape (n_classes,), dtype int32
+        Number of support vectors of each class.
     support_vectors_ : ndarray of shape (n_SV, n_features)
         The support vectors, for the kernel expansion: empty for
         ``kernel="precomputed"``, as in SVC; not stored for the linear kernel, whose model
@@ -200,14 +242,22 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         "screening": [StrOptions(set(SVM_RULES)), None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "n_jobs": [None, Interval(numbers.Integral, None, None, closed="neither")],
+        "multi_class": [StrOptions({"ovo", "ovr"})],
+        "decision_function_shape": [StrOptions({"ovo", "ovr"})],
+        "break_ties": ["boolean"],
     }
+    # the shape of the decision function and the tie rule are read at predict time:
+    # they do not change the problem, so a warm start keeps its paths across them
+    _solver_params = BaseBoxQPEstimator._solver_params | {"decision_function_shape",
+                                                          "break_ties"}
     _has_eps_path = True
     _path_state = (*BaseBoxQPEstimator._path_state, "_label_cache")
 
     def __init__(self, C=1.0, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
                  fit_intercept=True, intercept_scaling=1.0, screening="IT", tol=1e-4,
                  max_iter=10000, warm_start=False, class_weight=None, verbose=0,
-                 random_state=None, n_jobs=None, cache_size=200):
+                 random_state=None, n_jobs=None, cache_size=200, multi_class="ovo",
+                 decision_function_shape="ovr", break_ties=False):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -224,8 +274,23 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.cache_size = cache_size
+        self.multi_class = multi_class
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
 
     # ----------------------------------------------------------------- fitting ---
+    def _fit_inputs(self, X, y, sample_weight=None):
+        if self.multi_class == "ovr" and self.decision_function_shape == "ovo":
+            raise ValueError(
+                "decision_function_shape='ovo' needs multi_class='ovo': a one-vs-rest "
+                "fit has no decision values per pair of classes")
+        return super()._fit_inputs(X, y, sample_weight)
+
+    def _check_step(self, state, value: float) -> None:
+        # each task's own weights: a pair's problem is over its two classes' samples
+        for p in state.paths:
+            check_resolvable(self._describe(), value, p.data.weights, p.data.sqnorm)
+
     def _validated_inputs(self, X, y, sample_weight) -> FitData:
         """Validate the training data (memoised along warm starts on the same arrays,
         :func:`~sklearn_safescreen._validation.memoised_validation`), encode the labels
@@ -254,6 +319,49 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
         return [SVMPath(SVMData(Xa, kernel, labels, data.weights), name)
                 for name, labels in one_vs_rest(data.classes, data.targets)]
 
+    def _make_paths(self, inputs: FitInputs) -> PathState:
+        """One-vs-one: one path per pair of classes, on the pair's samples (their
+        indices are the state's ``extra``); otherwise the base class's tasks."""
+        data = inputs.data
+        if not self._pairs_of(data.classes):
+            return super()._make_paths(inputs)
+        # Each pair's problem is built on its own samples: a design matrix or kernel of
+        # their rows only, with a row cache of its own. The alternative, every pair on
+        # all the samples with weight 0 outside it, shares one kernel and one cache
+        # across the pairs, but then every kernel row, margin and certificate pass of
+        # a pair runs over all n samples instead of its two classes' (n_classes / 2
+        # times fewer when the classes are balanced), and that costs more than the
+        # rows it shares (doc/user_guide/svm.rst, "Multiclass"). The caches share
+        # cache_size in proportion to the pairs' kernel sizes, so that the fit's
+        # cache memory stays cache_size, as with one kernel, and a pair's whole kernel
+        # is cached whenever all of them fit.
+        pairs = class_pairs(data.classes.size)
+        rows = [np.flatnonzero((data.targets == i) | (data.targets == j))
+                for i, j in pairs]
+        sizes = np.array([r.size for r in rows], dtype=np.float64) ** 2
+        if needs_psd_check(self.kernel, self.screening):
+            # the pairs' kernels are principal submatrices of the training kernel:
+            # checking it once covers them all
+            check_psd(KernelMatrix(data.X, self.kernel, data.kernel_params, data.bias),
+                      np.random.RandomState(0))
+        paths, kernels = [], []
+        for (i, j), idx, share in zip(pairs, rows, sizes / sizes.sum(), strict=True):
+            X = data.X[idx][:, idx] if self.kernel == "precomputed" else data.X[idx]
+            Xa, kernel = design_matrix(X, self.kernel, data.kernel_params, data.bias,
+                                       screening=None, cache_size=self.cache_size * share)
+            labels = np.where(data.targets[idx] == i, 1.0, -1.0)
+            paths.append(SVMPath(SVMData(Xa, kernel, labels, data.weights[idx]),
+                                 f"{data.classes[i]} vs {data.classes[j]}"))
+            kernels.append(kernel)
+        largest = int(np.argmax(sizes))
+        self._warn_if_long(kernels[largest], (rows[largest].size, data.X.shape[1]),
+                           len(pairs))
+        return PathState(inputs.fingerprint, paths, extra=rows)
+
+    def _pairs_of(self, classes) -> bool:
+        """Whether the fit has one task per pair of classes."""
+        return self.multi_class == "ovo" and classes.size > 2
+
     def _eps_path_next(self, eps: float, stop: float) -> float | None:
         """Next C of the eps-path (Ogawa et al. 2013, Algorithm 1) from the last fit, or
         None when the path is over (no sample at its upper bound in any one-vs-rest
@@ -271,22 +379,43 @@ class SafeSVC(OneVsRestClassifierMixin, ClassifierMixin, BaseBoxQPEstimator):
 
     def _set_model(self, inputs, state, outcomes):
         data, paths = inputs.data, state.paths
-        X, bias, kernel_params = data.X, data.bias, data.kernel_params
+        X, bias, k = data.X, data.bias, data.classes.size
         self.classes_ = data.classes
-        alphas = np.vstack([o.reference.alpha for o in outcomes])
-        signs = np.vstack([p.data.sign for p in paths])
+        self._multi_class_fitted = self.multi_class
+        self._kernel_params_ = data.kernel_params
+        self._bias = bias
         self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
         self.dual_gap_ = np.array([o.reference.gap for o in outcomes])
-        self.support_ = np.flatnonzero((alphas > 0).any(axis=0)).astype(np.int32)
-        self.dual_coef_ = (alphas * signs)[:, self.support_]
-        if self.kernel != "linear":  # (the linear model is coef_: no copy of X's rows)
-            self.support_vectors_ = (np.empty((0, 0)) if self.kernel == "precomputed"
-                                     else X[self.support_])
-        self._kernel_params_ = kernel_params
-        self._bias = bias
-        if self.kernel == "linear":
-            Xa = paths[0].data.X
-            W = np.vstack([np.asarray(Xa.T @ (o.reference.alpha * p.data.sign)).ravel()
+        # alpha_i y_i of every training sample in every task (0 outside a pair)
+        coef = np.zeros((len(paths), data.targets.shape[0]))
+        rows = state.extra or [slice(None)] * len(paths)  # a pair's samples
+        for row, idx, p, o in zip(coef, rows, paths, outcomes, strict=True):
+            row[idx] = o.reference.alpha * p.data.sign
+        if self._pairs_of(data.classes):
+            self.support_, self.n_support_, self.dual_coef_ = libsvm_layout(
+                coef, data.targets, k)
+        else:
+            self.support_ = np.flatnonzero((coef != 0).any(axis=0)).astype(np.int32)
+            self.dual_coef_ = coef[:, self.support_]
+            self.n_support_ = np.bincount(data.targets[self.support_],
+                                          minlength=k).astype(np.int32)
+        if self.kernel == "linear":  # (the model is coef_: no copy of X's rows)
+            W = np.vstack([np.asarray(p.data.X.T @ (o.reference.alpha * p.data.sign)).ravel()
                            for p, o in zip(paths, outcomes, strict=True)])
             self.coef_ = W[:, :X.shape[1]]
             self.intercept_ = W[:, X.shape[1]] * bias if bias else np.zeros(W.shape[0])
+        else:
+            self.support_vectors_ = (np.empty((0, 0)) if self.kernel == "precomputed"
+                                     else X[self.support_])
+            # the bias feature's weight is s * sum_i alpha_i y_i, so the decision
+            # K @ coef + s^2 * sum(coef) has intercept s^2 * sum(coef), as coef_'s
+            # model has s * w_bias
+            self.intercept_ = bias**2 * coef.sum(axis=1)
+
+    def _expansion(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel expansion's coefficients per task, shape (n_SV, n_tasks), and
+        its intercepts: with one-vs-one training, each pair's coefficients read from
+        libsvm's layout of ``dual_coef_``."""
+        if self._one_vs_one():
+            return pair_coefficients(self.dual_coef_, self.n_support_), self.intercept_
+        return self.dual_coef_.T, self.intercept_

@@ -92,11 +92,44 @@ def cvx_dual(K_aug, ysign, ub):
     return alpha, max(P - D, 0.0)
 
 
-def full_beta(model, task, n):
-    """alpha_i y_i over all training samples, from the public attributes."""
+def full_beta(model, task, n, y_idx=None):
+    """alpha_i y_i over all training samples in one task, from the public attributes.
+
+    A one-vs-one model (``y_idx``: the training samples' class indices) is read in
+    libsvm's layout: in the pair (i, j), a support vector of class i has its
+    coefficient on row j - 1 of ``dual_coef_``, one of class j on row i."""
     beta = np.zeros(n)
-    beta[model.support_] = model.dual_coef_[task]
+    if not is_one_vs_one(model):
+        beta[model.support_] = model.dual_coef_[task]
+        return beta
+    i, j = pairs(model.classes_.size)[task]
+    sv_class = y_idx[model.support_]
+    for c, row in ((i, j - 1), (j, i)):
+        on = sv_class == c
+        beta[model.support_[on]] = model.dual_coef_[row, on]
     return beta
+
+
+def is_one_vs_one(model):
+    return model.classes_.size > 2 and model.get_params()["multi_class"] == "ovo"
+
+
+def pairs(k):
+    """SVC's order of the pairs of classes."""
+    return [(i, j) for i in range(k) for j in range(i + 1, k)]
+
+
+def task_problems(model, y_idx, weights):
+    """``(ysign, weights)`` of each task of a fitted model: the second class against
+    the first (two classes), each class against the rest, or each pair (i, j), class i
+    positive, on the pair's samples (weight 0 elsewhere)."""
+    k = model.classes_.size
+    if k == 2:
+        return [(np.where(y_idx == 1, 1.0, -1.0), weights)]
+    if not is_one_vs_one(model):
+        return [(np.where(y_idx == c, 1.0, -1.0), weights) for c in range(k)]
+    return [(np.where(y_idx == i, 1.0, -1.0),
+             np.where((y_idx == i) | (y_idx == j), weights, 0.0)) for i, j in pairs(k)]
 
 
 def scores_2d(model, X):
@@ -107,28 +140,31 @@ def scores_2d(model, X):
 def assert_matches_cvx(model, X_test_input, K_train, K_test, K_test_diag, y_idx, weights,
                        C, bias, *, rel_obj=1e-6):
     """Dual objective (relative ``rel_obj``) and decision values (gap-justified bound)
-    of every one-vs-rest task equal those of an independent cvxpy solve."""
+    of every task (one-vs-rest or one-vs-one) equal those of an independent cvxpy solve."""
     n = y_idx.size
-    n_classes = model.classes_.size
-    tasks = [1] if n_classes == 2 else list(range(n_classes))
+    tasks = task_problems(model, y_idx, weights)
     K_aug = K_train + bias**2
     Kt_aug = K_test + bias**2
     phi_norm = np.sqrt(np.maximum(K_test_diag + bias**2, 0.0))
     got = scores_2d(model, X_test_input)
+    if is_one_vs_one(model):  # the pairs' decision values
+        shape = model.decision_function_shape
+        got = model.set_params(decision_function_shape="ovo").decision_function(
+            X_test_input)
+        model.set_params(decision_function_shape=shape)
     assert got.shape == (K_test.shape[0], len(tasks))
-    for col, k in enumerate(tasks):
-        ysign = np.where(y_idx == k, 1.0, -1.0)
-        ub = C * weights
+    for col, (ysign, task_weights) in enumerate(tasks):
+        ub = C * task_weights
         alpha_ref, gap_ref = cvx_dual(K_aug, ysign, ub)
         _, D_ref = objectives(K_aug, ysign, ub, alpha_ref)
-        beta = full_beta(model, col, n)
+        beta = full_beta(model, col, n, y_idx)
         alpha = beta * ysign
         # dual feasibility of the returned model
         assert np.all(alpha >= -1e-12)
         assert np.all(alpha <= ub * (1 + 1e-12) + 1e-12)
         P, D = objectives(K_aug, ysign, ub, alpha)
-        assert abs(D - D_ref) <= rel_obj * max(1.0, abs(D_ref)), (k, D, D_ref)
-        assert abs(P - D_ref) <= rel_obj * max(1.0, abs(D_ref)) + gap_ref, (k, P, D_ref)
+        assert abs(D - D_ref) <= rel_obj * max(1.0, abs(D_ref)), (col, D, D_ref)
+        assert abs(P - D_ref) <= rel_obj * max(1.0, abs(D_ref)) + gap_ref, (col, P, D_ref)
         expected = Kt_aug @ (alpha_ref * ysign)
         bound = (np.sqrt(2 * max(P - D, 0.0)) + np.sqrt(2 * gap_ref)) * phi_norm + 1e-7
         np.testing.assert_array_less(np.abs(got[:, col] - expected), bound + 1e-12)

@@ -238,7 +238,7 @@ def test_eps_path_refuses_other_estimators():
 def test_path_multiclass_and_clone_of_result_estimator():
     X, y = make_classification(n_samples=150, n_features=6, n_informative=4,
                                n_classes=3, random_state=0)
-    res = svm_path(X, y, kernel="linear", n_values=4, tol=1e-8)
+    res = svm_path(X, y, kernel="linear", n_values=4, tol=1e-8, multi_class="ovr")
     assert res.solutions[-1]["coef_"].shape == (3, 6)
     assert res.reports[-1].n_variables == 3 * 150
     clone(res.estimator)  # the walked estimator stays a normal estimator

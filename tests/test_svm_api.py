@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 from _svm_models import (
     assert_matches_cvx,
+    full_beta,
     gram,
     make_binary,
     make_multiclass,
@@ -80,20 +81,31 @@ def test_pickle_precomputed_and_sparse():
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf", "precomputed"])
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_fitted_attributes(kernel, n_classes):
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_fitted_attributes(kernel, n_classes, multi_class):
     X, y = make_multiclass(n=60, d=3, k=n_classes, seed=11)
     g = 0.5
     fit_in = rbf_kernel(X, X, gamma=g) if kernel == "precomputed" else X
     kw = {"gamma": g} if kernel == "rbf" else {}
     s = 1.5
-    model = SafeSVC(kernel=kernel, C=1.0, intercept_scaling=s, **kw).fit(fit_in, y)
-    n_tasks = 1 if n_classes == 2 else n_classes
+    model = SafeSVC(kernel=kernel, C=1.0, intercept_scaling=s, multi_class=multi_class,
+                    **kw).fit(fit_in, y)
+    ovo = multi_class == "ovo" and n_classes > 2
+    n_tasks = 1 if n_classes == 2 else n_classes * (n_classes - 1) // 2 if ovo \
+        else n_classes
     np.testing.assert_array_equal(model.classes_, np.arange(n_classes))
     assert model.n_features_in_ == fit_in.shape[1]
-    assert model.dual_coef_.shape == (n_tasks, model.support_.size)
+    # one-vs-one: libsvm's layout, (n_classes - 1) rows, support vectors by class
+    assert model.dual_coef_.shape == (n_classes - 1 if ovo else n_tasks,
+                                      model.support_.size)
     assert model.support_.ndim == 1 and model.support_.size > 0
-    assert np.all(np.diff(model.support_) > 0)
+    order = np.lexsort((model.support_, y[model.support_])) if ovo else \
+        np.argsort(model.support_)
+    np.testing.assert_array_equal(order, np.arange(model.support_.size))
     assert np.all((model.support_ >= 0) & (model.support_ < len(y)))
+    np.testing.assert_array_equal(model.n_support_,
+                                  np.bincount(y[model.support_], minlength=n_classes))
+    assert model.n_support_.dtype == np.int32
     # every support vector has a nonzero coefficient in some task
     assert np.all(np.any(model.dual_coef_ != 0, axis=0))
     assert model.n_iter_.shape == (n_tasks,)
@@ -107,18 +119,23 @@ def test_fitted_attributes(kernel, n_classes):
         assert not hasattr(model, "support_vectors_")
     else:
         np.testing.assert_array_equal(model.support_vectors_, X[model.support_])
+    # each task's alpha_i y_i over the support vectors
+    beta = np.array([full_beta(model, t, len(y), y) for t in range(n_tasks)])
+    beta = beta[:, model.support_]
+    # w = sum_i alpha_i y_i x_i and intercept = s * w_bias = s^2 sum_i alpha_i y_i, for
+    # every kernel (the bias feature adds s^2 to the kernel)
+    assert model.intercept_.shape == (n_tasks,)
+    np.testing.assert_allclose(model.intercept_, s**2 * beta.sum(axis=1), atol=1e-10)
     if kernel == "linear":
         assert model.coef_.shape == (n_tasks, X.shape[1])
-        assert model.intercept_.shape == (n_tasks,)
-        # w = sum_i alpha_i y_i x_i and intercept = s * w_bias = s^2 sum_i alpha_i y_i
-        np.testing.assert_allclose(model.coef_, model.dual_coef_ @ X[model.support_],
-                                   atol=1e-10)
-        np.testing.assert_allclose(model.intercept_, s**2 * model.dual_coef_.sum(axis=1),
-                                   atol=1e-10)
-    # the decision function is the kernel expansion over the support vectors
+        np.testing.assert_allclose(model.coef_, beta @ X[model.support_], atol=1e-10)
+    # the decision function is the kernel expansion over the support vectors plus the
+    # intercept
     K = rbf_kernel(X, X[model.support_], gamma=g) if kernel != "linear" else \
         X @ X[model.support_].T
-    expected = (K + s**2) @ model.dual_coef_.T
+    expected = K @ beta.T + model.intercept_
+    if ovo:
+        model.set_params(decision_function_shape="ovo")
     np.testing.assert_allclose(scores_2d(model, fit_in), expected, atol=1e-9)
 
 

@@ -75,7 +75,7 @@ def test_linear_multiclass_matches_linearsvc_ovr():
         lsvc.fit(X, y)
     if lsvc.n_iter_ >= 200000:
         pytest.fail("the LinearSVC oracle did not converge on this instance: raise max_iter")
-    model = SafeSVC(kernel="linear", C=C, tol=1e-10).fit(X, y)
+    model = SafeSVC(kernel="linear", C=C, tol=1e-10, multi_class="ovr").fit(X, y)
     assert model.coef_.shape == (3, 3)
     for k in range(3):
         ysign = np.where(y == k, 1.0, -1.0)
@@ -147,7 +147,7 @@ def test_multiclass_ovr_matches_cvxpy(kernel):
     X, y = make_multiclass(n=90, d=3, k=3, seed=4)
     Xt, _ = make_multiclass(n=21, d=3, k=3, seed=5)
     kw = {"gamma": 0.4} if kernel == "rbf" else {}
-    model = SafeSVC(kernel=kernel, C=3.0, tol=1e-10, **kw).fit(X, y)
+    model = SafeSVC(kernel=kernel, C=3.0, tol=1e-10, multi_class="ovr", **kw).fit(X, y)
     assert model.dual_coef_.shape[0] == 3
     assert model.n_iter_.shape == (3,)
     assert model.dual_gap_.shape == (3,)
@@ -226,14 +226,15 @@ def test_weights_match_cvxpy(kind, kernel):
     assert_matches_cvx(model, Xt, Ktr, Kte, dte, y, c, 2.0, 1.0)
 
 
-def test_balanced_class_weight_multiclass_matches_cvxpy():
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_balanced_class_weight_multiclass_matches_cvxpy(multi_class):
     X, y = make_multiclass(n=75, d=3, k=3, seed=7)
     keep = np.r_[np.flatnonzero(y == 0), np.flatnonzero(y == 1)[:12],
                  np.flatnonzero(y == 2)[:18]]
     X, y = X[keep], y[keep]
     Xt, _ = make_multiclass(n=15, d=3, k=3, seed=8)
     model = SafeSVC(kernel="rbf", gamma=0.4, C=1.5, class_weight="balanced",
-                    tol=1e-10).fit(X, y)
+                    tol=1e-10, multi_class=multi_class).fit(X, y)
     counts = np.bincount(y)
     c = (len(y) / (3 * counts))[y]
     assert_matches_cvx(model, Xt, gram(X, X, "rbf", 0.4), gram(Xt, X, "rbf", 0.4),

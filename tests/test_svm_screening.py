@@ -15,6 +15,7 @@ from _svm_models import (
     make_binary,
     make_multiclass,
     objectives,
+    task_problems,
 )
 from sklearn.metrics.pairwise import rbf_kernel
 
@@ -214,12 +215,10 @@ def test_warm_start_label_encoding_follows_the_targets(kind):
 
 # ---------------------------------------------------------------- certificate ---
 def _indep_gap(model, K_aug, y_idx, weights, C):
-    tasks = [1] if model.classes_.size == 2 else list(range(model.classes_.size))
     gaps, duals = [], []
-    for col, k in enumerate(tasks):
-        ysign = np.where(y_idx == k, 1.0, -1.0)
-        alpha = full_beta(model, col, y_idx.size) * ysign
-        P, D = objectives(K_aug, ysign, C * weights, alpha)
+    for col, (ysign, task_weights) in enumerate(task_problems(model, y_idx, weights)):
+        alpha = full_beta(model, col, y_idx.size, y_idx) * ysign
+        P, D = objectives(K_aug, ysign, C * task_weights, alpha)
         gaps.append(P - D)
         duals.append(D)
     return np.array(gaps), np.array(duals)
@@ -229,12 +228,14 @@ def _indep_gap(model, K_aug, y_idx, weights, C):
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("tol", [1e-2, 1e-4])
 @pytest.mark.parametrize("rule", ["IT", None])
-def test_dual_gap_is_full_primal_minus_dual(kernel, n_classes, tol, rule):
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_dual_gap_is_full_primal_minus_dual(kernel, n_classes, tol, rule, multi_class):
     X, y = make_multiclass(n=90, d=3, k=n_classes, seed=12, spread=2.0)
     sw = np.random.RandomState(5).uniform(0.5, 2.0, len(y))
     C = 5.0
     model = SafeSVC(kernel=kernel, C=C, tol=tol, gamma=0.5, degree=2, coef0=1.0,
-                    screening=rule, random_state=0).fit(X, y, sample_weight=sw)
+                    screening=rule, random_state=0, multi_class=multi_class
+                    ).fit(X, y, sample_weight=sw)
     K = gram(X, X, kernel, 0.5, degree=2, coef0=1.0)
     gaps, duals = _indep_gap(model, K + 1.0, y, sw, C)
     np.testing.assert_allclose(model.dual_gap_, gaps, rtol=1e-7,

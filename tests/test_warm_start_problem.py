@@ -91,6 +91,7 @@ PROBLEM_VALUES = {
         "gamma": ([0.1, "auto"], False),
         "intercept_scaling": ([3.0, 0.2], True),
         "kernel": (["rbf", _kernel_a], True),
+        "multi_class": (["ovr"], False),  # (binary data: one task either way)
     },
     "svc_kernel": {
         "class_weight": (BALANCED_OR_DICT, True),
@@ -100,6 +101,7 @@ PROBLEM_VALUES = {
         "gamma": ([1.5, "scale"], True),
         "intercept_scaling": ([3.0, 0.2], True),
         "kernel": (["poly", _kernel_b], True),
+        "multi_class": (["ovr"], False),  # (binary data: one task either way)
     },
     "lad": {
         "coef0": ([1.0, 2.5], False),
@@ -138,9 +140,11 @@ PROBLEM_VALUES = {
 #: what keeps the paths).
 SOLVER_VALUES = {
     "svc_linear": dict(screening="DVI", tol=1e-11, max_iter=50000, verbose=1,
-                       random_state=7, n_jobs=2, cache_size=50),
+                       random_state=7, n_jobs=2, cache_size=50,
+                       decision_function_shape="ovo", break_ties=True),
     "svc_kernel": dict(screening=None, tol=1e-11, max_iter=50000, verbose=1,
-                       random_state=7, n_jobs=2, cache_size=50),
+                       random_state=7, n_jobs=2, cache_size=50,
+                       decision_function_shape="ovo", break_ties=True),
     "lad": dict(screening=None, tol=1e-11, max_iter=50000, verbose=1, random_state=7,
                 n_jobs=2, cache_size=50),
     "ds_svc": dict(l1_ratio=0.8, screening="features", tol=1e-11, max_iter=50000,

@@ -63,7 +63,7 @@ def test_report_binary(kernel, screening):
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_report_multiclass_counts_every_task(kernel):
     X, y = _multiclass()
-    model = screened_fit(SafeSVC(kernel=kernel, C=10.0), X, y)
+    model = screened_fit(SafeSVC(kernel=kernel, C=10.0, multi_class="ovr"), X, y)
     d = _check_report(model.screening_report_, 3 * len(y))
     tasks = {ev["task"] for ev in d["events"]}
     assert tasks == {"0", "1", "2"}
@@ -72,7 +72,7 @@ def test_report_multiclass_counts_every_task(kernel):
 def test_report_multiclass_string_labels():
     X, y = _multiclass()
     names = np.array(["ant", "bee", "cat"])
-    model = screened_fit(SafeSVC(kernel="linear", C=1.0), X, names[y])
+    model = screened_fit(SafeSVC(kernel="linear", C=1.0, multi_class="ovr"), X, names[y])
     d = _check_report(model.screening_report_, 3 * len(y))
     assert {ev["task"] for ev in d["events"]} == set(names)
 
