@@ -28,6 +28,7 @@ from .base import FitInputs, PathState, encode_labels, one_vs_rest
 from .engine.box_qp import SVMPath
 from .problems.box_qp import SVMData, svm_eps_step
 from .problems.kernels import KernelMatrix, check_psd, design_matrix, needs_psd_check
+from .problems.shared_kernel import fold_rows
 from .screening.svm import SVM_RULES
 
 
@@ -344,11 +345,17 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
             # checking it once covers them all
             check_psd(KernelMatrix(data.X, self.kernel, data.kernel_params, data.bias),
                       np.random.RandomState(0))
+        # within a search's fold walk, the pairs' kernels read the rows the folds share
+        # (a pair's kernel is a principal submatrix of the fold's)
+        shared = None if self.gamma == "scale" else fold_rows(
+            data.X, self.kernel, data.kernel_params, data.bias)
         paths, kernels = [], []
         for (i, j), idx, share in zip(pairs, rows, sizes / sizes.sum(), strict=True):
             X = data.X[idx][:, idx] if self.kernel == "precomputed" else data.X[idx]
             Xa, kernel = design_matrix(X, self.kernel, data.kernel_params, data.bias,
-                                       screening=None, cache_size=self.cache_size * share)
+                                       screening=None, cache_size=self.cache_size * share,
+                                       shared=None if shared is None
+                                       else shared.restricted(idx))
             labels = np.where(data.targets[idx] == i, 1.0, -1.0)
             paths.append(SVMPath(SVMData(Xa, kernel, labels, data.weights[idx]),
                                  f"{data.classes[i]} vs {data.classes[j]}"))

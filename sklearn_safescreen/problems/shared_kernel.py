@@ -335,10 +335,12 @@ class _Serving:
         (a fitted estimator outlives its search), and the store may drop the rows."""
         with self.store._cond:
             for handle in self.handles:
-                handle.active = False
                 handle.table.leases -= 1
                 # a fitted estimator keeps its kernel: it must not keep the rows alive
-                handle.store = handle.table = None
+                for seen in (handle, *handle._restrictions):
+                    seen.active = False
+                    seen.store = seen.table = None
+                handle._restrictions = []
         self.handles = []
 
 
@@ -377,6 +379,16 @@ class FoldRows:
         self.store, self.table, self.train = store, table, train
         self.active = True
         self.n_served = 0
+        self._restrictions: list[FoldRows] = []
+
+    def restricted(self, idx) -> FoldRows:
+        """The rows seen by a kernel of some of the fold's samples (a one-vs-one pair's):
+        its sample ``i`` is the fold's ``idx[i]``. It ends with this handle's serving
+        context, and holds no lease of its own."""
+        part = FoldRows(self.store, self.table, self.train[np.asarray(idx, dtype=np.intp)])
+        part.active = self.active
+        self._restrictions.append(part)
+        return part
 
     def gather(self, out: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Write ``K[rows[k], cols] + bias**2`` of the fold into ``out[k]`` for the rows
