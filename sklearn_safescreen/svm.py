@@ -290,7 +290,8 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
     def _check_step(self, state, value: float) -> None:
         # each task's own weights: a pair's problem is over its two classes' samples
         for p in state.paths:
-            check_resolvable(self._describe(), value, p.data.weights, p.data.sqnorm)
+            check_resolvable(self._describe(), value, p.data.weights, p.data.sqnorm,
+                             hinge=p.data.hinge)
 
     def _validated_inputs(self, X, y, sample_weight) -> FitData:
         """Validate the training data (memoised along warm starts on the same arrays,

@@ -58,7 +58,9 @@ def test_every_rule_equals_no_screening_with_weights(rule, kernel):
     model = SafeSVC(kernel=kernel, screening=rule, tol=1e-9, warm_start=True,
                     class_weight="balanced", **kw)
     n_reference_screened = 0
-    for C in PATH:
+    # close pairs of values: from a tenfold step the weighted balls of this problem
+    # reach every sample with the RBF kernel, and the test would be vacuous
+    for C in (0.05, 0.06, 0.5, 0.55, 5.0, 5.5, 2.0, 0.2):
         with fit_context(model, screening="always"):
             model.set_params(C=C).fit(X, y, sample_weight=sw)
         cold = SafeSVC(kernel=kernel, screening=None, tol=1e-9, C=C,

@@ -410,7 +410,8 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     converged, newton_tried, n_newton = False, None, 0
     newton = problem.newton if problem.newton is not None else NewtonCache()
     while True:
-        if local_active.size:
+        # a Newton or interior-point step continues the loop: no epoch beyond max_iter
+        if local_active.size and n_iter < max_iter:
             epochs, pg_ok = kernel_epochs(
                 Q, lo, hi, a, g, local_active,
                 min(_check_schedule(n_iter), max(max_iter - n_iter, 1)), eps_pg,
