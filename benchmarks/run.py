@@ -31,7 +31,6 @@ import datetime
 import json
 import os
 import platform
-import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -482,5 +481,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     main()
