@@ -22,8 +22,11 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = "sklearn_safescreen"
 
 #: -O3 is portable (no -march: the wheel must run on any x86-64 of its platform); the
-#: few hot vector loops are cloned per instruction set instead (_utils/_vec.h).
-COMPILE_ARGS = [] if sys.platform == "win32" else ["-O3"]
+#: few hot vector loops are cloned per instruction set instead (_utils/_vec.h). -g0 drops
+#: the debug information that Python's own CFLAGS ask for (-g): on Cython's large
+#: generated sources it costs compile time and object size, and no machine code; the
+#: symbol tables stay for profilers.
+COMPILE_ARGS = [] if sys.platform == "win32" else ["-O3", "-g0"]
 
 #: Safety does not depend on these: every index is computed by the package itself, and
 #: the Python wrappers check shapes before entering compiled loops.
