@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.md"
@@ -20,8 +21,11 @@ def write_section(title: str, text: str, doc: Path | None = None) -> None:
     new part (nothing written by hand is lost; the old tables are trimmed by hand)."""
     doc = DOC if doc is None else doc
     old = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
+    # the report's headings name no work items: a script's "## SafeLAD (issue 4)" writes
+    # the section "## SafeLAD"
+    title, text = _without_work_items(title), _without_work_items(text)
     generated = text.rstrip() + "\n\n" + END_OF_GENERATED + "\n"
-    start = old.find(title)
+    start = _find_heading(old, title)
     if start < 0:
         doc.write_text(old.rstrip() + "\n\n" + generated)
         return
@@ -36,3 +40,20 @@ def write_section(title: str, text: str, doc: Path | None = None) -> None:
     body = generated + ("\n" + kept.rstrip() + "\n" if kept.strip() else "")
     rest = old[end:]
     doc.write_text(old[:start] + body + ("\n" + rest if rest else ""))
+
+
+_WORK_ITEM = re.compile(r" \((?:issue|issues) [^)]*\)")
+
+
+def _without_work_items(text: str) -> str:
+    """``text`` without the parenthesised work items of its headings."""
+    return "\n".join(_WORK_ITEM.sub("", line) if line.startswith("#") else line
+                     for line in text.split("\n"))
+
+
+def _find_heading(doc: str, title: str) -> int:
+    """Where the heading line ``title`` starts in ``doc`` (the whole line, or the line
+    followed by ``:``, ``,`` or `` (``), or -1."""
+    for m in re.finditer(r"^" + re.escape(title) + r"(?=$|[:,]| \()", doc, re.MULTILINE):
+        return m.start()
+    return -1

@@ -75,10 +75,13 @@ def long_fit_message(name: str, n: int, n_tasks: int, kernel, n_features: int,
 
 
 class Progress:
-    """While a kernel fit runs (``verbose >= 1``), a line every
-    :data:`PROGRESS_SECONDS`: elapsed time and kernel entries evaluated, against the one
-    pass over the matrix that a fit needs at least (read from the kernels' counters;
-    the solver is not interrupted)."""
+    """While a long fit runs (``verbose >= 1``), a line every
+    :data:`PROGRESS_SECONDS`, labelled with the value the user asked for: the elapsed
+    time and, for a kernel fit, the kernel entries evaluated against the one pass over
+    the matrix that a fit needs at least, with the time that pass still needs at the
+    rate so far (read from the kernels' counters; the solver is not interrupted). With
+    no kernel to count (``kernels`` empty), the elapsed time alone shows the fit is
+    alive."""
 
     def __init__(self, label: str, kernels: list, n: int, every: float | None = None,
                  out=print):
@@ -92,14 +95,25 @@ class Progress:
     def _count(self) -> int:
         return int(sum(k.n_evaluations for k in self.kernels))
 
+    def line(self, elapsed: float, done: int) -> str:
+        """The progress line after ``elapsed`` seconds and ``done`` kernel entries."""
+        head = f"{self.label} fitting: {elapsed:.0f} s"
+        if not self.kernels:
+            return head + " elapsed"
+        one_pass = float(self.n) ** 2 * len(self.kernels)
+        text = (f"{head}, {done:.3g} kernel entries evaluated ({done / one_pass:.0%} of "
+                "one pass over the kernel matrix)")
+        if 0 < done < one_pass:
+            # a lower bound: the fit needs at least the rest of that pass
+            rest = elapsed * (one_pass - done) / done
+            text += f"; the first pass needs at least {describe(rest)} more"
+        return text
+
     def _run(self) -> None:
         start = time.perf_counter()
-        one_pass = float(self.n) ** 2 * max(len(self.kernels), 1)
         while not self._done.wait(self.every):
-            done = self._count() - self._start_count
-            self.out(f"{self.label} fitting: {time.perf_counter() - start:.0f} s, "
-                     f"{done:.3g} kernel entries evaluated ({done / one_pass:.0%} of one "
-                     "pass over the kernel matrix)", flush=True)
+            self.out(self.line(time.perf_counter() - start,
+                               self._count() - self._start_count), flush=True)
 
     def __enter__(self) -> Progress:
         self._thread.start()

@@ -164,3 +164,31 @@ def test_doubly_sparse_example_runs_on_the_public_api(monkeypatch):
         assert len(plt.gcf().axes) == 3
     finally:
         plt.close("all")
+
+
+README = ROOT / "README.md"
+
+
+def _fenced(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+
+
+def test_readme_is_short_with_one_marked_test_command_that_ci_reads():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 150
+    assert text.count("<!-- ci: test command") == 1
+    after = text[text.index("<!-- ci: test command"):]
+    block = _fenced(after, "bash")[0]
+    assert after.split("\n", 1)[1].startswith("```bash\n")  # the block right below it
+    assert "pip install" in block and "pytest" in block
+    # .ci/run reads that block rather than a copy of it
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "ci: test command" in ci and "pytest" not in ci
+
+
+def test_readme_quick_start_runs_as_pasted(capsys):
+    blocks = _fenced(README.read_text(), "python")
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "README.md", "exec"), {"__name__": "__readme__"})
+    out = capsys.readouterr().out
+    assert "{'C': " in out and "screened" in out
