@@ -207,6 +207,50 @@ def test_same_problem_as_safelpsvc():
     assert W[:, 0].nnz == 0 and b[0] == 0.0  # above alpha_max
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_models_at_values_in_one_walk(sparse, n_classes):
+    """lp_svm_models_at: at each value (unsorted, one above alpha_max) the model read off
+    one path walk per task is the one lp_svm_path and fit_path give, certified on the
+    full problem, with SafeLPSVC's objective."""
+    X, y, s = make_problem(31, n=60, d=20, sparse=sparse, weights=True)
+    if n_classes == 3:
+        y = np.where(np.asarray(X[:, 3].todense() if sparse else X[:, 3]).ravel() > 0.5,
+                     2.0, y)
+    kw = dict(sample_weight=s, intercept_scaling=2.0)
+    lam_max = SafeLPSVC(alpha=1.0, **{"intercept_scaling": 2.0}).fit(
+        X, y, sample_weight=s).alpha_max_
+    values = lam_max * np.array([0.05, 1.5, 0.3, 0.011, 0.3 * 0.999])
+    models = path_module.lp_svm_models_at(X, y, values, **kw)
+    n_tasks = 1 if n_classes == 2 else 3
+    assert models["coef"].shape == (5, n_tasks, 20)
+    assert models["dual_gap"].max() <= 1e-8
+    assert not models["coef"][1].any() and not models["intercept"][1].any()
+    for v, alpha in enumerate(values):
+        est = SafeLPSVC(alpha=alpha, intercept_scaling=2.0)
+        est.fit_path(X, y, sample_weight=s, eps=1e-3)
+        np.testing.assert_allclose(models["coef"][v], est.coef_, atol=1e-10)
+        np.testing.assert_allclose(models["intercept"][v], est.intercept_, atol=1e-10)
+        np.testing.assert_allclose(models["dual_coef"][v], est.dual_coef_, atol=1e-10)
+        ref = SafeLPSVC(alpha=alpha, tol=1e-10, intercept_scaling=2.0).fit(
+            X, y, sample_weight=s)
+        assert abs(ref.dual_gap_.max()) <= 1e-8
+        if n_classes == 2:
+            Xd = X.toarray() if sparse else X
+            yy = _labels(y)
+            c = s / s.mean()
+
+            def objective(w, b, alpha=alpha, Xd=Xd, yy=yy, c=c):
+                return alpha * (np.abs(w).sum() + abs(b) / 2.0) + float(
+                    c @ np.maximum(1.0 - yy * (Xd @ w + b), 0.0)) / len(yy)
+
+            mine = objective(models["coef"][v, 0], models["intercept"][v, 0])
+            theirs = objective(ref.coef_.ravel(), ref.intercept_[0])
+            assert abs(mine - theirs) <= 1e-8 * theirs
+    with pytest.raises(ValueError, match="positive"):
+        path_module.lp_svm_models_at(X, y, [0.1, -1.0])
+
+
 def test_events_describe_the_support_changes():
     X, y, _ = make_problem(17, n=40, d=25)
     alphas, coefs, _, events = lp_svm_path(X, y, fit_intercept=False)
