@@ -25,6 +25,22 @@ cdef signed char R_STATUS = 1
 cdef signed char E_STATUS = 2
 
 
+def _split_diagonal(T, bint lower):
+    """A triangular CSC factor as its diagonal and its strict part (CSC arrays)."""
+    T = T.tocsc()
+    k = T.shape[0]
+    cols = np.repeat(np.arange(k, dtype=np.intp), np.diff(T.indptr))
+    rows = T.indices.astype(np.intp)
+    diag = np.zeros(k)
+    on = rows == cols
+    diag[cols[on]] = T.data[on]
+    strict = rows > cols if lower else rows < cols
+    ptr = np.zeros(k + 1, dtype=np.intp)
+    np.cumsum(np.bincount(cols[strict], minlength=k), out=ptr[1:])
+    return (diag, ptr, np.ascontiguousarray(rows[strict]),
+            np.ascontiguousarray(T.data[strict], dtype=np.float64))
+
+
 cdef class HomotopyCore:
     """State and steps of the homotopy on a dense (``Zr`` row-major and ``Zf``
     column-major copies of Z) or sparse (CSR and CSC arrays) problem."""
@@ -62,7 +78,7 @@ cdef class HomotopyCore:
     cdef Py_ssize_t[::1] eta_r, eta_ptr, eta_ind
     cdef double[::1] eta_piv, eta_val
     cdef Py_ssize_t[::1] slotA, slotS
-    cdef double[::1] xs, c1, c0, kb, kb2, kb3
+    cdef double[::1] xs, c1, c0, kb, kb2, kb3, kb4
 
     def __init__(self, Z, Zc, double[::1] s, double slope_rtol, double tie_rtol,
                  double pivot_rtol, bint lu=False):
@@ -128,7 +144,8 @@ cdef class HomotopyCore:
         if not self.lu_mode:
             return
         self.Zcsr = Z.tocsr()
-        self.kb, self.kb2, self.kb3 = np.zeros(km), np.zeros(km), np.zeros(km)
+        self.kb, self.kb2, self.kb3, self.kb4 = (np.zeros(km), np.zeros(km),
+                                                 np.zeros(km), np.zeros(km))
         self._set_factor(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp),
                          np.zeros(0), None)
         self.eta_r = np.zeros(64, dtype=np.intp)
@@ -140,7 +157,6 @@ cdef class HomotopyCore:
     def _set_factor(self, A0, E0, sgn0, lu):
         """B0 from the support ``A0`` (signs ``sgn0``), the margin set ``E0`` and the
         SuperLU factor of its margin matrix (``Pr M0 Pc = L U``)."""
-        import scipy.sparse as sp
         k0 = len(A0)
         self.k0 = k0
         self.A0, self.E0, self.sgn0 = A0, E0, sgn0
@@ -153,18 +169,9 @@ cdef class HomotopyCore:
             self.perm_r = self.perm_c = np.zeros(0, dtype=np.intp)
             self.lu_nnz = 0
             return
-        L = lu.L.tocsc()
-        U = lu.U.tocsc()
-        self.Ld = np.ascontiguousarray(L.diagonal())
-        self.Ud = np.ascontiguousarray(U.diagonal())
-        Lo = sp.tril(L, -1, format="csc")
-        Uo = sp.triu(U, 1, format="csc")
-        self.Lp = np.ascontiguousarray(Lo.indptr, dtype=np.intp)
-        self.Li = np.ascontiguousarray(Lo.indices, dtype=np.intp)
-        self.Lx = np.ascontiguousarray(Lo.data, dtype=np.float64)
-        self.Up = np.ascontiguousarray(Uo.indptr, dtype=np.intp)
-        self.Ui = np.ascontiguousarray(Uo.indices, dtype=np.intp)
-        self.Ux = np.ascontiguousarray(Uo.data, dtype=np.float64)
+        self.Ld, self.Lp, self.Li, self.Lx = _split_diagonal(lu.L, lower=True)
+        self.Ud, self.Up, self.Ui, self.Ux = _split_diagonal(lu.U, lower=False)
+        L, U = lu.L, lu.U
         self.perm_r = np.ascontiguousarray(lu.perm_r, dtype=np.intp)
         self.perm_c = np.ascontiguousarray(lu.perm_c, dtype=np.intp)
         self.lu_nnz = L.nnz + U.nnz
@@ -289,25 +296,37 @@ cdef class HomotopyCore:
         for i in range(k0):
             b[i] = w[self.perm_c[i]]
 
-    cdef void _lu_solve_T(self, double* c) noexcept nogil:
-        """c <- M0^{-T} c (U^T L^T (Pr y) = Pc^T c)."""
-        cdef Py_ssize_t i, j, p, k0 = self.k0
-        cdef double x
+    cdef void _lu_solve_T2(self, double* c, double* e) noexcept nogil:
+        """(c, e) <- M0^{-T} (c, e): both right-hand sides in one pass over the
+        factors."""
+        cdef Py_ssize_t i, j, p, q, k0 = self.k0
+        cdef double x, z, f
         cdef double* w = &self.kb2[0]
+        cdef double* h = &self.kb4[0]
         for i in range(k0):
             w[self.perm_c[i]] = c[i]
+            h[self.perm_c[i]] = e[i]
         for j in range(k0):
-            x = w[j]
+            x, z = w[j], h[j]
             for p in range(self.Up[j], self.Up[j + 1]):
-                x -= self.Ux[p] * w[self.Ui[p]]
+                q = self.Ui[p]
+                f = self.Ux[p]
+                x -= f * w[q]
+                z -= f * h[q]
             w[j] = x / self.Ud[j]
+            h[j] = z / self.Ud[j]
         for j in range(k0 - 1, -1, -1):
-            x = w[j]
+            x, z = w[j], h[j]
             for p in range(self.Lp[j], self.Lp[j + 1]):
-                x -= self.Lx[p] * w[self.Li[p]]
+                q = self.Li[p]
+                f = self.Lx[p]
+                x -= f * w[q]
+                z -= f * h[q]
             w[j] = x / self.Ld[j]
+            h[j] = z / self.Ld[j]
         for i in range(k0):
             c[i] = w[self.perm_r[i]]
+            e[i] = h[self.perm_r[i]]
 
     cdef void _ftran(self, double* x) noexcept nogil:
         """x <- B^{-1} x: in, a vector over the samples (the constraints' rows); out,
@@ -367,8 +386,7 @@ cdef class HomotopyCore:
             kb[l] -= self.sgn0[l] * a1
             self.kb3[l] -= self.sgn0[l] * a0
         if k0:
-            self._lu_solve_T(kb)
-            self._lu_solve_T(&self.kb3[0])
+            self._lu_solve_T2(kb, &self.kb3[0])
         for l in range(k0):
             y1[self.E0[l]] = kb[l]
             y0[self.E0[l]] = self.kb3[l]
