@@ -945,7 +945,7 @@ cdef class HomotopyCore:
         if k:
             M = sp.csc_matrix(self.Zcsr[E][:, A] @ sp.diags(sgn))
             try:
-                lu = splu(M, permc_spec="COLAMD")
+                lu = splu(M, permc_spec="COLAMD", relax=1, panel_size=1)
             except RuntimeError as exc:
                 raise RuntimeError("the LP-SVM homotopy's margin matrix is "
                                    "singular") from exc
