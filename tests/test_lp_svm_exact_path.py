@@ -386,6 +386,22 @@ def test_sparse_factor_refactorised_midway_matches_the_dense_inverse():
                                [p[0] for p in paths["lu"]], rtol=1e-10)
 
 
+def test_factor_choice():
+    """The sparse factor on dense X (converted, not densified the other way) makes the
+    dense inverse's pivots; an unknown factor is refused."""
+    X, y, _ = make_problem(30, n=40, d=25)
+    data = LPSVMData(X, y)
+    pivots = {}
+    for factor in ("dense", "lu"):
+        core = make_core(data, True, factor=factor)
+        assert core.lu_mode == (factor == "lu")
+        pivots[factor] = [(p.enter, p.enter_index, p.leave, p.leave_index)
+                          for p in PathFollower(core, data).run(1e-3 * data.lambda_max())]
+    assert pivots["dense"] == pivots["lu"] and len(pivots["lu"]) > 20
+    with pytest.raises(ValueError, match="factor"):
+        make_core(data, True, factor="qr")
+
+
 class _Corrupting:
     """A core whose factor and primal values are corrupted after the 15th pivot."""
 
