@@ -8,12 +8,18 @@ objectives, so HiGHS is not rerun); ``--shape N D`` is
 ``--highs`` times cold HiGHS at the 30 values here. Labels +-1, no intercept; path from
 ``lambda_max`` to ``1e-3 lambda_max``. CPU time (``time.process_time``), one thread.
 
+``--factor dense|lu`` picks the basis factor (default: the solver's choice, the sparse LU
+for sparse X), to compare the two on the same data; ``--text N D`` is
+``make_sparse_text_classification(N, D, random_state=0)`` (the sparse set's generator)
+at a smaller size.
+
 Prints the breakpoints, the path's CPU time, the time per breakpoint by support size
-``k`` (the basis factor is k x k), the ratio to cold HiGHS, and the largest relative
+``k`` (the margin matrix is k x k), the ratio to cold HiGHS, and the largest relative
 difference between the path's objective read at each grid value and HiGHS's::
 
     python benchmarks/bench_lp_svm_path.py --data dense
     python benchmarks/bench_lp_svm_path.py --shape 600 600 --highs
+    python benchmarks/bench_lp_svm_path.py --text 2000 5000 --factor dense
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
@@ -40,14 +47,14 @@ from bench_lp_svm_core import dataset, full_lp, grid, primal  # noqa: E402
 BINS = [0, 50, 100, 200, 400, 700, 1000, 1500, 2500, 5000]
 
 
-def follow(X, y, lam_min):
+def follow(X, y, lam_min, factor="auto"):
     """The path, timed breakpoint by breakpoint: ``(alphas, coefs, ks, times, total)``."""
     from sklearn_safescreen.problems.lp_svm import LPSVMData
     from sklearn_safescreen.solvers.lp_homotopy import PathFollower, make_core
 
     t0 = time.process_time()
     data = LPSVMData(X, y)
-    follower = PathFollower(make_core(data), data)
+    follower = PathFollower(make_core(data, factor=factor), data)
     alphas, coefs, ks, times = [], [], [], []
     last = time.process_time()
     for p in follower.run(lam_min * data.lambda_max()):
@@ -76,6 +83,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", choices=["dense", "sparse"])
     parser.add_argument("--shape", nargs=2, type=int)
+    parser.add_argument("--text", nargs=2, type=int)
+    parser.add_argument("--factor", choices=["auto", "dense", "lu"], default="auto")
     parser.add_argument("--highs", action="store_true")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -83,13 +92,21 @@ def main():
         X, y = make_classification(*args.shape, n_informative=30, random_state=0)
         y = np.where(y > 0, 1.0, -1.0)
         full = None
+    elif args.text:
+        from sklearn_safescreen.datasets import make_sparse_text_classification
+
+        X, y = make_sparse_text_classification(*args.text, random_state=0)
+        X = sp.csr_matrix(X)
+        y = np.where(np.asarray(y) > 0, 1.0, -1.0)
+        full = None
     else:
         X, y = dataset(args.data)
         with open(HERE / "results" / f"lp_svm_full_{args.data}.json") as f:
             full = json.load(f)
     lams = grid(X, y)
     with threadpool_limits(1):
-        alphas, coefs, ks, times, total = follow(X, y, lams[-1] / lams[0])
+        alphas, coefs, ks, times, total = follow(X, y, lams[-1] / lams[0],
+                                                 args.factor)
         if args.highs:
             full = []
             for lam in lams:
@@ -98,7 +115,7 @@ def main():
                 full.append(dict(lam=float(lam), time=time.process_time() - t0,
                                  objective=float(primal(X, y, w, lam))))
     d = X.shape[1]
-    print(f"{X.shape}: {len(alphas)} breakpoints, path {total:.2f} s CPU "
+    print(f"{X.shape}, factor {args.factor}: {len(alphas)} breakpoints, path {total:.2f} s CPU "
           f"({1e3 * total / len(alphas):.3f} ms a breakpoint), largest support "
           f"{ks.max()}, median {np.median(ks):.0f}, last breakpoint "
           f"{alphas[-1] / alphas[0]:.3g} lambda_max; "
@@ -108,8 +125,8 @@ def main():
         if m.any():
             print(f"  k in [{lo}, {hi}): {m.sum():6d} breakpoints, "
                   f"{1e3 * times[m].mean():.3f} ms each")
-    result = dict(shape=list(X.shape), breakpoints=len(alphas), time=total,
-                  max_k=int(ks.max()))
+    result = dict(shape=list(X.shape), factor=args.factor, breakpoints=len(alphas),
+                  time=total, max_k=int(ks.max()))
     if full:
         t_full = sum(r["time"] for r in full)
         rel = max(abs(primal(X, y, read_off(alphas, coefs, r["lam"], d), r["lam"])

@@ -168,14 +168,23 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
 
 
 def _follow(data: LPSVMData, lam_min: float, max_breakpoints, keep_status: bool,
-            compiled: bool, values=()):
-    """The breakpoints and the snapshots at ``values``, with the warnings of a path that
-    lost accuracy."""
+            compiled: bool, values=(), keep_points: bool = True):
+    """The breakpoints (none kept without ``keep_points``: only their gaps are checked)
+    and the snapshots at ``values``, with the warnings of a path that lost accuracy."""
     solver = PathFollower(make_core(data, compiled), data, keep_status=keep_status)
     # one BLAS thread: the products' rounding, hence the tie decisions and the path,
     # must not depend on the thread count
     with single_blas_thread():
-        points = list(solver.run(lam_min, max_breakpoints, values))
+        if keep_points:
+            points = list(solver.run(lam_min, max_breakpoints, values))
+        else:
+            points = []
+            worst = None
+            for point in solver.run(lam_min, max_breakpoints, values):
+                if worst is None or point.gap > worst.gap:
+                    worst = point
+            if worst is not None:
+                points = [worst]
     if solver.drift_events:
         warn_user(f"lp_svm_path: the basis factor lost accuracy {solver.drift_events} "
                   "time(s) along the path and was refactorised from scratch; the "
@@ -323,16 +332,12 @@ def fit_along_path(estimator, X, y, sample_weight=None, *, eps: float = 1e-3,
         if alpha not in snaps:
             raise ValueError(f"the path stopped after {len(points)} breakpoints, above "
                              f"alpha={alpha:g}: raise max_breakpoints")
-        support, values, margin_set, margin_dual, status = snaps[alpha]
-        w = np.zeros(data.n_features)
-        w[support] = values
-        a = np.where(status == L_STATUS, data.s, 0.0)
-        a[margin_set] = np.clip(margin_dual, 0.0, data.s[margin_set])
-        cert = data.certificate(alpha, w, labels * a)
-        coef.append(w[:d])
-        intercept.append(w[d] * scaling if fit_intercept else 0.0)
-        dual[t, keep] = cert.dual_point.alpha
-        gaps.append(cert.rel_gap)
+        w, b, alpha_dual, gap = _model_at(data, snaps[alpha], alpha, labels, d,
+                                          fit_intercept, scaling)
+        coef.append(w)
+        intercept.append(b)
+        dual[t, keep] = alpha_dual
+        gaps.append(gap)
     binary = len(tasks) == 1
     estimator.classes_ = classes
     estimator.alphas_ = paths[0][0] if binary else [p[0] for p in paths]
@@ -346,6 +351,94 @@ def fit_along_path(estimator, X, y, sample_weight=None, *, eps: float = 1e-3,
     estimator.dual_gap_ = np.array(gaps)
     estimator.n_iter_ = np.array([len(p[0]) for p in paths], dtype=np.int64)
     return estimator
+
+
+def _model_at(data: LPSVMData, snapshot, alpha: float, labels, d: int,
+              fit_intercept: bool, scaling: float):
+    """``(coef, intercept, dual, rel_gap)`` at ``alpha`` from the path's snapshot there,
+    with the full problem's certificate (the dual clipped to its box)."""
+    support, values, margin_set, margin_dual, status = snapshot
+    w = np.zeros(data.n_features)
+    w[support] = values
+    a = np.where(status == L_STATUS, data.s, 0.0)
+    a[margin_set] = np.clip(margin_dual, 0.0, data.s[margin_set])
+    cert = data.certificate(alpha, w, labels * a)
+    return (w[:d], w[d] * scaling if fit_intercept else 0.0, cert.dual_point.alpha,
+            cert.rel_gap)
+
+
+def lp_svm_models_at(X, y, alphas, *, fit_intercept: bool = True,
+                     intercept_scaling: float = 1.0, sample_weight=None,
+                     class_weight=None) -> dict:
+    """The models of :class:`~sklearn_safescreen.SafeLPSVC` at every value of
+    ``alphas``, read off one walk of the exact path per one-vs-rest task.
+
+    The walk goes from each task's ``alpha_max`` down to the smallest value and keeps
+    no breakpoint: the models are the path's vertices at ``alphas`` (what
+    ``SafeLPSVC(alpha=a).fit(X, y)`` finds, up to the choice among the optimal points
+    at a value that is itself a breakpoint), each with its dual and the full problem's
+    certified relative gap. This is the way for a cross-validation over a grid of
+    ``alpha`` to score a fold without solving at each value.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training data (sparse input is kept sparse).
+    y : array-like of shape (n_samples,)
+        Class labels (two or more classes; one-vs-rest beyond two, as SafeLPSVC).
+    alphas : array-like of shape (n_values,)
+        Positive values of the L1 weight, in any order.
+    fit_intercept, intercept_scaling, sample_weight, class_weight :
+        As in :class:`~sklearn_safescreen.SafeLPSVC`.
+
+    Returns
+    -------
+    models : dict
+        ``classes`` (ndarray of shape (n_classes,)), ``coef`` (ndarray of shape
+        (n_values, n_tasks, n_features)), ``intercept`` (ndarray of shape (n_values,
+        n_tasks)), ``dual_coef`` (ndarray of shape (n_values, n_tasks, n_samples)),
+        ``dual_gap`` (ndarray of shape (n_values, n_tasks)), in the order of
+        ``alphas``; ``n_tasks`` is 1 for two classes.
+    """
+    values = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+    if values.ndim != 1 or not values.size or not np.all(np.isfinite(values)) \
+            or np.any(values <= 0):
+        raise ValueError("alphas must be a non-empty 1-d array of positive values")
+    if not isinstance(intercept_scaling, numbers.Real) or not intercept_scaling > 0:
+        raise ValueError(f"intercept_scaling must be positive; got {intercept_scaling!r}")
+    X, y_ind, classes, weights = _inputs(X, y, sample_weight, class_weight)
+    scaling = float(intercept_scaling)
+    Xk, c, keep = _weighted(X, weights, fit_intercept, scaling)
+    if classes.size == 2:
+        tasks = [np.where(y_ind[keep] == 1, 1.0, -1.0)]
+    else:
+        tasks = [np.where(y_ind[keep] == k, 1.0, -1.0) for k in range(classes.size)]
+    d, m = X.shape[1], values.size
+    coef = np.zeros((m, len(tasks), d))
+    intercept = np.zeros((m, len(tasks)))
+    dual = np.zeros((m, len(tasks), keep.size))
+    gaps = np.zeros((m, len(tasks)))
+    for t, labels in enumerate(tasks):
+        data = LPSVMData(Xk, labels, c)
+        lam_max = data.lambda_max()
+        high = values >= lam_max
+        # at and above alpha_max, w = 0 (the path starts there)
+        low = values[~high]
+        snaps = {}
+        if low.size:
+            _, snaps = _follow(data, float(low.min()), None, False, True,
+                               np.unique(low), keep_points=False)
+        for v, a in enumerate(values):
+            snap = snaps.get(float(a))
+            if snap is None:
+                snap = (np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0, np.intp),
+                        np.zeros(0), np.zeros(data.n_samples, dtype=np.int8))
+            w, b, alpha_dual, gap = _model_at(data, snap, float(a), labels, d,
+                                              fit_intercept, scaling)
+            coef[v, t], intercept[v, t], gaps[v, t] = w, b, gap
+            dual[v, t, keep] = alpha_dual
+    return dict(classes=classes, coef=coef, intercept=intercept, dual_coef=dual,
+                dual_gap=gaps)
 
 
 def _assemble(points, n_features, fit_intercept, intercept_scaling, keep, labels, data,

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from _lp_svm_models import make_problem, solve_full
 from _profiles import examples
 from hypothesis import given, settings
@@ -139,6 +140,25 @@ def test_random_degenerate_problems(seed, n, d, levels, dup, intercept):
     check_against_highs(X, y, intercept=intercept, eps=1e-3)
 
 
+@settings(max_examples=examples(30))
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(6, 40), d=st.integers(1, 30),
+       levels=st.integers(1, 2), density=st.floats(0.05, 0.6), dup=st.booleans())
+def test_random_sparse_problems_with_the_sparse_factor(seed, n, d, levels, density, dup):
+    """Sparse X (the sparse LU and its eta file, refactorised as it fills): exact at
+    every breakpoint, also with ties, duplicated rows and columns and empty ones."""
+    rng = np.random.RandomState(seed)
+    X = rng.randint(-levels, levels + 1, size=(n, d)) * (rng.rand(n, d) < density)
+    X = X.astype(float)
+    if dup:
+        X = np.vstack([X, X[: n // 2]])
+        X = np.hstack([X, X[:, :1]])
+    y = rng.choice([-1.0, 1.0], size=X.shape[0])
+    y[:2] = [-1.0, 1.0]
+    if not np.abs(X.T @ y).max() > 0:
+        return  # w = 0 everywhere: no path (refused, tested below)
+    check_against_highs(sp.csr_matrix(X), y, eps=1e-3)
+
+
 @pytest.mark.parametrize("redundant", [0, 2])
 def test_make_classification_150_x_300(redundant):
     X, y = make_classification(150, 300, n_informative=20, n_redundant=redundant,
@@ -185,6 +205,50 @@ def test_same_problem_as_safelpsvc():
                                        + clf.intercept_[0]), 0.0)) / len(yy)
         assert mine <= ref * (1 + 1e-8) and ref <= mine * (1 + 1e-8)
     assert W[:, 0].nnz == 0 and b[0] == 0.0  # above alpha_max
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_models_at_values_in_one_walk(sparse, n_classes):
+    """lp_svm_models_at: at each value (unsorted, one above alpha_max) the model read off
+    one path walk per task is the one lp_svm_path and fit_path give, certified on the
+    full problem, with SafeLPSVC's objective."""
+    X, y, s = make_problem(31, n=60, d=20, sparse=sparse, weights=True)
+    if n_classes == 3:
+        y = np.where(np.asarray(X[:, 3].todense() if sparse else X[:, 3]).ravel() > 0.5,
+                     2.0, y)
+    kw = dict(sample_weight=s, intercept_scaling=2.0)
+    lam_max = SafeLPSVC(alpha=1.0, **{"intercept_scaling": 2.0}).fit(
+        X, y, sample_weight=s).alpha_max_
+    values = lam_max * np.array([0.05, 1.5, 0.3, 0.011, 0.3 * 0.999])
+    models = path_module.lp_svm_models_at(X, y, values, **kw)
+    n_tasks = 1 if n_classes == 2 else 3
+    assert models["coef"].shape == (5, n_tasks, 20)
+    assert models["dual_gap"].max() <= 1e-8
+    assert not models["coef"][1].any() and not models["intercept"][1].any()
+    for v, alpha in enumerate(values):
+        est = SafeLPSVC(alpha=alpha, intercept_scaling=2.0)
+        est.fit_path(X, y, sample_weight=s, eps=1e-3)
+        np.testing.assert_allclose(models["coef"][v], est.coef_, atol=1e-10)
+        np.testing.assert_allclose(models["intercept"][v], est.intercept_, atol=1e-10)
+        np.testing.assert_allclose(models["dual_coef"][v], est.dual_coef_, atol=1e-10)
+        ref = SafeLPSVC(alpha=alpha, tol=1e-10, intercept_scaling=2.0).fit(
+            X, y, sample_weight=s)
+        assert abs(ref.dual_gap_.max()) <= 1e-8
+        if n_classes == 2:
+            Xd = X.toarray() if sparse else X
+            yy = _labels(y)
+            c = s / s.mean()
+
+            def objective(w, b, alpha=alpha, Xd=Xd, yy=yy, c=c):
+                return alpha * (np.abs(w).sum() + abs(b) / 2.0) + float(
+                    c @ np.maximum(1.0 - yy * (Xd @ w + b), 0.0)) / len(yy)
+
+            mine = objective(models["coef"][v, 0], models["intercept"][v, 0])
+            theirs = objective(ref.coef_.ravel(), ref.intercept_[0])
+            assert abs(mine - theirs) <= 1e-8 * theirs
+    with pytest.raises(ValueError, match="positive"):
+        path_module.lp_svm_models_at(X, y, [0.1, -1.0])
 
 
 def test_events_describe_the_support_changes():
@@ -274,26 +338,68 @@ def test_compiled_core_makes_the_reference_pivots(sparse):
     assert abs(fast[1] - slow[1]).max() <= 1e-9 * abs(slow[1]).max()
 
 
-@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("core_kind", ["numpy", "dense", "lu"])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_basis_inverse_updates_match_a_fresh_factor(compiled, sparse):
+def test_basis_inverse_updates_match_a_fresh_factor(core_kind, sparse):
     """With no periodic refactorisation, the inverse kept by rank-one updates along a
-    path (columns and rows replaced, added and removed) equals the inverse of the
-    margin matrix."""
+    path (columns and rows replaced, added and removed), or the sparse factor of the
+    first basis followed by every pivot's eta, equals the inverse of the margin
+    matrix."""
     X, y, _ = make_problem(21, n=60, d=40, sparse=sparse)
     data = LPSVMData(X, y)
-    core = make_core(data, compiled)
+    if core_kind == "numpy":
+        core = make_core(data, False)
+    else:
+        core = make_core(data, True, factor=core_kind)
+        if core_kind == "lu":
+            core.eta_fill = np.inf
     follower = PathFollower(core, data, refactor_every=10**9)
     sizes = []
     for point in follower.run(1e-4 * data.lambda_max(), max_breakpoints=150):
         sizes.append(len(point.support))
-        if compiled:
-            error = core.check_inverse()
-        else:
+        if core_kind == "numpy":
             M = core._margin_matrix()
             error = np.abs(core.G @ M - np.eye(len(core.A))).max(initial=0.0)
+        else:
+            error = core.check_inverse()
         assert error < 1e-9
     assert max(sizes) > 10 and min(np.diff(sizes)) < 0 and follower.n_refactor == 0
+    if core_kind == "lu":
+        assert core.n_eta == len(sizes) and core.k0 == 0
+
+
+def test_sparse_factor_refactorised_midway_matches_the_dense_inverse():
+    """The sparse factor refactorised as its eta file fills (a factor of a support of
+    many features, etas on top) makes the dense inverse's pivots."""
+    X, y, _ = make_problem(29, n=80, d=60, sparse=True, density=0.2)
+    data = LPSVMData(X, y)
+    paths = {}
+    for factor in ("dense", "lu"):
+        core = make_core(data, True, factor=factor)
+        follower = PathFollower(core, data)
+        paths[factor] = [(p.lam, p.enter, p.enter_index, p.leave, p.leave_index)
+                         for p in follower.run(1e-4 * data.lambda_max())]
+        if factor == "lu":
+            assert follower.n_refactor > 5 and follower.drift_events == 0
+    assert [p[1:] for p in paths["dense"]] == [p[1:] for p in paths["lu"]]
+    np.testing.assert_allclose([p[0] for p in paths["dense"]],
+                               [p[0] for p in paths["lu"]], rtol=1e-10)
+
+
+def test_factor_choice():
+    """The sparse factor on dense X (converted, not densified the other way) makes the
+    dense inverse's pivots; an unknown factor is refused."""
+    X, y, _ = make_problem(30, n=40, d=25)
+    data = LPSVMData(X, y)
+    pivots = {}
+    for factor in ("dense", "lu"):
+        core = make_core(data, True, factor=factor)
+        assert core.lu_mode == (factor == "lu")
+        pivots[factor] = [(p.enter, p.enter_index, p.leave, p.leave_index)
+                          for p in PathFollower(core, data).run(1e-3 * data.lambda_max())]
+    assert pivots["dense"] == pivots["lu"] and len(pivots["lu"]) > 20
+    with pytest.raises(ValueError, match="factor"):
+        make_core(data, True, factor="qr")
 
 
 class _Corrupting:

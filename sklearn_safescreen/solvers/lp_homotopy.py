@@ -267,6 +267,10 @@ class LPHomotopy:
         """The basis's support size (the margin matrix is k x k)."""
         return len(self.A)
 
+    def eta_full(self) -> bool:
+        """The explicit inverse has no eta file to outgrow."""
+        return False
+
     @property
     def status_arr(self):
         return self.status
@@ -408,9 +412,19 @@ class LPHomotopy:
             self.cL += self.s[i] * self._row_vec(i)
 
 
-def make_core(data: LPSVMData, compiled: bool = True):
+def make_core(data: LPSVMData, compiled: bool = True, factor: str = "auto"):
     """The homotopy's state on ``data``: the compiled core, or the NumPy reference
-    (:class:`LPHomotopy`), which makes the same pivots."""
+    (:class:`LPHomotopy`), which makes the same pivots.
+
+    ``factor`` is the compiled core's basis factor: ``"dense"``, the explicit inverse of
+    the margin matrix updated in place (:math:`O(k^2)` a pivot whatever the data);
+    ``"lu"``, a sparse LU of the margin matrix at the last refactorisation followed by
+    the eta file of the pivots since (product form), whose solves cost what the factor's
+    and the etas' nonzeros do, so that sparse data with large supports are not charged
+    :math:`k^2`; ``"auto"``: ``"lu"`` for sparse X, ``"dense"`` otherwise.
+    """
+    if factor not in ("auto", "dense", "lu"):
+        raise ValueError(f"factor must be 'auto', 'dense' or 'lu', got {factor!r}")
     if not compiled:
         return LPHomotopy(data)
     from ._lp_homotopy_fast import HomotopyCore
@@ -418,8 +432,13 @@ def make_core(data: LPSVMData, compiled: bool = True):
     if np.any(data.s <= 0):
         raise ValueError("the homotopy needs positive sample weights (leave out the "
                          "samples of zero weight)")
-    return HomotopyCore(data.Z, data.Zc, np.ascontiguousarray(data.s), SLOPE_RTOL,
-                        TIE_RTOL, PIVOT_RTOL)
+    Z, Zc = data.Z, data.Zc
+    if factor == "auto":
+        factor = "lu" if sp.issparse(Z) else "dense"
+    if factor == "lu" and not sp.issparse(Z):
+        Z, Zc = sp.csr_matrix(Z), sp.csc_matrix(Z)
+    return HomotopyCore(Z, Zc, np.ascontiguousarray(data.s), SLOPE_RTOL, TIE_RTOL,
+                        PIVOT_RTOL, factor == "lu")
 
 
 class PathFollower:
@@ -462,9 +481,11 @@ class PathFollower:
         #: value -> (support, signed values, margin set, its dual, every sample's status)
         self.snapshots = {}
         while max_breakpoints is None or count < max_breakpoints:
-            # every max(refactor_every, k) pivots: a fresh factor costs O(k^3), so
-            # spread over k pivots it costs what one pivot's updates do
-            if self.since_refactor >= max(self.refactor_every, core.k):
+            # every max(refactor_every, k) pivots: a fresh dense factor costs O(k^3),
+            # so spread over k pivots it costs what one pivot's updates do; the sparse
+            # factor also when its eta file outgrows it (each eta adds to every solve)
+            if self.since_refactor >= max(self.refactor_every, core.k) \
+                    or core.eta_full():
                 self.refresh()
             found, lam, kind, index, sign, gap = core.next_event(lam_min)
             if gap > GAP_RTOL and count:
