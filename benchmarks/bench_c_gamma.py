@@ -168,10 +168,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--doc", action="store_true",
                         help="write the section into doc/benchmarks.md")
+    parser.add_argument("--save", default=None,
+                        help="also write the sides' results to this JSON file")
+    parser.add_argument("--merge", default=None,
+                        help="comma-separated JSON files of --save to report together "
+                             "(sides run at the same time, one per core)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         print(json.dumps(run_side(args.child, args.dataset, args.scale)))
+        return
+    if args.merge is not None:
+        runs = {}
+        for name in args.merge.split(","):
+            with open(name) as f:
+                runs.update(json.load(f))
+        runs = {s: runs[s] for s in SIDES if s in runs}
+        lines = report(runs, args.dataset, args.scale, args.repeats)
+        print("\n".join(lines))
         return
     sides = [s.strip() for s in args.sides.split(",") if s.strip()]
     unknown = set(sides) - set(SIDES)
@@ -186,6 +200,9 @@ def main() -> None:
             runs[side].append(result)
             print(f"round {r + 1}: {side}: CPU {result['cpu']:.2f} s, wall "
                   f"{result['wall']:.2f} s, best {result['best']}", flush=True)
+    if args.save is not None:
+        with open(args.save, "w") as f:
+            json.dump(runs, f)
     lines = report(runs, args.dataset, args.scale, args.repeats)
     print("\n".join(lines))
     if args.doc:
