@@ -26,7 +26,7 @@ from ._utils.fingerprint import data_fingerprint
 from ._utils.limits import MAX_ENTRY
 from ._validation import check_magnitude, memoised_validation
 from .engine.box_qp import LADPath
-from .problems.box_qp import LADData
+from .problems.box_qp_data import LADData
 from .screening.lad import LAD_RULES
 
 

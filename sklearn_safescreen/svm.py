@@ -26,7 +26,7 @@ from ._utils.limits import MAX_ENTRY
 from ._validation import check_magnitude, check_resolvable, class_weights, memoised_validation
 from .base import FitInputs, PathState, encode_labels, one_vs_rest
 from .engine.box_qp import SVMPath
-from .problems.box_qp import SVMData, svm_eps_step
+from .problems.box_qp_data import SVMData, svm_eps_step
 from .problems.kernels import KernelMatrix, check_psd, design_matrix, needs_psd_check
 from .problems.shared_kernel import fold_rows
 from .screening.svm import SVM_RULES

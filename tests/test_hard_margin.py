@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from sklearn_safescreen import PrecisionWarning, SafeSVC
-from sklearn_safescreen.problems.box_qp import SVMData
+from sklearn_safescreen.problems.box_qp_data import SVMData
 from sklearn_safescreen.problems.kernels import design_matrix
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
 

@@ -26,8 +26,8 @@ from sklearn_safescreen.path import (
     resolve_path_param,
     svm_path,
 )
-from sklearn_safescreen.problems.box_qp import hinge_sums as _hinge_sums
-from sklearn_safescreen.problems.box_qp import svm_eps_step
+from sklearn_safescreen.problems.box_qp_data import hinge_sums as _hinge_sums
+from sklearn_safescreen.problems.box_qp_data import svm_eps_step
 from sklearn_safescreen.svm import SafeSVC
 
 

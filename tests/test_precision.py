@@ -23,7 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_safescreen import PrecisionWarning, SafeLAD, SafeSVC, ScreeningRepairWarning
 from sklearn_safescreen._validation import EPS
-from sklearn_safescreen.problems.box_qp import critical_C
+from sklearn_safescreen.problems.box_qp_data import critical_C
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,9 @@ from dataclasses import replace
 import numpy as np
 
 from .._utils import faults
-from ..problems.box_qp import BoxQP, BoxQPData, BoxQPReference, LADData, SVMData
-from ..problems.box_qp import lad_critical_C as _lad_critical_C
+from ..problems.box_qp import BoxQP, BoxQPReference
+from ..problems.box_qp_data import BoxQPData, LADData, SVMData
+from ..problems.box_qp_data import lad_critical_C as _lad_critical_C
 from ..problems.constants import TINY, UNIT_ROUNDOFF
 from ..screening.balls import ScreeningResult, _reference_radius
 from ..screening.lad import screen_lad
@@ -83,7 +84,7 @@ def seed_alpha(ref: BoxQPReference, problem: BoxQP, C: float) -> np.ndarray:
 class BoxQPPath:
     """One box-QP problem walked along a path of ``C`` (see the module docstring).
 
-    Holds the problem's data (:class:`~sklearn_safescreen.problems.box_qp.BoxQPData`,
+    Holds the problem's data (:class:`~sklearn_safescreen.problems.box_qp_data.BoxQPData`,
     with its kernel row cache), the kernel solver's Newton factor cache and the last
     certified solution, the next step's reference. The family (:class:`SVMPath`,
     :class:`LADPath`) supplies the rule and the cold start.
@@ -441,7 +442,7 @@ def _internal_grid(critical: float, C: float):
 
 
 class SVMPath(BoxQPPath):
-    """A hinge-loss SVM task (:class:`~sklearn_safescreen.problems.box_qp.SVMData`)."""
+    """A hinge-loss SVM task (:class:`~sklearn_safescreen.problems.box_qp_data.SVMData`)."""
 
     label = "SafeSVC"
     data: SVMData
@@ -491,7 +492,7 @@ class SVMPath(BoxQPPath):
 
 def lad_slope(data: LADData, max_iter: int, rng: np.random.RandomState) -> np.ndarray:
     r""":math:`\gamma` with :math:`\alpha^*_{[C]} = C\gamma` for every :math:`C\le
-    C^{\rm LAD}_{\min}` (:func:`~sklearn_safescreen.problems.box_qp.lad_critical_C`).
+    C^{\rm LAD}_{\min}` (:func:`~sklearn_safescreen.problems.box_qp_data.lad_critical_C`).
 
     :math:`\gamma_i = c_i\,\mathrm{sign}(y_i)` where :math:`y_i\ne0`. The samples with
     :math:`y_i = 0` solve :math:`\min_{\beta\in[-c,c]}\tfrac12\beta^\top G_{ZZ}\beta +
@@ -518,7 +519,7 @@ def lad_critical_value(data: LADData, max_iter: int, rng: np.random.RandomState
 
 
 class LADPath(BoxQPPath):
-    """The LAD problem (:class:`~sklearn_safescreen.problems.box_qp.LADData`)."""
+    """The LAD problem (:class:`~sklearn_safescreen.problems.box_qp_data.LADData`)."""
 
     label = "SafeLAD"
     data: LADData

@@ -16,7 +16,7 @@ from sklearn.datasets import make_regression
 
 from sklearn_safescreen.engine.box_qp import LADPath
 from sklearn_safescreen.engine.protocol import StepSettings
-from sklearn_safescreen.problems.box_qp import LADData
+from sklearn_safescreen.problems.box_qp_data import LADData
 
 
 def _primal(data, C, alpha):

@@ -13,6 +13,7 @@ from sklearn_safescreen import SafeLAD, SafeSVC
 from sklearn_safescreen.engine import box_qp_reduced as engine_reduced
 from sklearn_safescreen.problems import box_qp
 from sklearn_safescreen.problems.box_qp import BoxQP, BoxQPReference
+from sklearn_safescreen.problems.box_qp_data import SVMData
 from sklearn_safescreen.problems.kernels import KernelMatrix
 
 
@@ -239,7 +240,7 @@ def test_q_matvec_holds_its_bound_updated_or_afresh(seed):
     X = rng.standard_normal((n, 3))
     km = KernelMatrix(X, "rbf", {"gamma": 0.5}, 1.0)
     sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    data = box_qp.SVMData(X, km, sign, rng.uniform(0.5, 2.0, n))
+    data = SVMData(X, km, sign, rng.uniform(0.5, 2.0, n))
     K = km.block(np.arange(n), np.arange(n))
     v = data.weights.copy()
     read = []

@@ -60,7 +60,7 @@ def test_blocks_outside_the_cache_stay_within_the_block_budget(monkeypatch):
     from sklearn.metrics.pairwise import rbf_kernel
 
     from sklearn_safescreen.problems import kernels
-    from sklearn_safescreen.problems.box_qp import SVMData
+    from sklearn_safescreen.problems.box_qp_data import SVMData
 
     rng = np.random.RandomState(0)
     n = 600

@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sklearn_safescreen.problems.box_qp import LADData, SVMData
+from sklearn_safescreen.problems.box_qp_data import LADData, SVMData
 
 
 def _cancelling_data(seed, n=24, d=4):

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sklearn_safescreen.problems.box_qp import LADData, SVMData
+from sklearn_safescreen.problems.box_qp_data import LADData, SVMData
 from sklearn_safescreen.screening.balls import gap_radius
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
 

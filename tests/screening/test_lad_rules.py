@@ -33,7 +33,8 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from sklearn_safescreen.problems.box_qp import BoxQPReference, lad_critical_C
+from sklearn_safescreen.problems.box_qp import BoxQPReference
+from sklearn_safescreen.problems.box_qp_data import lad_critical_C
 from sklearn_safescreen.screening.lad import LAD_RULES, dvi_lad, screen_lad
 
 MARGIN_TOL = 1e-7

@@ -33,7 +33,8 @@ from _svm_truth import (
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from sklearn_safescreen.problems.box_qp import BoxQPReference, critical_C
+from sklearn_safescreen.problems.box_qp import BoxQPReference
+from sklearn_safescreen.problems.box_qp_data import critical_C
 from sklearn_safescreen.screening import (
     SVM_RULES,
     ball_test_1,
