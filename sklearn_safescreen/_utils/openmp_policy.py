@@ -5,7 +5,8 @@ package's loops are short (a kernel row, the margins of one certificate) and run
 between sequential solver steps, so on a machine whose cores are also busy with other
 processes a spinning thread holds a core that the thread it waits for needs, so a
 parallel region can take orders of magnitude longer than its work, and two threads
-end up slower than one (``doc/benchmarks.md``, "Parallel loops (issue 27, item 3)").
+end up slower than one (``doc/benchmarks.md``, "Parallel loops"; git has the runs that
+compared the wait policies).
 The runtime reads the variable when it is loaded, so it is set (unless
 ``OMP_WAIT_POLICY`` or libgomp's ``GOMP_SPINCOUNT`` is already set) before the first
 compiled module of the package loads; child processes inherit it.

@@ -314,8 +314,8 @@ class TripletPath:
         previous solution's own RRPB test, O(1) a triplet from its stored values (or
         their bounds, then the undecided triplets evaluated), screened exactly the
         triplets the ranges did at every step of every path measured, and the ranges'
-        update after each fit cost up to a fifth of a screened path: see
-        ``doc/benchmarks.md``, "Screening on against off")."""
+        update after each fit is a large share of a screened path: see
+        ``doc/benchmarks.md``, "Screening on against off"; git has the runs)."""
         if settings.range_screening != "auto":
             return bool(settings.range_screening)
         return settings.rule == "sdp"

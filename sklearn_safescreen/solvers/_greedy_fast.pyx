@@ -31,8 +31,8 @@ The two scans of an update (the first variable, then its partner) read the activ
 positions through their sorted list, one at a time, or, while the active positions are
 at least the share ``dense_share`` of W, every position through a mask four at a time
 (``_greedy_scan.h``): the same choices, at a fraction of the cost per position, since
-the vector form has no chain of dependent branches (doc/benchmarks.md, "A fourth round:
-the certificate's margins along the path, the scans four at a time").
+the vector form has no chain of dependent branches (doc/benchmarks.md, "Kernel SafeSVC
+profile").
 
 The masked scans and the gradient updates run over fixed chunks of 512 positions, and
 the next selection scan of a chunk right after its update (while the chunk is in the
@@ -41,8 +41,8 @@ core's cache). With several threads (``n_threads``, W of at least
 thread runs the loop and hands each scan and update to the team, every thread taking
 the same contiguous chunks at every task. Each chunk's candidates are merged in chunk
 order, so the choices and the gradient are the same, bit for bit, on any number of
-threads. The section "The greedy loop and the Newton steps on the threads (sixth
-round)" of doc/benchmarks.md has the team's gain.
+threads. The sections "Kernel SafeSVC profile" and "Parallel loops" of
+doc/benchmarks.md have the team's gain.
 
 Beside this file: the thread team and its chunk tasks (``_greedy_team.pxd``, with
 ``_greedy_team.h``), the masked scans (``_greedy_scan.h``), the scans through the

@@ -7,8 +7,7 @@ takes no starting basis), while a path of LP-SVMs is piecewise linear in
 added keeps the basis primal feasible, a row added keeps it dual feasible, a new
 :math:`\\lambda` changes costs only, and the simplex continues from the last basis
 (few pivots per value where the support changes little, more where it grows fastest:
-``doc/benchmarks.md``, "LP-SVM path (issue 29, items 4 and 6): the core against the
-full LP").
+``doc/benchmarks.md``, "LP-SVM path: the core against the full LP").
 HiGHS's own Python API has that, and scipy ships it (since scipy 1.15) as
 ``scipy.optimize._highspy._core._Highs``, the class ``highspy.Highs`` derives from.
 It is not scipy's public API, so every use of it is in this module, which relies on:
@@ -83,8 +82,8 @@ class HighsLP:
         # the primal simplex: a new lambda changes costs and a new column joins at
         # 0, both keep the basis primal feasible, so the primal simplex continues from
         # it where the dual simplex would first have to repair dual feasibility
-        # (doc/benchmarks.md, "LP-SVM path (issue 29, items 4 and 6): the core against
-        # the full LP")
+        # (doc/benchmarks.md, "LP-SVM path: the core against the full LP"; git has the
+        # runs)
         for name, value in (("presolve", "off"), ("solver", "simplex"),
                             ("simplex_strategy", SIMPLEX_PRIMAL), ("threads", 1)):
             self._check(self._h.setOptionValue(name, value), "setOptionValue")

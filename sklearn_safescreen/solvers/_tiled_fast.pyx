@@ -5,14 +5,13 @@ LAPACK's ``dpotrf`` on the BLAS's own threads gives a factor that changes with t
 number of threads in its last bits (the BLAS splits its blocked updates, and so orders
 their sums, by the number of threads), so the fits held BLAS to one thread and the
 factorisations stayed serial, one of the largest serial parts of a kernel path
-(``doc/benchmarks.md``, "The greedy loop and the Newton steps on the threads (sixth
-round)"). Here the matrix is cut into fixed square tiles of ``TILE`` rows and each
-tile is computed by one single-threaded BLAS call (``dpotrf`` on a diagonal tile,
-``dtrsm`` on the tiles below it, ``dsyrk``/``dgemm`` for the trailing tiles): which
-thread computes a tile does not change it, so the factor and the solutions are the
-same, bit for bit, on any number of threads. The tiles of one step are shared among
-the threads (a parallel region per step: about 2 n / TILE of them for a
-factorisation).
+(``doc/benchmarks.md``, "Kernel SafeSVC profile"). Here the matrix is cut into fixed
+square tiles of ``TILE`` rows and each tile is computed by one single-threaded BLAS call
+(``dpotrf`` on a diagonal tile, ``dtrsm`` on the tiles below it, ``dsyrk``/``dgemm`` for
+the trailing tiles): which thread computes a tile does not change it, so the factor and
+the solutions are the same, bit for bit, on any number of threads. The tiles of one step
+are shared among the threads (a parallel region per step: about 2 n / TILE of them for
+a factorisation).
 
 Layout: column-major (Fortran) arrays, the factor in the lower triangle (LAPACK's
 ``uplo='L'``, as ``scipy.linalg.cho_factor(lower=True)``); the upper triangle is

@@ -73,7 +73,8 @@ IPM_SMALL_FLOPS = 1e6
 #: ... and those that screening made that small while CD's gap exceeds this many times
 #: ``tol`` (see :func:`_polish`): far from ``tol`` CD still needs many epochs and the
 #: finisher is the short way, while within a small factor of it one or two epochs are
-#: cheaper than a finish (``doc/benchmarks.md``, "Screening on against off (issue 30)").
+#: cheaper than a finish (``doc/benchmarks.md``, "Screening on against off"; git has the
+#: runs).
 CD_NEAR_TOL = 10.0
 #: Relative gap the finisher aims at: far below ``tol``, because the solution is the next
 #: screening reference and the gap inflation of an inexact reference grows with
@@ -291,7 +292,7 @@ def _polish(problem, active: np.ndarray, rel_gap: float, tol: float) -> bool:
     the short way there (one epoch and the finisher, where CD alone would need many
     epochs at its linear rate), but near it or past it a few epochs are far cheaper
     than a finish, whose Newton steps each cost several epochs (``doc/benchmarks.md``,
-    "Screening on against off (issue 30)")."""
+    "Screening on against off"; git has the runs)."""
     if not rel_gap > IPM_TOL:
         return False
     flops = problem.X.shape[1] ** 2

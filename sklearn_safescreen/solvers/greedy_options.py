@@ -19,8 +19,8 @@ class GreedyOptions:
     """Tuning values of :func:`~.greedy_cd.solve_kernel_greedy` and its row cache.
 
     Each attribute's description says why it has its value; the measurements behind the
-    values are in the section "Kernel SafeSVC profile: why the warm RBF path made more
-    updates than LIBSVM" of doc/benchmarks.md and its rounds.
+    values are in the section "Kernel SafeSVC profile" of doc/benchmarks.md (git has the
+    full profiles).
 
     Attributes
     ----------

@@ -24,7 +24,7 @@ is the union of the working sets it has seen (see :attr:`WarmRestrictedLP.size`)
 deleting, at each value of a path, the rows and columns outside its initial working
 sets (where the basis allowed it) throws away basis information that the next rounds
 need again: the rows come back, each re-entry paid in pivots (``doc/benchmarks.md``,
-"LP-SVM path (issue 29, items 4 and 6): the core against the full LP").
+"LP-SVM path: the core against the full LP"; git has the runs).
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ from ._tiled_fast import tiled_cho_solve, tiled_cholesky
 #: ``8 * NEWTON_MAX_SYSTEM**2`` bytes, 512 MB). Above it coordinate descent does the last
 #: decades of a solve alone, which on large interiors crawls, and a step on part of the
 #: set, the others held, can raise the objective at first; so the limit is as large as a
-#: fit's memory comfortably affords (``doc/benchmarks.md``, "A third round: the kept row
-#: cache, returning variables and the Newton steps").
+#: fit's memory comfortably affords (``doc/benchmarks.md``, "Kernel SafeSVC profile").
 NEWTON_MAX_SYSTEM = 8000
 
 
@@ -45,8 +44,7 @@ NEWTON_KEEP_SYSTEM = 2500
 #: pairs, 2 k m^2 flops, against m^3 / 3 for a new factorisation). The flop count alone
 #: would allow a larger k; the bordered solves are level-2 BLAS, memory-bound, while a
 #: factorisation is level-3, and a larger fraction gained nothing (``doc/benchmarks.md``,
-#: "A fourth round: the certificate's margins along the path, the scans four at a
-#: time").
+#: "Kernel SafeSVC profile").
 NEWTON_UPDATE_FRACTION = 0.05
 
 

@@ -42,7 +42,7 @@ from .dual_cd import DynamicScreen, SolveResult, _solve_linear, solve_box_qp
 #: inner solve; on a small undecided set the plain solver's epochs cost about as much
 #: as that pass, so the rounds only add work. They pay when the undecided set is large
 #: beside the samples near the margin, which the working set holds (``doc/benchmarks.md``,
-#: "Screening on against off (issue 30)").
+#: "Screening on against off"; git has the runs).
 WS_MIN_PROBLEM = 2000
 #: Smallest working set: small beside ``WS_MIN_PROBLEM``, so that the first inner solve
 #: is cheap and the doubling reaches the needed size in a few rounds.
