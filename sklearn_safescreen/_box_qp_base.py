@@ -162,7 +162,7 @@ class BaseBoxQPEstimator(SafeEstimator):
         return Progress(f"[{type(self).__name__}] C={self.C:.4g}", kernels,
                         state.paths[0].data.n_samples)
 
-    def _warn_if_long(self, kernel, shape, n_tasks: int) -> None:
+    def _warn_if_long(self, kernel, shape, n_tasks: int, pairs: bool = False) -> None:
         """Once per data set (a cold fit), a :class:`LongFitWarning` with the estimated
         time when a kernel fit will take at least a minute
         (:mod:`~sklearn_safescreen._fit_time`)."""
@@ -170,7 +170,7 @@ class BaseBoxQPEstimator(SafeEstimator):
             return
         message = long_fit_message(f"{type(self).__name__}(C={self.C:.6g})", shape[0],
                                    n_tasks, self.kernel, shape[1],
-                                   kernel.cache_capacity, self.cache_size)
+                                   kernel.cache_capacity, self.cache_size, pairs)
         if message is not None:
             warn_user(message, LongFitWarning)
 

@@ -46,8 +46,8 @@ def entry_ns(kernel, n_features: int) -> float:
 
 
 def estimate_seconds(n: int, n_tasks: int, kernel, n_features: int) -> float:
-    """Lower bound of a cold kernel fit's CPU time: one pass over the n x n kernel per
-    one-vs-rest task."""
+    """Lower bound of a cold kernel fit's CPU time: one pass over an n x n kernel per
+    task (a pair of classes, or a class against the rest)."""
     return n_tasks * float(n) ** 2 * entry_ns(kernel, n_features) * 1e-9
 
 
@@ -56,22 +56,36 @@ def describe(seconds: float) -> str:
 
 
 def long_fit_message(name: str, n: int, n_tasks: int, kernel, n_features: int,
-                     cache_rows: int, cache_size: float) -> str | None:
-    """The warning for a fit estimated above :data:`LONG_FIT_SECONDS`, else None."""
+                     cache_rows: int, cache_size: float, pairs: bool = False
+                     ) -> str | None:
+    """The warning for a fit estimated above :data:`LONG_FIT_SECONDS`, else None.
+
+    ``pairs``: the tasks are pairs of classes (one-vs-one), each on its two classes'
+    samples, and ``n`` is the largest pair's; otherwise every task is on all ``n``
+    samples (one-vs-rest)."""
     seconds = estimate_seconds(n, n_tasks, kernel, n_features)
     if seconds < LONG_FIT_SECONDS:
         return None
     kind = kernel if isinstance(kernel, str) else "callable"
+    share = "its share of " if pairs else ""
     held = ("fits in" if cache_rows >= n else
-            f"does not fit in cache_size={cache_size:g} MB ({cache_rows} of {n} rows), so "
-            "every further pass costs as much again")
-    tasks = f" for each of {n_tasks} one-vs-rest tasks" if n_tasks > 1 else ""
-    return (f"{name} with the {kind} kernel on {n} samples will take at least about "
-            f"{describe(seconds)} of CPU time: a kernel fit evaluates every entry of the "
-            f"{n} x {n} kernel matrix at least once{tasks} ({float(n) ** 2:.2g} entries, "
-            f"about {entry_ns(kernel, n_features):.0f} ns each with {n_features} "
-            f"features), and the matrix {held}. verbose=1 prints progress during the fit; "
-            "a subset of the samples, or the linear kernel, is much faster.")
+            f"does not fit in {share}cache_size={cache_size:g} MB ({cache_rows} of {n} "
+            "rows), so every further pass costs as much again")
+    cost = (f"{float(n) ** 2:.2g} entries, about {entry_ns(kernel, n_features):.0f} ns "
+            f"each with {n_features} features")
+    if pairs:
+        samples = f"{n_tasks} pairs of classes (the largest on {n} samples)"
+        passes = (f"each pair's kernel matrix at least once (the largest is {n} x {n}: "
+                  f"{cost}), and the largest matrix {held}")
+    else:
+        tasks = f" for each of {n_tasks} one-vs-rest tasks" if n_tasks > 1 else ""
+        samples = f"{n} samples"
+        passes = (f"the {n} x {n} kernel matrix at least once{tasks} ({cost}), and the "
+                  f"matrix {held}")
+    return (f"{name} with the {kind} kernel on {samples} will take at least about "
+            f"{describe(seconds)} of CPU time: a kernel fit evaluates every entry of "
+            f"{passes}. verbose=1 prints progress during the fit; a subset of the "
+            "samples, or the linear kernel, is much faster.")
 
 
 class Progress:

@@ -363,7 +363,7 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
             kernels.append(kernel)
         largest = int(np.argmax(sizes))
         self._warn_if_long(kernels[largest], (rows[largest].size, data.X.shape[1]),
-                           len(pairs))
+                           len(pairs), pairs=True)
         return PathState(inputs.fingerprint, paths, extra=rows)
 
     def _pairs_of(self, classes) -> bool:

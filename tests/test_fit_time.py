@@ -62,6 +62,26 @@ def test_long_fit_warns_once_with_the_estimate(Estimator, monkeypatch):
         Estimator(kernel="linear").fit(X, y)  # (linear fits are not kernel fits)
 
 
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_long_fit_warning_names_the_multiclass_tasks(multi_class, monkeypatch):
+    """One-vs-one (the default) trains a task per pair of classes on the pair's samples,
+    one-vs-rest a task per class on all of them: the warning says which."""
+    rng = np.random.RandomState(43)
+    X = rng.randn(90, 3)
+    y = np.repeat([0, 1, 2], 30)
+    X[:, 0] += 2.0 * y
+    monkeypatch.setattr(fit_time, "LONG_FIT_SECONDS", 0.0)
+    with pytest.warns(LongFitWarning) as record:
+        SafeSVC(kernel="rbf", multi_class=multi_class).fit(X, y)
+    (w,) = record
+    text = str(w.message)
+    if multi_class == "ovo":
+        assert "on 3 pairs of classes (the largest on 60 samples)" in text
+        assert "each pair's kernel matrix" in text and "one-vs-rest" not in text
+    else:
+        assert "on 90 samples" in text and "for each of 3 one-vs-rest tasks" in text
+
+
 def test_verbose_prints_progress_during_a_single_fit(monkeypatch, capsys):
     X, y = make_binary(n=120, d=3, seed=42)
 
