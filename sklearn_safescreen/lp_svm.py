@@ -97,6 +97,11 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
     class_weight : dict or "balanced", default=None
         Multiplies the loss of each class's samples (then rescaled with
         ``sample_weight``); the rules are those of the weighted problem.
+        ``"balanced"`` weighs class ``c`` by ``sum(sample_weight) / (n_classes * W_c)``,
+        ``W_c`` the total ``sample_weight`` of its samples (without ``sample_weight``:
+        ``n_samples / (n_classes * n_c)``, its count), as scikit-learn's
+        ``compute_class_weight`` with ``sample_weight``: a fit with an integer
+        ``sample_weight`` equals the fit on the samples repeated that many times.
     verbose : int, default=0
         Print one line per fit (screened counts, gap, rounds, time).
     n_jobs : int, default=None

@@ -85,6 +85,11 @@ def lp_svm_path(X, y, *, eps: float = 1e-3, alpha_min: float | None = None,
         Non-negative weights of the samples' losses; samples of weight 0 are left out.
     class_weight : dict or "balanced", default=None
         Multiplies the loss of each class's samples.
+        ``"balanced"`` weighs class ``c`` by ``sum(sample_weight) / (n_classes * W_c)``,
+        ``W_c`` the total ``sample_weight`` of its samples (without ``sample_weight``:
+        ``n_samples / (n_classes * n_c)``, its count), as scikit-learn's
+        ``compute_class_weight`` with ``sample_weight``: a fit with an integer
+        ``sample_weight`` equals the fit on the samples repeated that many times.
     return_dual : bool, default=False
         Also return the dual solution at each breakpoint (dense, ``n_samples`` values a
         breakpoint).

@@ -126,6 +126,11 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
         reference.
     class_weight : dict or "balanced", default=None
         Multiplies ``C`` per class (box bounds :math:`Cc_i`).
+        ``"balanced"`` weighs class ``c`` by ``sum(sample_weight) / (n_classes * W_c)``,
+        ``W_c`` the total ``sample_weight`` of its samples (without ``sample_weight``:
+        ``n_samples / (n_classes * n_c)``, its count), as scikit-learn's
+        ``compute_class_weight`` with ``sample_weight``: a fit with an integer
+        ``sample_weight`` equals the fit on the samples repeated that many times.
     verbose : int, default=0
         Print one line per path step (value, screened counts, gap, time).
         A kernel fit also prints its progress every few seconds (kernel entries
