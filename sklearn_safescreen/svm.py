@@ -322,7 +322,8 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
         return FitData(X, y_ind, sw, weights, content, classes)
 
     def _task_paths(self, Xa, kernel, data: FitData) -> list[SVMPath]:
-        """One path per one-vs-rest task (one for two classes)."""
+        """One path per one-vs-rest task (one for two classes): ``multi_class="ovr"``,
+        or two classes (one-vs-one: :meth:`_make_paths`)."""
         return [SVMPath(SVMData(Xa, kernel, labels, data.weights), name)
                 for name, labels in one_vs_rest(data.classes, data.targets)]
 
@@ -377,8 +378,8 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
 
     def _eps_path_next(self, eps: float, stop: float) -> float | None:
         """Next C of the eps-path (Ogawa et al. 2013, Algorithm 1) from the last fit, or
-        None when the path is over (no sample at its upper bound in any one-vs-rest
-        task, or ``stop`` reached)."""
+        None when the path is over (no sample at its upper bound in any task,
+        or ``stop`` reached)."""
         C = float(self.C)
         paths = self._path.paths
         if C >= stop:

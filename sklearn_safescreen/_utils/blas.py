@@ -24,14 +24,14 @@ class _SingleBlasThread:
     BLAS threads each call wakes them, and they spin on the CPU the fit needs, so a call
     too small to split costs more CPU and more wall time than on one thread
     (``doc/benchmarks.md``, "Compiled core: numba (before) against Cython (now)").
-    Parallelism comes from joblib instead (one-vs-rest tasks, folds). numpy and scipy
-    each bring an OpenBLAS; the controllers are found once, so that a limit then costs
-    only the calls that set it (threadpoolctl's own ``limit`` searches the loaded
+    Parallelism comes from joblib instead (a multiclass fit's tasks, folds). numpy and
+    scipy each bring an OpenBLAS; the controllers are found once, so that a limit then
+    costs only the calls that set it (threadpoolctl's own ``limit`` searches the loaded
     libraries again at each use, which a fit would pay every time).
     """
 
     _libs = None
-    # fits may run on several threads at once (one-vs-rest tasks, folds): the first to
+    # fits may run on several threads at once (a multiclass fit's tasks, folds): the first to
     # enter sets the limit and the last to leave restores the libraries' settings.
     # OpenBLAS ignores a limit set from a thread other than the main one, so code that
     # runs fits on threads (RegularizationPathCV) enters this context first, in the

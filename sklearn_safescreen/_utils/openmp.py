@@ -8,8 +8,9 @@ cores, lowered by threadpoolctl's OpenMP limits of the calling thread
 The count of a fit is decided once, in the thread that calls ``fit``
 (:func:`fit_threads`, entered by :func:`~sklearn_safescreen.base.limit_blas_threads`),
 because threadpoolctl's OpenMP limits apply to the thread that sets them only, and the
-one-vs-rest tasks of a fit run on other threads. Outside a fit the loops use
-:func:`effective_n_threads`. A build without OpenMP runs every loop on one thread.
+tasks of a multiclass fit (pairs of classes, or one-vs-rest classes) run on other
+threads. Outside a fit the loops use :func:`effective_n_threads`. A build without
+OpenMP runs every loop on one thread.
 
 The parallel loops split their output elements among the threads and never a sum, so
 their results are the same, bit for bit, whatever the number of threads.
@@ -67,7 +68,7 @@ def effective_n_threads(n_jobs: int | None = None) -> int:
 class _FitThreads:
     """The count of the fits in progress: the first fit to enter decides it (in its own
     thread, where the caller's threadpoolctl limits apply) and the fits it runs on other
-    threads (one-vs-rest tasks, folds) use it; the last one to leave clears it."""
+    threads (a multiclass fit's tasks, folds) use it; the last one to leave clears it."""
 
     _lock = threading.Lock()
     _depth = 0

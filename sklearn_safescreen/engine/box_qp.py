@@ -1,8 +1,9 @@
 r"""The path step of the box-QP family (SafeSVC, SafeLAD).
 
-A :class:`BoxQPPath` is one binary problem (one SVM task of a one-vs-rest fit, or the LAD
-problem) walked along a path of ``C``: its data, the solver's caches and its last
-solution, which is the next step's screening reference. One step at ``C``:
+A :class:`BoxQPPath` is one binary problem (one SVM task: a pair of classes, a class
+against the rest, or the two classes; or the LAD problem) walked along a path of ``C``:
+its data, the solver's caches and its last solution, which is the next step's screening
+reference. One step at ``C``:
 
 1. **reference**: the previous solution, or for a cold fit the closed form at the
    critical value followed by a short internal path up to ``C`` (steps of

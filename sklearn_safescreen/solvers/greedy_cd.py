@@ -102,7 +102,7 @@ def solve_kernel_greedy(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
 
 class _LoopTeam:
     """The threads of one greedy loop: the fit's OpenMP threads, shared among the
-    greedy loops running at the same time in this process (one-vs-rest tasks or
+    greedy loops running at the same time in this process (a multiclass fit's tasks or
     folds on threads), so that their teams, whose threads spin while they wait for
     the next scan, do not hold more threads than there are to share. The answer does
     not depend on it (the loop's results are the same on any number of threads)."""
