@@ -63,3 +63,19 @@ def test_every_verbose_gap_of_the_engines_and_the_path_is_labelled(estimator, ca
     target = X[:, 0] if estimator == "lad" else y
     estimator_path(model, X, target, n_values=3, verbose=1)
     assert _every_gap_labelled(capsys.readouterr().out) == []
+
+
+def test_internal_path_steps_name_the_value_the_fit_was_asked_for(capsys):
+    """A cold fit walks internal path steps from its critical value up to C: their
+    lines say so (a line at C=4.5 read as a fit at the wrong C), the last one is at C."""
+    from sklearn.datasets import make_classification
+
+    from sklearn_safescreen import SafeSVC
+
+    X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    SafeSVC(kernel="linear", C=100.0, verbose=1).fit(X, y)
+    lines = [s for s in capsys.readouterr().out.splitlines() if " screened " in s]
+    assert len(lines) >= 2
+    *internal, last = lines
+    assert all("(internal path step toward C=100)" in s for s in internal)
+    assert last.startswith("[SafeSVC] C=100 ") and "internal" not in last

@@ -309,7 +309,11 @@ class BoxQPPath:
         n_lower, n_upper = reduced.screened_counts()
         report.set_final(n_lower, n_upper)
         if verbose:
-            print(f"[{self.label}]{' ' + self.name if self.name else ''} C={C:<10.4g} "
+            # a cold fit's first lines are at values the user never asked for: say so,
+            # or they read as a fit at the wrong C
+            value = f"C={C:<10.4g}" if C == target else \
+                f"C={C:.4g} (internal path step toward C={target:.4g})"
+            print(f"[{self.label}]{' ' + self.name if self.name else ''} {value} "
                   f"screened R={n_lower:<6d} L={n_upper:<6d} "
                   f"free={n - n_lower - n_upper:<6d} rel_gap={cert.rel_gap:.2e} "
                   f"iter={result.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
@@ -379,7 +383,11 @@ class BoxQPPath:
         return take
 
     def _task_words(self) -> str:
-        return f" (class {self.name})" if self.name else ""
+        if not self.name:
+            return ""
+        # a one-vs-one task is named after its pair ("a vs b"), a one-vs-rest one after
+        # its class
+        return f" (classes {self.name})" if " vs " in self.name else f" (class {self.name})"
 
     def _closed_form_answer(self, C: float, n_lower: int, n_upper: int,
                             report: ScreeningReport, verbose: int, detail: str) -> list:
