@@ -82,4 +82,4 @@ plt.show()
 # time. What keeps each linear program small is the solver's column and row generation:
 # it starts from the previous support and margin samples and adds only the features and
 # samples that the current point shows to matter. On wide sparse data the rules fix more
-# (``doc/benchmarks.md``, "LP-SVM path").
+# (``doc/benchmarks.md``, "LP-SVM path: the core against the full LP").
