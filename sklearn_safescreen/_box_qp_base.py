@@ -155,12 +155,15 @@ class BaseBoxQPEstimator(SafeEstimator):
                             verbose=self.verbose, describe=self._describe())
 
     def _progress(self, state: PathState):
+        """While the fit runs (``verbose``): its epochs and gap, and for a kernel fit the
+        kernel entries evaluated (:class:`~sklearn_safescreen._fit_time.Progress`)."""
+        if not self.verbose:
+            return contextlib.nullcontext()
         kernels = list({id(p.data.kernel): p.data.kernel for p in state.paths
                         if p.data.kernel is not None}.values())
-        if not (self.verbose and kernels):
-            return contextlib.nullcontext()
         return Progress(f"[{type(self).__name__}] C={self.C:.4g}", kernels,
-                        state.paths[0].data.n_samples)
+                        state.paths[0].data.n_samples,
+                        statuses=[p.data.status for p in state.paths], tol=self.tol)
 
     def _warn_if_long(self, kernel, shape, n_tasks: int, pairs: bool = False) -> None:
         """Once per data set (a cold fit), a :class:`LongFitWarning` with the estimated

@@ -14,6 +14,8 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
+
 #: CPU time of one kernel entry (ns): a per-kernel constant (the kernel's function of
 #: the inner product: an exponential, a power, nothing) plus a per-feature one (the
 #: inner product's multiply-add), a calibration of the compiled kernel blocks on one
@@ -98,10 +100,13 @@ class Progress:
     alive."""
 
     def __init__(self, label: str, kernels: list, n: int, every: float | None = None,
-                 out=print):
+                 out=print, statuses: list | None = None, tol: float | None = None):
         self.label, self.kernels, self.n = label, kernels, n
         self.every = PROGRESS_SECONDS if every is None else every
         self.out = out
+        self.statuses, self.tol = list(statuses or []), tol
+        self._first_gap: tuple[float, float] | None = None  # (elapsed, gap) first seen
+        self._last_epoch = 0
         self._start_count = self._count()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -112,8 +117,37 @@ class Progress:
     def line(self, elapsed: float, done: int) -> str:
         """The progress line after ``elapsed`` seconds and ``done`` kernel entries."""
         head = f"{self.label} fitting: {elapsed:.0f} s"
+        solver = self._solver_words(elapsed)
         if not self.kernels:
-            return head + " elapsed"
+            return head + " elapsed" + solver
+        return self._kernel_words(head, elapsed, done) + solver
+
+    def _solver_words(self, elapsed: float) -> str:
+        """The solve's epochs and its worst task's relative duality gap, and the time
+        to ``tol`` if the gap keeps falling at its geometric rate so far (an estimate:
+        coordinate descent converges linearly, at a rate that can change)."""
+        seen = [s for s in self.statuses if s.n_iter > 0]
+        if not seen:
+            return ""
+        gap, epoch = max(s.rel_gap for s in seen), max(s.n_iter for s in seen)
+        text = f"; epoch {epoch}, relative duality gap {gap:.2g}"
+        if epoch < self._last_epoch:
+            self._first_gap = None  # a new solve (an internal path's next step): anew
+        self._last_epoch = epoch
+        if not (np.isfinite(gap) and gap > 0.0):
+            return text
+        if self.tol is not None:
+            text += f" (tol {self.tol:g})"
+        if self._first_gap is None:
+            self._first_gap = (elapsed, gap)
+            return text
+        t0, g0 = self._first_gap
+        if self.tol is not None and gap > self.tol and g0 > gap and elapsed > t0:
+            rate = np.log(g0 / gap) / (elapsed - t0)  # per second
+            text += f", about {describe(np.log(gap / self.tol) / rate)} more at this rate"
+        return text
+
+    def _kernel_words(self, head: str, elapsed: float, done: int) -> str:
         one_pass = float(self.n) ** 2 * len(self.kernels)
         text = (f"{head}, {done:.3g} kernel entries evaluated ({done / one_pass:.0%} of "
                 "one pass over the kernel matrix)")

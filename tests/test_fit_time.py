@@ -98,3 +98,45 @@ def test_verbose_prints_progress_during_a_single_fit(monkeypatch, capsys):
     assert lines and all(
         s.startswith("[SafeSVC] C=1 fitting: ") and "kernel entries evaluated" in s
         for s in lines)
+
+
+def test_progress_line_reports_the_solvers_epochs_gap_and_time_to_tol():
+    """The solvers record their epochs and gap at each check (SolveStatus); a progress
+    line reads them, and from the second line on estimates the time to tol at the
+    geometric rate of the gap so far."""
+    from sklearn_safescreen.problems.box_qp import SolveStatus
+
+    status = SolveStatus()
+    progress = fit_time.Progress("[SafeSVC] C=1", [], 100, statuses=[status], tol=1e-4)
+    assert progress.line(1.0, 0) == "[SafeSVC] C=1 fitting: 1 s elapsed"  # no check yet
+    status.record(10, 1e-1)
+    assert progress.line(2.0, 0).endswith("epoch 10, relative duality gap 0.1 (tol 0.0001)")
+    status.record(20, 1e-2)  # a decade in 2 s: the two decades to tol take about 4 s
+    line = progress.line(4.0, 0)
+    assert "epoch 20, relative duality gap 0.01" in line and "more at this rate" in line
+    assert line.split("about ")[1].startswith("4 s")
+
+
+def test_a_linear_fit_prints_its_epochs_and_gap_during_the_fit(monkeypatch, capsys):
+    """A linear fit has no kernel to count: its progress lines give the solver's epochs
+    and relative duality gap (a 2,000,000-sample linear fit printed nothing during its
+    step)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(4000, 20)
+    y = np.where(X @ rng.randn(20) + rng.randn(4000) > 0, 1, 0)
+    seen = []
+    from sklearn_safescreen.problems import box_qp
+
+    real_record = box_qp.SolveStatus.record
+
+    def slow_record(self, n_iter, rel_gap):
+        real_record(self, n_iter, rel_gap)
+        seen.append(n_iter)
+        time.sleep(0.02)  # the fit lasts long enough for progress lines
+
+    monkeypatch.setattr(box_qp.SolveStatus, "record", slow_record)
+    monkeypatch.setattr(fit_time, "PROGRESS_SECONDS", 0.01)
+    SafeSVC(kernel="linear", C=10.0, tol=1e-8, verbose=1).fit(X, y)
+    lines = [s for s in capsys.readouterr().out.splitlines() if " fitting: " in s]
+    assert seen and lines
+    assert any("relative duality gap" in s and "epoch" in s for s in lines)

@@ -67,6 +67,21 @@ def gamma(m: int | float) -> float:
     return mu / (1.0 - mu)
 
 
+class SolveStatus:
+    """Where the current solve of a task stands, for the progress lines of a long fit
+    (:class:`~sklearn_safescreen._fit_time.Progress`, read from another thread): the
+    solver records its epochs and relative duality gap at each of its gap checks. Two
+    plain numbers, replaced together: a reader sees one check's or the next's."""
+
+    __slots__ = ("n_iter", "rel_gap")
+
+    def __init__(self) -> None:
+        self.n_iter, self.rel_gap = 0, float("inf")
+
+    def record(self, n_iter: int, rel_gap: float) -> None:
+        self.n_iter, self.rel_gap = int(n_iter), float(rel_gap)
+
+
 @dataclass
 class BoxQP:
     """One box-constrained dual problem over all ``n`` samples, at one value of ``C``.
@@ -88,6 +103,8 @@ class BoxQP:
     #: the hinge-loss SVM (``p = 1``, ``lo = 0``): its gap has the C-free hard-margin
     #: bound (:meth:`hard_margin_gap`)
     hinge: bool = False
+    #: the solvers record their progress here (None: nobody reads it)
+    status: SolveStatus | None = None
 
     @property
     def n_samples(self) -> int:

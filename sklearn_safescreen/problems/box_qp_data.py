@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .box_qp import BoxQP, BoxQPReference, gamma
+from .box_qp import BoxQP, BoxQPReference, SolveStatus, gamma
 from .constants import UNIT_ROUNDOFF
 from .kernels import KernelMatrix
 
@@ -42,6 +42,7 @@ class BoxQPData:
         self._qv = np.zeros_like(sign)
         self._qv_error = np.zeros_like(sign)
         self._znorm = np.sqrt(np.maximum(self.sqnorm, 0.0))
+        self.status = SolveStatus()  # the task's solves, read by the progress lines
 
     @property
     def n_samples(self) -> int:
@@ -57,7 +58,7 @@ class BoxQPData:
         lo, hi = self.box(C)
         return BoxQP(sign=self.sign, p=self.p, lo=lo, hi=hi, sqnorm=self.sqnorm,
                      X=self.X if self.kernel is None else None, kernel=self.kernel,
-                     newton=newton, hinge=self.hinge)
+                     newton=newton, hinge=self.hinge, status=self.status)
 
     def q_matvec(self, v: np.ndarray) -> np.ndarray:
         """``Q v``; in kernel mode updated from the previous call's product, or afresh

@@ -216,6 +216,8 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             # a point the finisher has just brought to round-off
             pg_ok = True
         q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
+        if problem.status is not None:
+            problem.status.record(n_iter, rel_gap)
         if finished:
             finished = False
             stalled = best is not None and not rel_gap < 0.5 * best[0]
@@ -430,6 +432,8 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 and np.count_nonzero(a[la]) == np.count_nonzero(a)):
             gap = min(gap, hard_margin_gap(q_f[la], quad, dual))
         rel_gap = gap / max(abs(dual), TINY)
+        if problem.status is not None:
+            problem.status.record(n_iter, rel_gap)
         ipm_fits = 1 < la.size <= IPM_MAX_SYSTEM
         small = la.size**3 / 3 <= IPM_SMALL_FLOPS
         # Once CD has found which variables sit at a bound, one linear solve on the

@@ -325,6 +325,9 @@ class _GreedySolve:
             self.hm_parts = (G + self.p[la], quad, dual)
             if not self.pending.size:
                 self._take_hard_margin_gap(self.hm_parts[0])
+        if self.problem.status is not None:
+            self.problem.status.record(int(np.ceil(self.updates / self.n_free0)),
+                                       self.rel_gap)
         return la, G
 
     def _take_hard_margin_gap(self, margins: np.ndarray) -> None:
