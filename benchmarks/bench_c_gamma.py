@@ -1,4 +1,4 @@
-"""Benchmark of the C x gamma search (issue 51).
+"""Benchmark of the C x gamma search.
 
 Setup of the issue: ``make_classification(12000, 30, n_informative=15, flip_y=0.05,
 random_state=0)``, standardised; 5 stratified folds; ``C = logspace(-1, 3, 10)``,
@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 SIDES = ("path", "path_noseed", "grid_safe", "grid_svc", "halving")
-SECTION = "## C x gamma search (issue 51)"
+SECTION = "## C x gamma search"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 

@@ -15,7 +15,7 @@ small shared machine multi-threaded BLAS calls on vectors of ~20000 entries cost
 milliseconds of thread synchronisation each (measured: ``a @ b`` of two 20640-vectors
 2.5 ms with the default threads vs 4 us with one), which swamps both variants.
 
-Writes the section "SafeLAD (issue 4)" of doc/benchmarks.md and prints it.
+Writes the section "SafeLAD" of doc/benchmarks.md and prints it.
 
 Run: python benchmarks/bench_lad.py [--quick] [--blas-threads N]
 """
@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_safescreen.lad import SafeLAD
 
-SECTION = "## SafeLAD (issue 4)"
+SECTION = "## SafeLAD"
 #: Complete walks of each path; the fastest is reported (timings on a shared 2-core
 #: machine jitter by 10-20%).
 REPEATS = 3

@@ -25,7 +25,7 @@
        else (see ``_metric_learn_lmnn``).
 
 Times are process CPU times (the machine is shared; wall times are printed too). Writes
-the section "SafeMetricLearner (issue 5)" of doc/benchmarks.md and prints it.
+the section "SafeMetricLearner" of doc/benchmarks.md and prints it.
 
 Run: pip install -e ".[bench]"   (metric-learn, for the LMNN comparison)
      OPENBLAS_NUM_THREADS=1 python benchmarks/bench_metric_learning.py [--quick]
@@ -315,7 +315,7 @@ def main():
     load1 = os.getloadavg()[0]
 
     lines = [
-        "## SafeMetricLearner (issue 5)",
+        "## SafeMetricLearner",
         "",
         f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, "
         f"{os.cpu_count()} cores shared with other jobs (1-min load average {load0:.1f} "
@@ -406,7 +406,7 @@ def main():
     print(text)
     doc = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.md"
     old = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    start = old.find("## SafeMetricLearner (issue 5)")
+    start = old.find("## SafeMetricLearner")
     if start >= 0:
         end = old.find("\n## ", start + 1)
         old = old[:start] + old[end + 1:] if end >= 0 else old[:start]

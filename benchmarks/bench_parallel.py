@@ -187,7 +187,7 @@ def main():
             part_rows.append(f"| {n_train:,} | {part} | {t1:.2f} s | {tn:.2f} s | "
                              f"{t1 / tn:.2f}x | {t1 / one[0]:.0%} |")
     text = "\n".join([
-        "## Parallel loops (issue 27, item 3)",
+        "## Parallel loops",
         "",
         f"Measured {started:%Y-%m-%d %H:%M} UTC on {platform.machine()} "
         f"({os.cpu_count()} cores, shared with other jobs), Python "

@@ -12,7 +12,7 @@ and folds (all with refit=True):
 
 Also checks that RegularizationPathCV and GridSearchCV(SafeSVC) give the same
 mean_test_score and best_params_. All ratios come from one run. Writes the section
-"RegularizationPathCV (issue 3)" of doc/benchmarks.md and prints it.
+"RegularizationPathCV" of doc/benchmarks.md and prints it.
 
 Run: python benchmarks/bench_path_cv.py [--quick] [--no-doc]
 """
@@ -38,7 +38,7 @@ from sklearn_safescreen.model_selection import RegularizationPathCV
 from sklearn_safescreen.path import make_grid
 from sklearn_safescreen.svm import SafeSVC
 
-SECTION = "## RegularizationPathCV (issue 3)"
+SECTION = "## RegularizationPathCV"
 
 
 def timed(fn, cpu: dict | None = None, key: str = ""):
