@@ -3,8 +3,8 @@
 The same parametric simplex as :class:`.lp_homotopy.LPHomotopy`, pivot for pivot (the
 same reduced costs, crossings, ratio tests and Bland tie-breaks), without the copies the
 NumPy version makes: the products with the margin rows :math:`Z_{E,:}` and the active
-columns :math:`Z_{:,A}` read ``Z`` in place (row-major for rows, column-major for
-columns; CSR and CSC when sparse). Each step runs without the GIL.
+columns :math:`Z_{:,A}` read ``Z`` in place (:mod:`._lp_zmatrix`). Each step runs
+without the GIL.
 
 This module holds the path's side of the simplex: the basis's index sets and primal
 values, the pricing (:meth:`HomotopyCore.next_event`: the next breakpoint and its
@@ -19,6 +19,7 @@ from libc.math cimport fabs, INFINITY
 
 from ._lp_dense_inverse cimport DenseInverse
 from ._lp_sparse_factor cimport SparseFactor
+from ._lp_zmatrix cimport ZMatrix
 
 import numpy as np
 
@@ -32,22 +33,19 @@ cdef signed char E_STATUS = 2
 
 
 cdef class HomotopyCore:
-    """State and steps of the homotopy on a dense (``Zr`` row-major and ``Zf``
-    column-major copies of Z) or sparse (CSR and CSC arrays) problem."""
+    """State and steps of the homotopy on ``Z`` (dense or sparse; ``Zc``: the same
+    matrix in the caller's column format, CSC when sparse), with the sparse factor if
+    ``lu``, else the dense inverse."""
 
     cdef public Py_ssize_t n, d, k, kmax
     cdef public double lam
-    cdef bint sparse
-    cdef const double[:, ::1] Zr
-    cdef const double[::1, :] Zf
-    cdef const double[::1] r_data, c_data
-    cdef const Py_ssize_t[::1] r_ind, r_ptr, c_ind, c_ptr
+    cdef ZMatrix Z
     cdef const double[::1] s
     cdef public object A_arr, sgn_arr, E_arr, t_arr, m_arr, cL_arr, status_arr
     cdef Py_ssize_t[::1] A, E, posA
     cdef double[::1] sgn, t, m, cL
     cdef signed char[::1] status
-    cdef double[::1] u, v, g, hh, alpha, dm, rowbuf, cvec, tmpk
+    cdef double[::1] u, v, g, hh, alpha, dm, cvec, tmpk
     cdef double[::1, :] rhs2, uv
     cdef double slope_rtol, tie_rtol, pivot_rtol
     cdef Py_ssize_t _left
@@ -62,33 +60,16 @@ cdef class HomotopyCore:
 
     def __init__(self, Z, Zc, double[::1] s, double slope_rtol, double tie_rtol,
                  double pivot_rtol, bint lu=False):
-        import scipy.sparse as sp
-        self.n, self.d = Z.shape
-        self.sparse = sp.issparse(Z)
-        if lu and not self.sparse:
-            raise ValueError("the sparse factor needs a sparse Z")
+        self.Z = ZMatrix(Z, Zc)
+        self.n, self.d = self.Z.n, self.Z.d
         self.lu_mode = lu
-        if self.sparse:
-            Zr = Z.tocsr()
-            Zcc = Zc.tocsc()
-            self.r_data = np.ascontiguousarray(Zr.data, dtype=np.float64)
-            self.r_ind = np.ascontiguousarray(Zr.indices, dtype=np.intp)
-            self.r_ptr = np.ascontiguousarray(Zr.indptr, dtype=np.intp)
-            self.c_data = np.ascontiguousarray(Zcc.data, dtype=np.float64)
-            self.c_ind = np.ascontiguousarray(Zcc.indices, dtype=np.intp)
-            self.c_ptr = np.ascontiguousarray(Zcc.indptr, dtype=np.intp)
-        else:
-            self.Zr = np.ascontiguousarray(Z, dtype=np.float64)
-            self.Zf = np.asfortranarray(Z, dtype=np.float64)
         self.s = s
         self.slope_rtol, self.tie_rtol, self.pivot_rtol = slope_rtol, tie_rtol, pivot_rtol
         n, d = self.n, self.d
         self.kmax = min(n, d) + 1
         km = self.kmax
-        self.A_arr = np.zeros(km, dtype=np.intp)
-        self.E_arr = np.zeros(km, dtype=np.intp)
-        self.sgn_arr = np.zeros(km)
-        self.t_arr = np.zeros(km)
+        self.A_arr, self.E_arr = np.zeros(km, dtype=np.intp), np.zeros(km, dtype=np.intp)
+        self.sgn_arr, self.t_arr = np.zeros(km), np.zeros(km)
         self.m_arr = np.zeros(n)
         self.cL_arr = np.zeros(d)
         self.status_arr = np.zeros(n, dtype=np.int8)
@@ -99,13 +80,14 @@ cdef class HomotopyCore:
         self.uv, self.rhs2 = uv, np.zeros((km, 2), order="F")
         self.u, self.v, self.alpha = uv[:, 0], uv[:, 1], np.zeros(km)
         self.cvec, self.tmpk = np.zeros(km), np.zeros(km)
-        self.g, self.hh, self.rowbuf = np.zeros(d), np.zeros(d), np.zeros(d)
+        self.g, self.hh = np.zeros(d), np.zeros(d)
         self.dm = np.zeros(n)
         self.k = 0
         self.lam = INFINITY
-        # the dense inverse only without the sparse factor (it would take k_max^2 doubles)
+        # the dense inverse only without the sparse factor (it would take k_max^2
+        # doubles); the sparse factor refuses a dense Z
         if lu:
-            self.lu = SparseFactor(Z.tocsr(), self.c_data, self.c_ind, self.c_ptr, km)
+            self.lu = SparseFactor(self.Z, km)
             self.xs, self.c1, self.c0 = np.zeros(n), np.zeros(n), np.zeros(n)
         else:
             self.inv = DenseInverse(km)
@@ -177,64 +159,10 @@ cdef class HomotopyCore:
                 self.cL[j] = 0.0
             for i in range(self.n):
                 if self.status[i] == L_STATUS:
-                    self._add_row(i, self.s[i], &self.cL[0])
+                    self.Z.add_row(i, self.s[i], &self.cL[0])
             for j in range(self.d):
                 change = max(change, fabs(old[j] - self.cL[j]))
         return change
-
-    # ------------------------------------------------------------- products ---
-    cdef void _add_row(self, Py_ssize_t i, double c, double* out) noexcept nogil:
-        """out += c Z[i, :]"""
-        cdef Py_ssize_t j, p
-        cdef const double* row
-        if self.sparse:
-            for p in range(self.r_ptr[i], self.r_ptr[i + 1]):
-                out[self.r_ind[p]] += c * self.r_data[p]
-        else:
-            row = &self.Zr[i, 0]
-            for j in range(self.d):
-                out[j] += c * row[j]
-
-    cdef void _add_col(self, Py_ssize_t j, double c, double* out) noexcept nogil:
-        """out += c Z[:, j]"""
-        cdef Py_ssize_t i, p
-        cdef const double* col
-        if self.sparse:
-            for p in range(self.c_ptr[j], self.c_ptr[j + 1]):
-                out[self.c_ind[p]] += c * self.c_data[p]
-        else:
-            col = &self.Zf[0, j]
-            for i in range(self.n):
-                out[i] += c * col[i]
-
-    cdef double _entry(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-        cdef Py_ssize_t lo, hi, mid
-        if not self.sparse:
-            return self.Zr[i, j]
-        lo, hi = self.r_ptr[i], self.r_ptr[i + 1]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.r_ind[mid] < j:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < self.r_ptr[i + 1] and self.r_ind[lo] == j:
-            return self.r_data[lo]
-        return 0.0
-
-    cdef void _gather_row(self, Py_ssize_t r, double* out) noexcept nogil:
-        """out[l] = Z[r, A[l]] sgn[l] for the active positions."""
-        cdef Py_ssize_t l, p
-        if self.sparse:
-            for p in range(self.r_ptr[r], self.r_ptr[r + 1]):
-                self.rowbuf[self.r_ind[p]] = self.r_data[p]
-            for l in range(self.k):
-                out[l] = self.rowbuf[self.A[l]] * self.sgn[l]
-            for p in range(self.r_ptr[r], self.r_ptr[r + 1]):
-                self.rowbuf[self.r_ind[p]] = 0.0
-        else:
-            for l in range(self.k):
-                out[l] = self.Zr[r, self.A[l]] * self.sgn[l]
 
     # ---------------------------------------------------------- dual lines ---
     cdef void _lu_dual_lines(self) noexcept nogil:
@@ -269,29 +197,6 @@ cdef class HomotopyCore:
             self.rhs2[l, 1] = self.sgn[l] * self.cL[self.A[l]]
         # both in one pass over G
         self.inv.apply_T2(<int>self.k, &self.rhs2[0, 0], &self.uv[0, 0])
-
-    cdef void _corr_lines(self) noexcept nogil:
-        """g = Z_E^T u, hh = Z_E^T v (one pass over the margin rows)."""
-        cdef Py_ssize_t e, i, j, p
-        cdef double ue, ve, z
-        cdef const double* row
-        for j in range(self.d):
-            self.g[j] = 0.0
-            self.hh[j] = 0.0
-        for e in range(self.k):
-            i = self.E[e]
-            ue, ve = self.u[e], self.v[e]
-            if self.sparse:
-                for p in range(self.r_ptr[i], self.r_ptr[i + 1]):
-                    j = self.r_ind[p]
-                    z = self.r_data[p]
-                    self.g[j] += ue * z
-                    self.hh[j] += ve * z
-            else:
-                row = &self.Zr[i, 0]
-                for j in range(self.d):
-                    self.g[j] += ue * row[j]
-                    self.hh[j] += ve * row[j]
 
     cdef double _gap(self, double lam) noexcept nogil:
         """Relative gap of the current basis at lam (the dual lines must be current)."""
@@ -328,7 +233,8 @@ cdef class HomotopyCore:
         cdef int kind = -1, sign = 0
         with nogil:
             self._dual_lines()
-            self._corr_lines()
+            self.Z.rows_T2(self.k, &self.E[0], &self.u[0], &self.v[0], &self.g[0],
+                           &self.hh[0])
             tol_f = self.slope_rtol * n
             for e in range(self.k):
                 umax = max(umax, fabs(self.u[e]))
@@ -434,7 +340,7 @@ cdef class HomotopyCore:
             for i in range(self.n):
                 self.xs[i] = 0.0
             if kind == FEATURE:
-                self._add_col(index, <double>sign, &self.xs[0])
+                self.Z.add_col(index, <double>sign, &self.xs[0])
             else:
                 # the hinge slack (column e_i) or the surplus (-e_i) of margin sample i
                 self.xs[self.E[index]] = 1.0 if kind == BELOW else -1.0
@@ -451,7 +357,7 @@ cdef class HomotopyCore:
                 self.dm[self.E[index]] = -1.0 if kind == BELOW else 1.0
             return
         if kind == FEATURE:
-            self._add_col(index, <double>sign, &self.dm[0])
+            self.Z.add_col(index, <double>sign, &self.dm[0])
             for l in range(k):
                 self.tmpk[l] = self.dm[self.E[l]]
             if k:
@@ -461,7 +367,7 @@ cdef class HomotopyCore:
             for l in range(k):
                 self.alpha[l] = dirn * self.inv.G[l, index]
         for l in range(k):
-            self._add_col(self.A[l], -self.sgn[l] * self.alpha[l], &self.dm[0])
+            self.Z.add_col(self.A[l], -self.sgn[l] * self.alpha[l], &self.dm[0])
 
     def pivot(self, int kind, Py_ssize_t index, int sign):
         """Let the variable in, the ratio test picks the one that leaves; returns
@@ -546,13 +452,13 @@ cdef class HomotopyCore:
         elif enter_feature and leave_feature:
             self.inv.replace_column(k, p, &self.alpha[0])
         elif enter_feature:
-            self._gather_row(r, &self.cvec[0])
+            self.Z.gather_row(r, self.k, &self.A[0], &self.sgn[0], &self.cvec[0])
             self.inv.border(k, &self.cvec[0], &self.alpha[0],
-                            sign * self._entry(r, index))
+                            sign * self.Z.entry(r, index))
         elif leave_feature:
             self.inv.remove(k, p, index)
         else:
-            self._gather_row(r, &self.cvec[0])
+            self.Z.gather_row(r, self.k, &self.A[0], &self.sgn[0], &self.cvec[0])
             self.inv.replace_row(k, index, &self.cvec[0])
 
     cdef void _update(self, int kind, Py_ssize_t index, int sign, double theta,
@@ -598,13 +504,13 @@ cdef class HomotopyCore:
                 self.E[q] = r
             if kind == BELOW:
                 self.status[i] = L_STATUS
-                self._add_row(i, self.s[i], &self.cL[0])
+                self.Z.add_row(i, self.s[i], &self.cL[0])
             else:
                 self.status[i] = R_STATUS
 
     cdef void _leave_slack(self, Py_ssize_t r) noexcept nogil:
         if self.status[r] == L_STATUS:
-            self._add_row(r, -self.s[r], &self.cL[0])
+            self.Z.add_row(r, -self.s[r], &self.cL[0])
         self.status[r] = E_STATUS
         self.m[r] = 1.0
 
@@ -637,7 +543,7 @@ cdef class HomotopyCore:
             with nogil:
                 for l in range(k):
                     for e in range(k):
-                        self.inv.G[e, l] = self._entry(self.E[e], self.A[l]) * self.sgn[l]
+                        self.inv.G[e, l] = self.Z.entry(self.E[e], self.A[l]) * self.sgn[l]
             self.inv.invert(k)
             with nogil:
                 # t = G 1
@@ -653,7 +559,7 @@ cdef class HomotopyCore:
             for i in range(self.n):
                 self.m[i] = 0.0
             for l in range(k):
-                self._add_col(self.A[l], self.sgn[l] * self.t[l], &self.m[0])
+                self.Z.add_col(self.A[l], self.sgn[l] * self.t[l], &self.m[0])
             scale = 1.0
             for i in range(self.n):
                 scale = max(scale, fabs(self.m[i]))
@@ -687,6 +593,6 @@ cdef class HomotopyCore:
         k = self.k
         A = self.A_arr[:k]
         E = self.E_arr[:k]
-        M = np.array([[self._entry(E[e], A[l]) * self.sgn_arr[l] for l in range(k)]
+        M = np.array([[self.Z.entry(E[e], A[l]) * self.sgn_arr[l] for l in range(k)]
                       for e in range(k)]).reshape(k, k)
         return float(np.abs(self.basis_inverse() @ M - np.eye(k)).max(initial=0.0))

@@ -2,12 +2,13 @@
 # its compiled core (_lp_homotopy_fast.pyx) so that the solves stay C calls without the
 # GIL.
 
+from ._lp_zmatrix cimport ZMatrix
+
+
 cdef class SparseFactor:
     cdef public Py_ssize_t n, k0, n_eta, eta_nnz, lu_nnz
     cdef public double eta_fill
-    cdef object Zcsr
-    cdef const double[::1] c_data
-    cdef const Py_ssize_t[::1] c_ind, c_ptr
+    cdef ZMatrix Z
     cdef Py_ssize_t[::1] A0, E0, perm_r, perm_c
     cdef double[::1] sgn0, Ld, Ud
     cdef signed char[::1] sig0

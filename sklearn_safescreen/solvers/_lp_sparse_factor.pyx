@@ -15,7 +15,7 @@ map the active positions and the non-margin samples to their slots.
 Its own module, apart from the pricing and ratio tests that use it
 (:mod:`._lp_homotopy_fast`): what is here is linear algebra on the basis, with no notion
 of the path. The core cimports it (``_lp_sparse_factor.pxd``), so that its solves are C
-calls made without the GIL.
+calls made without the GIL; its products with Z are those of :mod:`._lp_zmatrix`.
 """
 
 import numpy as np
@@ -38,17 +38,16 @@ def _split_diagonal(T, bint lower):
 
 
 cdef class SparseFactor:
-    """The factor of a basis of the homotopy on ``Zcsr`` (n samples; ``c_data``,
-    ``c_ind``, ``c_ptr``: the CSC arrays of the same matrix), for supports of at most
-    ``kmax`` features; starts at the basis of w = 0 (every hinge slack basic: B0 = I,
-    no eta)."""
+    """The factor of a basis of the homotopy on ``Z`` (sparse), for supports of at
+    most ``kmax`` features; starts at the basis of w = 0 (every hinge slack basic:
+    B0 = I, no eta)."""
 
-    def __init__(self, Zcsr, const double[::1] c_data, const Py_ssize_t[::1] c_ind,
-                 const Py_ssize_t[::1] c_ptr, Py_ssize_t kmax):
-        n = Zcsr.shape[0]
+    def __init__(self, ZMatrix Z, Py_ssize_t kmax):
+        if not Z.sparse:
+            raise ValueError("the sparse factor needs a sparse Z")
+        n = Z.n
         self.n = n
-        self.Zcsr = Zcsr
-        self.c_data, self.c_ind, self.c_ptr = c_data, c_ind, c_ptr
+        self.Z = Z
         self.k0 = self.n_eta = self.eta_nnz = self.lu_nnz = 0
         self.eta_fill = 1.0
         self.slotA = np.zeros(kmax, dtype=np.intp)
@@ -96,7 +95,7 @@ cdef class SparseFactor:
 
         lu = None
         if len(A):
-            M = sp.csc_matrix(self.Zcsr[E][:, A] @ sp.diags(sgn))
+            M = sp.csc_matrix(self.Z.csr[E][:, A] @ sp.diags(sgn))
             try:
                 lu = splu(M, permc_spec="COLAMD", relax=1, panel_size=1)
             except RuntimeError as exc:
@@ -190,19 +189,15 @@ cdef class SparseFactor:
         over the basis's slots. B0's slots are the samples (slot E0[l] holds feature
         A0[l], slot i the slack of the non-margin sample i); each eta after it is a
         column replaced (``eta_r``: its slot; the column's FTRAN, the pivot apart)."""
-        cdef Py_ssize_t l, i, e, p, j, k0 = self.k0
-        cdef double xr, c
+        cdef Py_ssize_t l, i, e, p, k0 = self.k0
+        cdef double xr
         cdef double* kb = &self.kb[0]
         for l in range(k0):
             kb[l] = x[self.E0[l]]
         if k0:
             self.solve(kb)
         for l in range(k0):
-            # x -= sgn0[l] kb[l] Z[:, A0[l]]
-            j = self.A0[l]
-            c = -self.sgn0[l] * kb[l]
-            for p in range(self.c_ptr[j], self.c_ptr[j + 1]):
-                x[self.c_ind[p]] += c * self.c_data[p]
+            self.Z.add_col(self.A0[l], -self.sgn0[l] * kb[l], x)
         for i in range(self.n):
             if self.sig0[i] < 0:
                 x[i] = -x[i]
@@ -240,10 +235,10 @@ cdef class SparseFactor:
         for l in range(k0):
             j = self.A0[l]
             a1 = a0 = 0.0
-            for p in range(self.c_ptr[j], self.c_ptr[j + 1]):
-                z = self.c_data[p]
-                a1 += z * y1[self.c_ind[p]]
-                a0 += z * y0[self.c_ind[p]]
+            for p in range(self.Z.c_ptr[j], self.Z.c_ptr[j + 1]):
+                z = self.Z.c_data[p]
+                a1 += z * y1[self.Z.c_ind[p]]
+                a0 += z * y0[self.Z.c_ind[p]]
             kb[l] -= self.sgn0[l] * a1
             self.kb3[l] -= self.sgn0[l] * a0
         if k0:
