@@ -1,0 +1,28 @@
+# The sparse factor of the LP-SVM homotopy's basis (_lp_sparse_factor.pyx), cimported by
+# its compiled core (_lp_homotopy_fast.pyx) so that the solves stay C calls without the
+# GIL.
+
+from ._lp_zmatrix cimport ZMatrix
+
+
+cdef class SparseFactor:
+    cdef public Py_ssize_t n, k0, n_eta, eta_nnz, lu_nnz
+    cdef public double eta_fill
+    cdef ZMatrix Z
+    cdef Py_ssize_t[::1] A0, E0, perm_r, perm_c
+    cdef double[::1] sgn0, Ld, Ud
+    cdef signed char[::1] sig0
+    cdef const Py_ssize_t[::1] Lp, Li, Up, Ui
+    cdef const double[::1] Lx, Ux
+    cdef Py_ssize_t[::1] eta_r, eta_ptr, eta_ind
+    cdef double[::1] eta_piv, eta_val
+    cdef Py_ssize_t[::1] slotA, slotS
+    cdef double[::1] kb, kb2, kb3, kb4
+
+    cdef void solve(self, double* b) noexcept nogil
+    cdef void _solve_T2(self, double* c, double* e) noexcept nogil
+    cdef void ftran(self, double* x) noexcept nogil
+    cdef void btran2(self, double* y1, double* y0) noexcept nogil
+    cdef void push_eta(self, Py_ssize_t r, const double* xs) noexcept nogil
+    cdef void move_slots(self, bint enter_feature, bint leave_feature, Py_ssize_t p,
+                         Py_ssize_t r, Py_ssize_t i, Py_ssize_t k) noexcept nogil
