@@ -230,6 +230,7 @@ class HingeLinearSVC(SafeSVC, metaclass=_SubstituteMeta):
 
     kernel, degree, gamma, coef0 = "linear", 3, "scale", 0.0
     screening, warm_start, n_jobs, cache_size = "IT", False, None, 200
+    decision_function_shape, break_ties = "ovr", False  # LinearSVC's multi_class="ovr"
 
     def __init__(self, penalty="l2", loss="hinge", *, dual="auto", tol=1e-4, C=1.0,
                  multi_class="ovr", fit_intercept=True, intercept_scaling=1,
