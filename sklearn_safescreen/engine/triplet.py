@@ -48,7 +48,7 @@ from .protocol import StepOutcome
 from .report import ScreeningEvent, ScreeningReport
 from .triplet_dynamic import DynamicScreening
 from .triplet_reduced import FULL_PASS_SHARE, ReducedTriplets, pair_share
-from .triplet_settings import TripletReference, TripletSettings
+from .triplet_settings import TripletReference, TripletSettings, start_point
 
 #: The balls that screen from the reference before a solve (the others screen at the
 #: solver's iterates only).
@@ -395,23 +395,6 @@ class TripletPath:
         ref = self.reference
         return float(loss_values(ref.z, self.gamma).sum() if ref.loss is None
                      else ref.loss)
-
-
-def start_point(ref0: TripletReference, alpha: float) -> np.ndarray:
-    """Warm start at ``alpha``: the previous solution (the paper's), extrapolated along
-    the path from the two previous solutions, linearly in log(alpha), when ``alpha``
-    continues their direction (the solutions move smoothly along a path, so the
-    extrapolation starts nearer the new optimum); the RRPB centre from the closed
-    form."""
-    if ref0.exact and ref0.prev is None:  # the closed form: its scale is far off
-        return (ref0.alpha + alpha) / (2.0 * alpha) * ref0.M
-    if ref0.prev is not None:
-        alpha0, M0 = ref0.prev
-        c = (np.log(alpha / ref0.alpha) / np.log(ref0.alpha / alpha0)
-             if alpha0 != ref0.alpha else 0)
-        if 0.0 < c <= 2.0:
-            return ref0.M + c * (ref0.M - M0)  # projected by the solver
-    return ref0.M
 
 
 def _plant_decisions(status: np.ndarray) -> None:

@@ -1,9 +1,12 @@
-"""What a step of the triplet family reads and leaves: its settings and the reference
-solution (the last certified metric, its triplets' values and the stored RRPB ranges)."""
+"""What a step of the triplet family reads and leaves: its settings, the reference
+solution (the last certified metric, its triplets' values and the stored RRPB ranges)
+and the next solve's start point from it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..screening import triplet_bounds as tb
 from .protocol import StepSettings
@@ -58,3 +61,20 @@ class TripletReference:
     def eps(self) -> float:
         """Distance bound to the exact optimum at :attr:`alpha` (0 when exact)."""
         return 0.0 if self.exact else tb.rrpb_eps(self.gap, self.alpha)
+
+
+def start_point(ref0: TripletReference, alpha: float) -> np.ndarray:
+    """Warm start at ``alpha``: the previous solution (the paper's), extrapolated along
+    the path from the two previous solutions, linearly in log(alpha), when ``alpha``
+    continues their direction (the solutions move smoothly along a path, so the
+    extrapolation starts nearer the new optimum); the RRPB centre from the closed
+    form."""
+    if ref0.exact and ref0.prev is None:  # the closed form: its scale is far off
+        return (ref0.alpha + alpha) / (2.0 * alpha) * ref0.M
+    if ref0.prev is not None:
+        alpha0, M0 = ref0.prev
+        c = (np.log(alpha / ref0.alpha) / np.log(ref0.alpha / alpha0)
+             if alpha0 != ref0.alpha else 0)
+        if 0.0 < c <= 2.0:
+            return ref0.M + c * (ref0.M - M0)  # projected by the solver
+    return ref0.M
