@@ -93,8 +93,6 @@ _LINEAR_SV = ("difference", "A linear SafeSVC is ``coef_`` and ``intercept_``, a
 _SIGMOID = ("difference", "No sigmoid kernel: it is not positive semi-definite in "
             "general, so the dual would not be convex and screening would be unsafe.")
 _OVO_ARGS = r"decision_function_shape|break_ties"
-_NO_INTERCEPT = ("open (one-vs-one)", "A kernel SafeSVC has no ``intercept_`` (the "
-                 "one-vs-one work sets it).")
 
 #: Why a test fails against SafeSVC: by test name (without its parametrisation; a
 #: ``name[param]`` key applies to that parametrisation only), a list of ``(pattern,
@@ -107,7 +105,7 @@ EXPLANATIONS: dict[str, list[tuple[str, str, str]]] = {
     "test_svc": [(_OVO_ARGS, *_OVO), ("assert False", *_SPARSE_ATTRS),
                  ("'sigmoid'", *_SIGMOID), ("support_vectors_", *_LINEAR_SV)],
     "test_sparse_decision_function": [(_OVO_ARGS, *_OVO)],
-    "test_decision_function": [(_OVO_ARGS, *_OVO), ("intercept_", *_NO_INTERCEPT)],
+    "test_decision_function": [(_OVO_ARGS, *_OVO)],
     "test_decision_function_shape": [(_OVO_ARGS, *_OVO)],
     "test_svc_invalid_break_ties_param": [(_OVO_ARGS, *_OVO)],
     "test_n_iter_libsvm": [(r"assert \(\d+,\) == \(\d+,\)", *_OVO)],
@@ -115,13 +113,13 @@ EXPLANATIONS: dict[str, list[tuple[str, str, str]]] = {
         "SafeSVC predicts the argmax of its one-vs-rest decision function, so there is no "
         "tie to break: the test asserts that predictions disagree with that argmax "
         "without ``break_ties``.")],
-    "test_svc_clone_with_callable_kernel": [("intercept_", *_NO_INTERCEPT)],
     "test_libsvm_parameters": [("Arrays are not equal", "difference", _EXACT +
         " The test also reads the ``support_vectors_`` of a linear model (not kept: "
         "``X[support_]``).")],
     "test_precomputed": [("Arrays are not equal", "difference", _EXACT +
-        " The test also compares ``intercept_`` with 0 exactly, which a "
-        "precomputed-kernel SafeSVC does not set yet (the one-vs-one work sets it).")],
+        " The test also compares ``intercept_`` with 0 exactly: SafeSVC's is "
+        "``intercept_scaling**2`` times the sum of ``dual_coef_``, 0 up to the same "
+        "rounding.")],
     "test_tweak_params": [("Arrays are not equal", "difference", _EXACT +
         " The test then edits LIBSVM's private ``_dual_coef_``.")],
     "test_probability": [("predict_proba", *_PROBA)],
