@@ -1,6 +1,6 @@
 """Benchmark of the C x gamma search.
 
-Setup of the issue: ``make_classification(12000, 30, n_informative=15, flip_y=0.05,
+Setup: ``make_classification(12000, 30, n_informative=15, flip_y=0.05,
 random_state=0)``, standardised; 5 stratified folds; ``C = logspace(-1, 3, 10)``,
 ``gamma = logspace(-3, 0.5, 8) / n_features``; the RBF kernel. Sides, each on the same
 grid and folds (refit=True):

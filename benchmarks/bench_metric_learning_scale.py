@@ -7,7 +7,7 @@ so the sets here are synthetic, of the same shapes, reproducible from a seed
 ======== ================ ====== ===== ============ =====================================
 name     n x d            k      M     classes      informative / redundant features
 ======== ================ ====== ===== ============ =====================================
-mnist    60,000 x 32      5      full  10           20 / 4 (the issue's example)
+mnist    60,000 x 32      5      full  10           20 / 4
 sensit   78,823 x 100     3      full  3            40 / 10
 madelon  2,000 x 500      20     diag  2            5 / 15 (Madelon's own recipe)
 gisette  6,000 x 5,000    15     diag  2            50 / 50

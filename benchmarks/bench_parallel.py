@@ -1,7 +1,7 @@
-"""The RBF SafeSVC path on one OpenMP thread against all of the machine's cores (issue 27,
-item 3), with the time of each parallel part.
+"""The RBF SafeSVC path on one OpenMP thread against all of the machine's cores, with
+the time of each parallel part.
 
-Protocol of issue 27: ``make_classification(n, 20, n_informative=10, flip_y=0.05,
+Protocol: ``make_classification(n, 20, n_informative=10, flip_y=0.05,
 random_state=0)`` standardised, 80% for training (``train_test_split(test_size=0.2,
 random_state=0)``), ``gamma=0.05``, ten values of C in ``logspace(-1, 2, 10)``, a
 warm-started path at the default tol. One side runs with ``n_jobs=1`` under
@@ -193,7 +193,7 @@ def main():
         f"({os.cpu_count()} cores, shared with other jobs), Python "
         f"{platform.python_version()}, by `python benchmarks/bench_parallel.py "
         f"--sizes {' '.join(map(str, args.sizes))} --repeats {args.repeats}`; 1-min load "
-        f"average from {min(loads):.2f} to {max(loads):.2f} during the run. Issue 27's "
+        f"average from {min(loads):.2f} to {max(loads):.2f} during the run. The "
         "protocol (RBF, gamma=0.05, ten C in logspace(-1, 2), warm-started path, default "
         f"tol); one OpenMP thread against {n_all}, sides alternated, best of "
         f"{args.repeats} walks each; the two paths' dual coefficients are identical bit "

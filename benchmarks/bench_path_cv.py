@@ -1,6 +1,6 @@
-"""Benchmark of RegularizationPathCV (issue 3).
+"""Benchmark of RegularizationPathCV against GridSearchCV.
 
-Setup of the issue: SafeSVC (linear), 5 stratified folds, 30 values geometrically from
+Setup: SafeSVC (linear), 5 stratified folds, 30 values geometrically from
 C_min (of the whole data) up to 10, on make_classification(n_samples=20000,
 n_features=50, n_informative=20, flip_y=0.05, random_state=0). Timed, on the same grid
 and folds (all with refit=True):

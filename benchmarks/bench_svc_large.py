@@ -1,5 +1,5 @@
 """The RBF SafeSVC path at 50,000 and 100,000 training samples against SVC: time and
-peak memory (issue 27, item 4).
+peak memory.
 
 Two generators, 80% of the samples for training, RBF gamma=0.05, 10 values of C in
 logspace(-1, 2):

@@ -1,7 +1,7 @@
 """Where the warm-started RBF SafeSVC path spends its time, value by value, beside a
 cold LIBSVM solve (scikit-learn's SVC) of the same value.
 
-Protocol (issue: kernel SafeSVC at scale): ``make_classification(n / 0.8, 20,
+Protocol (kernel SafeSVC at scale): ``make_classification(n / 0.8, 20,
 n_informative=10, flip_y=0.05, random_state=0)``, standardised, the first 80% of a
 ``train_test_split(random_state=0)`` for training, RBF gamma = 0.05, 10 values of C in
 logspace(-1, 2), one BLAS thread, CPU time of the process.
@@ -46,7 +46,7 @@ CS = np.logspace(-1, 2, 10)
 
 
 def make_data(n_train: int):
-    """The issue's protocol: ``n_train`` standardised training samples (and the rest
+    """The protocol: ``n_train`` standardised training samples (and the rest
     for testing)."""
     n = int(round(n_train / 0.8))
     X, y = make_classification(n, 20, n_informative=10, flip_y=0.05, random_state=0)

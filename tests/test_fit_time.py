@@ -35,7 +35,7 @@ def test_the_estimate_scales_with_n_squared_and_the_features():
     assert e(1000, 3, "rbf", 10) == pytest.approx(3 * e(1000, 1, "rbf", 10))
     assert e(1000, 1, "rbf", 500) > e(1000, 1, "rbf", 10)
     assert e(1000, 1, "poly", 10) > e(1000, 1, "rbf", 10)
-    # the case: 300,000 x 10 RBF takes at least 10 minutes
+    # a 300,000 x 10 RBF fit is announced as taking at least 10 minutes
     assert e(300_000, 1, "rbf", 10) > 10 * 60
 
 

@@ -1,4 +1,4 @@
-"""SafeMetricLearner (issue 5): exactness against the unscreened solve and cvxpy, the
+"""SafeMetricLearner: exactness against the unscreened solve and cvxpy, the
 closed form above lambda_L, paths with warm starts, every bound/rule, the scikit-learn
 API (check_estimator, Pipeline with k-NN, GridSearchCV, clone, pickle), bad input and
 the screening report."""
