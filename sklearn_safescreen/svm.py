@@ -6,7 +6,9 @@ r"""SafeSVC: the hinge-loss SVM with safe sample screening.
 
 with :math:`c_i` = ``sample_weight`` x ``class_weight`` and the intercept a regularised
 extra feature (``doc/theory/svm_lad.rst``). The fit skeleton, kernels and prediction are
-:class:`~sklearn_safescreen._box_qp_base.BaseBoxQPEstimator`'s; the path step is
+:class:`~sklearn_safescreen._box_qp_base.BaseBoxQPEstimator`'s; the tasks' paths are
+built by :mod:`~sklearn_safescreen._svc_tasks`, the multiclass model's layout and vote
+are :mod:`~sklearn_safescreen._multiclass`'s, and the path step is
 :class:`~sklearn_safescreen.engine.box_qp.SVMPath`.
 """
 
