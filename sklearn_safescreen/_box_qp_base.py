@@ -47,6 +47,33 @@ _KERNEL_ROW_COPIES = 2
 SOLVER_SQUARES = "the solver squares them (norms, margins, kernel values, duality gaps)"
 
 
+def primal_weights(paths: list[BoxQPPath], task_coef: list[np.ndarray], n_features: int,
+                   bias: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(coef_, intercept_)`` of a linear model, one row per task: the weights
+    :math:`w = X_a^\\top (\\alpha \\circ s)` on the design matrix with its bias column,
+    whose weight times the bias feature's value is the intercept (0 without it).
+
+    Parameters
+    ----------
+    paths : list of BoxQPPath
+        The tasks' paths, on the linear kernel's design matrix.
+    task_coef : list of ndarray
+        Each task's :math:`\\alpha_i s_i` over its path's samples.
+    n_features : int
+        Columns of the training data (the bias column follows them).
+    bias : float
+        The bias feature's value (0: no intercept).
+
+    Returns
+    -------
+    coef : ndarray of shape (n_tasks, n_features)
+    intercept : ndarray of shape (n_tasks,)
+    """
+    W = np.vstack([np.asarray(p.data.X.T @ c).ravel()
+                   for p, c in zip(paths, task_coef, strict=True)])
+    return W[:, :n_features], (W[:, n_features] * bias if bias else np.zeros(W.shape[0]))
+
+
 @dataclass
 class FitData:
     """Validated training data of a box-QP fit."""
@@ -146,9 +173,11 @@ class BaseBoxQPEstimator(SafeEstimator):
         return float(self.C)
 
     def _check_step(self, state: PathState, value: float) -> None:
-        data = state.paths[0].data
-        check_resolvable(self._describe(), value, data.weights, data.sqnorm,
-                         hinge=data.hinge)
+        # each task's own weights: a one-vs-one pair's problem is over its two
+        # classes' samples
+        for p in state.paths:
+            check_resolvable(self._describe(), value, p.data.weights, p.data.sqnorm,
+                             hinge=p.data.hinge)
 
     def _step_settings(self, state: PathState, value: float) -> StepSettings:
         return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,

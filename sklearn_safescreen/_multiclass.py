@@ -65,6 +65,59 @@ def libsvm_layout(coef: np.ndarray, y_ind: np.ndarray, n_classes: int
     return support, n_support, dual
 
 
+def samples_by_task(task_coef: list[np.ndarray], rows: list[np.ndarray] | None,
+                    n_samples: int) -> np.ndarray:
+    """Every training sample's coefficient in every task, 0 outside a pair's samples.
+
+    Parameters
+    ----------
+    task_coef : list of ndarray
+        Each task's :math:`\\alpha_i y_i` over its own samples.
+    rows : list of ndarray or None
+        Each pair's samples (one-vs-one), or None when every task is over all the
+        samples.
+    n_samples : int
+
+    Returns
+    -------
+    ndarray of shape (n_tasks, n_samples)
+    """
+    coef = np.zeros((len(task_coef), n_samples))
+    for row, idx, c in zip(coef, rows or [slice(None)] * len(task_coef), task_coef,
+                           strict=True):
+        row[idx] = c
+    return coef
+
+
+def support_layout(coef: np.ndarray, y_ind: np.ndarray, n_classes: int, pairs: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(support_, n_support_, dual_coef_)`` of a fit: libsvm's layout when it was
+    trained one-vs-one with more than two classes (:func:`libsvm_layout`), else one
+    row per task over the samples with a non-zero coefficient in some task, by index.
+
+    Parameters
+    ----------
+    coef : ndarray of shape (n_tasks, n_samples)
+        Every sample's coefficient in every task (:func:`samples_by_task`).
+    y_ind : ndarray of shape (n_samples,)
+        Class indices of the training samples.
+    n_classes : int
+    pairs : bool
+        Whether the tasks are the pairs of classes.
+
+    Returns
+    -------
+    support_ : ndarray of shape (n_SV,), int32
+    n_support_ : ndarray of shape (n_classes,), int32
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV) or (n_tasks, n_SV)
+    """
+    if pairs:
+        return libsvm_layout(coef, y_ind, n_classes)
+    support = np.flatnonzero((coef != 0).any(axis=0)).astype(np.int32)
+    n_support = np.bincount(y_ind[support], minlength=n_classes).astype(np.int32)
+    return support, n_support, coef[:, support]
+
+
 def pair_coefficients(dual_coef: np.ndarray, n_support: np.ndarray) -> np.ndarray:
     """Each pair's coefficients over all support vectors, read from libsvm's layout
     (:func:`libsvm_layout`), so that the pairs' decision values are one product with
@@ -115,11 +168,26 @@ def ovo_votes(dec: np.ndarray, n_classes: int) -> np.ndarray:
 class MulticlassSVCMixin:
     """``decision_function`` and ``predict`` of a classifier trained one-vs-one (as
     SVC) or one-vs-rest, from ``_scores(X)``: one column per task, one task for two
-    classes. Reads ``multi_class``, ``decision_function_shape`` and ``break_ties``."""
+    classes; the kernel expansion of the scores read from the fitted attributes
+    (libsvm's layout after one-vs-one training). Reads ``multi_class``,
+    ``decision_function_shape`` and ``break_ties``."""
+
+    def _trains_pairs(self, classes: np.ndarray) -> bool:
+        """Whether a fit on these classes has one task per pair of classes."""
+        return self.multi_class == "ovo" and classes.size > 2
 
     def _one_vs_one(self) -> bool:
         """Whether the fitted model has one task per pair of classes."""
         return self.__dict__.get("_multi_class_fitted") == "ovo" and self.classes_.size > 2
+
+    def _expansion(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel expansion's coefficients per task, shape (n_SV, n_tasks), and
+        its intercepts ``intercept_``: with one-vs-one training, each pair's
+        coefficients read from libsvm's layout of ``dual_coef_``
+        (:func:`pair_coefficients`)."""
+        if self._one_vs_one():
+            return pair_coefficients(self.dual_coef_, self.n_support_), self.intercept_
+        return self.dual_coef_.T, self.intercept_
 
     def decision_function(self, X):
         """Decision values, as :meth:`sklearn.svm.SVC.decision_function` returns them.

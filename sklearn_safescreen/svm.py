@@ -6,7 +6,9 @@ r"""SafeSVC: the hinge-loss SVM with safe sample screening.
 
 with :math:`c_i` = ``sample_weight`` x ``class_weight`` and the intercept a regularised
 extra feature (``doc/theory/svm_lad.rst``). The fit skeleton, kernels and prediction are
-:class:`~sklearn_safescreen._box_qp_base.BaseBoxQPEstimator`'s; the path step is
+:class:`~sklearn_safescreen._box_qp_base.BaseBoxQPEstimator`'s; the tasks' paths are
+built by :mod:`~sklearn_safescreen._svc_tasks`, the multiclass model's layout and vote
+are :mod:`~sklearn_safescreen._multiclass`'s, and the path step is
 :class:`~sklearn_safescreen.engine.box_qp.SVMPath`.
 """
 
@@ -19,16 +21,14 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ._box_qp_base import SOLVER_SQUARES, BaseBoxQPEstimator, FitData
-from ._multiclass import MulticlassSVCMixin, class_pairs, libsvm_layout, pair_coefficients
+from ._box_qp_base import SOLVER_SQUARES, BaseBoxQPEstimator, FitData, primal_weights
+from ._multiclass import MulticlassSVCMixin, samples_by_task, support_layout
+from ._svc_tasks import class_weighted, eps_path_next, one_vs_one_paths, one_vs_rest_paths
 from ._utils.fingerprint import data_fingerprint
 from ._utils.limits import MAX_ENTRY
-from ._validation import check_magnitude, check_resolvable, class_weights, memoised_validation
-from .base import FitInputs, PathState, encode_labels, one_vs_rest
+from ._validation import check_magnitude, memoised_validation
+from .base import FitInputs, PathState, encode_labels
 from .engine.box_qp import SVMPath
-from .problems.box_qp_data import SVMData, svm_eps_step
-from .problems.kernels import KernelMatrix, check_psd, design_matrix, needs_psd_check
-from .problems.shared_kernel import fold_rows
 from .screening.svm import SVM_RULES
 
 
@@ -292,17 +292,10 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
                 "fit has no decision values per pair of classes")
         return super()._fit_inputs(X, y, sample_weight)
 
-    def _check_step(self, state, value: float) -> None:
-        # each task's own weights: a pair's problem is over its two classes' samples
-        for p in state.paths:
-            check_resolvable(self._describe(), value, p.data.weights, p.data.sqnorm,
-                             hinge=p.data.hinge)
-
     def _validated_inputs(self, X, y, sample_weight) -> FitData:
         """Validate the training data (memoised along warm starts on the same arrays,
         :func:`~sklearn_safescreen._validation.memoised_validation`), encode the labels
-        and weigh the samples."""
-        from ._validation import check_weighted_classes
+        and weigh the samples (:func:`~sklearn_safescreen._svc_tasks.class_weighted`)."""
 
         def validate():
             Xv, yv = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
@@ -315,121 +308,52 @@ class SafeSVC(MulticlassSVCMixin, ClassifierMixin, BaseBoxQPEstimator):
         (X, y, sw), digest = memoised_validation(self, (X, y, sample_weight), validate)
         key = data_fingerprint(y) if self.warm_start and y.dtype.kind in "biuf" else None
         classes, y_ind = encode_labels(self, y, key)
-        cw = class_weights(self.class_weight, classes, y_ind, sw)
-        weights = sw * (cw[y_ind] if cw is not None else 1.0)
-        check_weighted_classes(weights, y_ind, classes)
+        weights = class_weighted(self.class_weight, classes, y_ind, sw)
         content = (digest,) if digest is not None else (X, y_ind, sw)
         return FitData(X, y_ind, sw, weights, content, classes)
 
     def _task_paths(self, Xa, kernel, data: FitData) -> list[SVMPath]:
-        """One path per one-vs-rest task (one for two classes): ``multi_class="ovr"``,
-        or two classes (one-vs-one: :meth:`_make_paths`)."""
-        return [SVMPath(SVMData(Xa, kernel, labels, data.weights), name)
-                for name, labels in one_vs_rest(data.classes, data.targets)]
+        """One path per one-vs-rest task on the one kernel (one for two classes)."""
+        return one_vs_rest_paths(Xa, kernel, data)
 
     def _make_paths(self, inputs: FitInputs) -> PathState:
         """One-vs-one: one path per pair of classes, on the pair's samples (their
         indices are the state's ``extra``); otherwise the base class's tasks."""
         data = inputs.data
-        if not self._pairs_of(data.classes):
+        if not self._trains_pairs(data.classes):
             return super()._make_paths(inputs)
-        # Each pair's problem is built on its own samples: a design matrix or kernel of
-        # their rows only, with a row cache of its own. The alternative, every pair on
-        # all the samples with weight 0 outside it, shares one kernel and one cache
-        # across the pairs, but then every kernel row, margin and certificate pass of
-        # a pair runs over all n samples instead of its two classes' (n_classes / 2
-        # times fewer when the classes are balanced), and that costs more than the
-        # rows it shares (doc/user_guide/svm.rst, "Multiclass"). The caches share
-        # cache_size in proportion to the pairs' kernel sizes, so that the fit's
-        # cache memory stays cache_size, as with one kernel, and a pair's whole kernel
-        # is cached whenever all of them fit.
-        pairs = class_pairs(data.classes.size)
-        rows = [np.flatnonzero((data.targets == i) | (data.targets == j))
-                for i, j in pairs]
-        sizes = np.array([r.size for r in rows], dtype=np.float64) ** 2
-        if needs_psd_check(self.kernel, self.screening):
-            # the pairs' kernels are principal submatrices of the training kernel:
-            # checking it once covers them all
-            check_psd(KernelMatrix(data.X, self.kernel, data.kernel_params, data.bias),
-                      np.random.RandomState(0))
-        # within a search's fold walk, the pairs' kernels read the rows the folds share
-        # (a pair's kernel is a principal submatrix of the fold's)
-        shared = None if self.gamma == "scale" else fold_rows(
-            data.X, self.kernel, data.kernel_params, data.bias)
-        paths, kernels = [], []
-        for (i, j), idx, share in zip(pairs, rows, sizes / sizes.sum(), strict=True):
-            X = data.X[idx][:, idx] if self.kernel == "precomputed" else data.X[idx]
-            Xa, kernel = design_matrix(X, self.kernel, data.kernel_params, data.bias,
-                                       screening=None, cache_size=self.cache_size * share,
-                                       shared=None if shared is None
-                                       else shared.restricted(idx))
-            labels = np.where(data.targets[idx] == i, 1.0, -1.0)
-            paths.append(SVMPath(SVMData(Xa, kernel, labels, data.weights[idx]),
-                                 f"{data.classes[i]} vs {data.classes[j]}"))
-            kernels.append(kernel)
-        largest = int(np.argmax(sizes))
-        self._warn_if_long(kernels[largest], (rows[largest].size, data.X.shape[1]),
-                           len(pairs), pairs=True)
-        return PathState(inputs.fingerprint, paths, extra=rows)
-
-    def _pairs_of(self, classes) -> bool:
-        """Whether the fit has one task per pair of classes."""
-        return self.multi_class == "ovo" and classes.size > 2
+        pairs = one_vs_one_paths(data, self.kernel, gamma=self.gamma,
+                                 screening=self.screening, cache_size=self.cache_size)
+        largest = pairs.largest()
+        self._warn_if_long(pairs.paths[largest].data.kernel,
+                           (pairs.rows[largest].size, data.X.shape[1]), len(pairs.paths),
+                           pairs=True)
+        return PathState(inputs.fingerprint, pairs.paths, extra=pairs.rows)
 
     def _eps_path_next(self, eps: float, stop: float) -> float | None:
-        """Next C of the eps-path (Ogawa et al. 2013, Algorithm 1) from the last fit, or
-        None when the path is over (no sample at its upper bound in any task,
-        or ``stop`` reached)."""
-        C = float(self.C)
-        paths = self._path.paths
-        if C >= stop:
-            return None
-        if not any(np.any((p.data.weights > 0) & (p.reference.alpha >= C * p.data.weights))
-                   for p in paths):
-            return None
-        ratio = min(svm_eps_step(p.reference.alpha, p.reference.margins, p.data.weights, C,
-                                 eps, stop / C) for p in paths)
-        return min(C * ratio, stop)
+        """Next C of the eps-path from the last fit's tasks
+        (:func:`~sklearn_safescreen._svc_tasks.eps_path_next`)."""
+        return eps_path_next(self._path.paths, float(self.C), eps, stop)
 
     def _set_model(self, inputs, state, outcomes):
         data, paths = inputs.data, state.paths
-        X, bias, k = data.X, data.bias, data.classes.size
-        self.classes_ = data.classes
-        self._multi_class_fitted = self.multi_class
-        self._kernel_params_ = data.kernel_params
-        self._bias = bias
+        self.classes_, self._multi_class_fitted = data.classes, self.multi_class
+        self._kernel_params_, self._bias = data.kernel_params, data.bias
         self.n_iter_ = np.array([o.n_iter for o in outcomes], dtype=np.int64)
         self.dual_gap_ = np.array([o.reference.gap for o in outcomes])
-        # alpha_i y_i of every training sample in every task (0 outside a pair)
-        coef = np.zeros((len(paths), data.targets.shape[0]))
-        rows = state.extra or [slice(None)] * len(paths)  # a pair's samples
-        for row, idx, p, o in zip(coef, rows, paths, outcomes, strict=True):
-            row[idx] = o.reference.alpha * p.data.sign
-        if self._pairs_of(data.classes):
-            self.support_, self.n_support_, self.dual_coef_ = libsvm_layout(
-                coef, data.targets, k)
-        else:
-            self.support_ = np.flatnonzero((coef != 0).any(axis=0)).astype(np.int32)
-            self.dual_coef_ = coef[:, self.support_]
-            self.n_support_ = np.bincount(data.targets[self.support_],
-                                          minlength=k).astype(np.int32)
+        # alpha_i y_i of each task's samples, and of every training sample in every task
+        task_coef = [o.reference.alpha * p.data.sign
+                     for p, o in zip(paths, outcomes, strict=True)]
+        coef = samples_by_task(task_coef, state.extra, data.targets.shape[0])
+        self.support_, self.n_support_, self.dual_coef_ = support_layout(
+            coef, data.targets, data.classes.size, self._trains_pairs(data.classes))
         if self.kernel == "linear":  # (the model is coef_: no copy of X's rows)
-            W = np.vstack([np.asarray(p.data.X.T @ (o.reference.alpha * p.data.sign)).ravel()
-                           for p, o in zip(paths, outcomes, strict=True)])
-            self.coef_ = W[:, :X.shape[1]]
-            self.intercept_ = W[:, X.shape[1]] * bias if bias else np.zeros(W.shape[0])
+            self.coef_, self.intercept_ = primal_weights(paths, task_coef, data.X.shape[1],
+                                                         data.bias)
         else:
             self.support_vectors_ = (np.empty((0, 0)) if self.kernel == "precomputed"
-                                     else X[self.support_])
+                                     else data.X[self.support_])
             # the bias feature's weight is s * sum_i alpha_i y_i, so the decision
             # K @ coef + s^2 * sum(coef) has intercept s^2 * sum(coef), as coef_'s
             # model has s * w_bias
-            self.intercept_ = bias**2 * coef.sum(axis=1)
-
-    def _expansion(self) -> tuple[np.ndarray, np.ndarray]:
-        """The kernel expansion's coefficients per task, shape (n_SV, n_tasks), and
-        its intercepts: with one-vs-one training, each pair's coefficients read from
-        libsvm's layout of ``dual_coef_``."""
-        if self._one_vs_one():
-            return pair_coefficients(self.dual_coef_, self.n_support_), self.intercept_
-        return self.dual_coef_.T, self.intercept_
+            self.intercept_ = data.bias**2 * coef.sum(axis=1)
