@@ -39,8 +39,8 @@ from .base import (
     limit_blas_threads,
     one_vs_rest,
 )
-from .engine.lp_svm import LPSVMPath
 from .engine.protocol import StepSettings
+from .lp_svm_exact_path import LP_SOLVERS, LPStepSettings, LPSVMSolverPath
 from .problems.lp_svm import LPSVMData
 from .screening.lp_svm import LP_SVM_RULES
 
@@ -156,6 +156,7 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "screening": [StrOptions(set(LP_SVM_RULES)), None],
+        "solver": [StrOptions(set(LP_SOLVERS))],
         "tol": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
@@ -166,20 +167,21 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
     _path_param = "alpha"
     #: how the problem is solved, not which problem: the rules, the solver's controls,
     #: output and threads
-    _solver_params = frozenset({"screening", "tol", "max_iter", "warm_start", "verbose",
-                                "n_jobs"})
+    _solver_params = frozenset({"screening", "solver", "tol", "max_iter", "warm_start",
+                                "verbose", "n_jobs"})
     _iteration_words = "rounds of column and row generation"
     _summary_words = ("relative gap", "LPs")
     #: (the column-and-row generation's HiGHS model holds a fourth copy of a sparse X)
     _design_copies = (4, 3)
 
     def __init__(self, alpha=0.01, *, fit_intercept=True, intercept_scaling=1.0,
-                 screening="simultaneous", tol=1e-8, max_iter=200, warm_start=False,
-                 class_weight=None, verbose=0, n_jobs=None):
+                 screening="simultaneous", solver="screened", tol=1e-8, max_iter=200,
+                 warm_start=False, class_weight=None, verbose=0, n_jobs=None):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.screening = screening
+        self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
@@ -250,7 +252,7 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         keep = weights > 0
         Xk = self._design(X, keep)
         c = weights[keep] / weights[keep].mean()
-        paths = [LPSVMPath(LPSVMData(Xk, labels, c), name)
+        paths = [LPSVMSolverPath(LPSVMData(Xk, labels, c), name)
                  for name, labels in one_vs_rest(classes, y_ind[keep])]
         return PathState(inputs.fingerprint, paths, extra=keep)
 
@@ -258,8 +260,9 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         return float(self.alpha)
 
     def _step_settings(self, state: PathState, value: float) -> StepSettings:
-        return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
-                            verbose=self.verbose, describe=self._describe())
+        return LPStepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
+                              verbose=self.verbose, describe=self._describe(),
+                              solver=self.solver)
 
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
         self.classes_ = inputs.data[1]
