@@ -193,7 +193,8 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
     _solver_params = frozenset({"screening", "solver", "tol", "max_iter", "warm_start",
                                 "verbose", "n_jobs"})
     _iteration_words = "rounds of column and row generation"
-    _summary_words = ("relative gap", "LPs")
+    _summary_words = property(lambda self: (
+        "relative gap", "breakpoints" if self.solver == "homotopy" else "LPs"))
     #: (the column-and-row generation's HiGHS model holds a fourth copy of a sparse X)
     _design_copies = (4, 3)
 
