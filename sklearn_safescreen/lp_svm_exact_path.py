@@ -1,6 +1,8 @@
 r"""The exact regularisation path of the 1-norm SVM (the problem of
 :class:`~sklearn_safescreen.SafeLPSVC`), every breakpoint, by a parametric simplex in
-the L1 weight (:mod:`.solvers.lp_homotopy`; ``doc/theory/lp_svm.rst``)."""
+the L1 weight (:mod:`.solvers.lp_homotopy`; ``doc/theory/lp_svm.rst``), and the path
+step of ``SafeLPSVC(solver="homotopy")``, which reads each fit's model off that path and
+resumes it along a warm-started walk (:class:`LPSVMSolverPath`)."""
 
 from __future__ import annotations
 
