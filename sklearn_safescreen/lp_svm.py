@@ -39,8 +39,8 @@ from .base import (
     limit_blas_threads,
     one_vs_rest,
 )
-from .engine.lp_svm import LPSVMPath
 from .engine.protocol import StepSettings
+from .lp_svm_exact_path import LP_SOLVERS, LPStepSettings, LPSVMSolverPath
 from .problems.lp_svm import LPSVMData
 from .screening.lp_svm import LP_SVM_RULES
 
@@ -80,7 +80,28 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
     intercept_scaling : float, default=1.0
     screening : {"simultaneous", "features", "samples"} or None, default="simultaneous"
         Rules applied from the previous solution of a path: features and samples
-        alternated to their fixpoint, one kind alone, or none.
+        alternated to their fixpoint, one kind alone, or none (``solver="homotopy"``
+        screens nothing; only its fall-back, below, uses them).
+    solver : {"screened", "homotopy"}, default="screened"
+        How :meth:`fit` finds the solution at ``alpha``. ``"screened"``: the safe rules,
+        then HiGHS on what is left, by column and row generation. ``"homotopy"``: the
+        exact path of each one-vs-rest task (:func:`~sklearn_safescreen.lp_svm_path`),
+        followed from ``alpha_max_`` down to ``alpha``. The costs of the linear program
+        are linear in :math:`\alpha`, so one simplex basis is optimal on each interval
+        between two breakpoints; the parametric simplex pivots from breakpoint to
+        breakpoint, and the model at ``alpha`` is the vertex of the basis optimal there,
+        with its dual (on the margin samples :math:`a_E = \alpha n\,u - v`, linear in
+        :math:`\alpha`). The answer is certified on the full problem like a screened
+        one; should its certified gap miss ``tol`` (rounding along the path), the
+        screened solver finishes from it. With ``warm_start=True`` on the same problem,
+        a smaller ``alpha`` resumes the path where the previous fit stopped, and a
+        larger one is read off the breakpoints already followed (the basis optimal
+        there rebuilt from them and factorised, no pivot): a walk over a grid
+        (:class:`~sklearn_safescreen.RegularizationPathCV`,
+        :func:`~sklearn_safescreen.path.estimator_path`) follows each task's path once,
+        however many values it has. The path's breakpoints grow in number as ``alpha``
+        decreases: far below ``alpha_max_`` one screened solve may cost less than
+        following the path down to it.
     tol : float, default=1e-8
         Target **relative** duality gap of the full problem,
         :math:`(P_\alpha(w) - D(a)) / P_\alpha(w)`, with both objectives bounded for
@@ -89,7 +110,7 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         HiGHS certifies about 2e-9 at best, so a smaller ``tol`` may not be reached.
     max_iter : int, default=200
         Maximum rounds of column and row generation (each solves one linear program)
-        per fit.
+        per fit (``solver="homotopy"``: of its fall-back; the path has no limit).
     warm_start : bool, default=False
         Reuse the previous solution on the same data as start point and screening
         reference (how to walk a path by hand; see
@@ -118,7 +139,9 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         The dual solution :math:`\alpha_i = y_i a_i` per task, feasible by construction
         (0 for samples of zero weight). Available after fit, not pickled.
     n_iter_ : ndarray of shape (n_tasks,)
-        Linear programs solved per task.
+        Linear programs solved per task (``solver="homotopy"``: the breakpoints the fit
+        followed, 0 when ``alpha`` was read off the path a warm fit had followed; the
+        linear programs of the fall-back if it ran).
     dual_gap_ : ndarray of shape (n_tasks,)
         Certified relative duality gap of the full problem per task.
     alpha_max_ : float
@@ -156,6 +179,7 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "screening": [StrOptions(set(LP_SVM_RULES)), None],
+        "solver": [StrOptions(set(LP_SOLVERS))],
         "tol": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
@@ -166,20 +190,22 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
     _path_param = "alpha"
     #: how the problem is solved, not which problem: the rules, the solver's controls,
     #: output and threads
-    _solver_params = frozenset({"screening", "tol", "max_iter", "warm_start", "verbose",
-                                "n_jobs"})
+    _solver_params = frozenset({"screening", "solver", "tol", "max_iter", "warm_start",
+                                "verbose", "n_jobs"})
     _iteration_words = "rounds of column and row generation"
-    _summary_words = ("relative gap", "LPs")
+    _summary_words = property(lambda self: (
+        "relative gap", "breakpoints" if self.solver == "homotopy" else "LPs"))
     #: (the column-and-row generation's HiGHS model holds a fourth copy of a sparse X)
     _design_copies = (4, 3)
 
     def __init__(self, alpha=0.01, *, fit_intercept=True, intercept_scaling=1.0,
-                 screening="simultaneous", tol=1e-8, max_iter=200, warm_start=False,
-                 class_weight=None, verbose=0, n_jobs=None):
+                 screening="simultaneous", solver="screened", tol=1e-8, max_iter=200,
+                 warm_start=False, class_weight=None, verbose=0, n_jobs=None):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.screening = screening
+        self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
@@ -250,7 +276,7 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         keep = weights > 0
         Xk = self._design(X, keep)
         c = weights[keep] / weights[keep].mean()
-        paths = [LPSVMPath(LPSVMData(Xk, labels, c), name)
+        paths = [LPSVMSolverPath(LPSVMData(Xk, labels, c), name)
                  for name, labels in one_vs_rest(classes, y_ind[keep])]
         return PathState(inputs.fingerprint, paths, extra=keep)
 
@@ -258,8 +284,9 @@ class SafeLPSVC(OneVsRestClassifierMixin, ClassifierMixin, SparseLinearEstimator
         return float(self.alpha)
 
     def _step_settings(self, state: PathState, value: float) -> StepSettings:
-        return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
-                            verbose=self.verbose, describe=self._describe())
+        return LPStepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
+                              verbose=self.verbose, describe=self._describe(),
+                              solver=self.solver)
 
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
         self.classes_ = inputs.data[1]

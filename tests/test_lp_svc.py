@@ -28,7 +28,8 @@ from sklearn_safescreen._utils import faults
 from sklearn_safescreen.path import estimator_path
 
 
-@parametrize_with_checks([SafeLPSVC(), SafeLPSVC(alpha=0.001, screening=None)])
+@parametrize_with_checks([SafeLPSVC(), SafeLPSVC(alpha=0.001, screening=None),
+                          SafeLPSVC(alpha=0.001, solver="homotopy")])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -448,7 +448,12 @@ class PathFollower:
     evaluated again), the factor refactorised every ``max(refactor_every, k)`` pivots.
 
     ``drift_events`` counts the refactorisations forced by a failed check or by drift
-    above ``DRIFT_RTOL``, which the caller reports."""
+    above ``DRIFT_RTOL``, which the caller reports.
+
+    The follower can be resumed: :meth:`run` stops at ``lam_min`` with the core at the
+    basis optimal there, and a later call with a smaller ``lam_min`` continues from it
+    (the pivots made, ``n_pivots``, and the refactorisation schedule carry over, so a
+    walk stopped at several values makes the pivots of one run to the last)."""
 
     def __init__(self, core, data: LPSVMData, refactor_every: int = REFACTOR_EVERY,
                  keep_status: bool = False):
@@ -459,6 +464,8 @@ class PathFollower:
         self.n_refactor = 0
         self.drift_events = 0
         self.max_drift = 0.0
+        #: pivots made over every run
+        self.n_pivots = 0
         # the scale of Z_L^T s_L: its largest possible entry
         self._cl_scale = max(float(data.col_abs_s.max(initial=0.0)), 1.0)
 
@@ -488,8 +495,9 @@ class PathFollower:
                     or core.eta_full():
                 self.refresh()
             found, lam, kind, index, sign, gap = core.next_event(lam_min)
-            if gap > GAP_RTOL and count:
-                # the basis lost accuracy: refactorise and evaluate again
+            if gap > GAP_RTOL and self.n_pivots:
+                # the basis lost accuracy: refactorise and evaluate again (the start
+                # basis, w = 0, is exact)
                 self.refresh(forced=True)
                 found, lam, kind, index, sign, gap = core.next_event(lam_min)
             # the current basis is optimal from the next breakpoint (or the path's end)
@@ -511,6 +519,7 @@ class PathFollower:
             enter_index = core.enter_sample(index) if kind != FEATURE else index
             leave_kind, leave_index = core.pivot(kind, index, sign)
             self.since_refactor += 1
+            self.n_pivots += 1
             core.lam = lam
             gap_after = core.gap_at(lam)
             if gap_after > GAP_RTOL:
