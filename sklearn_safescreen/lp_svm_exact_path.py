@@ -556,7 +556,17 @@ class LPSVMSolverPath(LPSVMPath):
         data = self.data
         if self.walk is None:
             self.walk = ExactPathWalk(data)
-        w, a, pivots = self.walk.solution_at(lam)
+        try:
+            w, a, pivots = self.walk.solution_at(lam)
+        except RuntimeError as err:
+            # a degenerate stretch the anti-cycling rule could not leave within its
+            # pivot budget: the screened solver answers exactly all the same, and the
+            # walk is dropped (it cannot be resumed past that value)
+            self.walk = None
+            if settings.verbose:
+                print(f"[LPSVMPath {self.name}] lambda={lam:.4g}: {err}; solved by the "
+                      "screened solver instead", flush=True)
+            return super().fit(lam, settings, report)
         cert = data.certificate(lam, w, data.y * a)
         self.w, self.alpha, self.lam = w, cert.dual_point.alpha, lam
         value = lam if settings.shown_value is None else settings.shown_value

@@ -215,6 +215,31 @@ def test_an_answer_that_misses_tol_is_finished_by_the_screened_solver(monkeypatc
     assert any(e.moment == "solve" for e in events)
 
 
+def test_a_walk_that_cannot_go_on_is_replaced_by_the_screened_solver(monkeypatch):
+    """The homotopy stopping with an error (e.g. out of pivots on a degenerate stretch):
+    the fit is the screened solver's, certified, and the next fit starts a new walk."""
+    X, y = _data()
+    alpha = 0.05 * SafeLPSVC().fit(X, y).alpha_max_
+    calls = []
+
+    def stuck(self, lam):
+        calls.append(lam)
+        raise RuntimeError("the LP-SVM homotopy made too many pivots at one value")
+
+    monkeypatch.setattr(path_module.ExactPathWalk, "solution_at", stuck)
+    model = SafeLPSVC(alpha=alpha, solver="homotopy", tol=TOL, warm_start=True)
+    model.fit(X, y)
+    screened = SafeLPSVC(alpha=alpha, tol=TOL).fit(X, y)
+    assert calls == [pytest.approx(alpha)]
+    assert np.all(model.dual_gap_ <= TOL)
+    np.testing.assert_allclose(_objectives(model, X, y, None, alpha),
+                               _objectives(screened, X, y, None, alpha), rtol=RTOL)
+    monkeypatch.undo()
+    model.set_params(alpha=alpha / 2).fit(X, y)
+    assert model._path.paths[0].walk is not None
+    assert not any(e.rule == "homotopy" for e in screened.screening_report_.events)
+
+
 def test_switching_solver_keeps_the_reference():
     """A warm walk may switch solver: the homotopy's answer is the screened step's
     reference, and back."""
