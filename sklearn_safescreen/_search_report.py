@@ -39,8 +39,8 @@ def print_walk(label: str, outs: list[dict], reports: list, seconds: float) -> N
     print(f"{msg}; total time={seconds:.1f}s")
 
 
-def print_table(results: dict, combinations: list[dict], values, candidates, reports, *,
-                param_name: str, metric, single: bool) -> None:
+def print_table(results: dict, combinations: list[dict], values: list, candidates: list,
+                reports: list, *, param_name: str, metric, single: bool) -> None:
     """Per combination of the other parameters (its name=value line first, unless
     ``single``), one line per value in walk order: value, screening rate (or
     "closed-form", one field like the rates, where every fold's fit was solved in

@@ -147,25 +147,26 @@ class WalkOutcomes:
     ----------
     space : SearchSpace
         What was walked.
-    walks : list of list
-        ``walks[c][s]``: combination ``c``'s walk on fold ``s``, ``(outcomes, reports)``
+    per_walk : list of list
+        ``per_walk[c][s]``: combination ``c``'s walk on fold ``s``, ``(outcomes, reports)``
         per value in walk order (``_fit_and_score``'s outcomes; the fits' screening
         reports, None for a failed fit).
     """
 
     space: SearchSpace
-    walks: list[list[tuple[list[dict], list]]]
+    per_walk: list[list[tuple[list[dict], list]]]
 
     @property
     def n_splits(self) -> int:
-        return len(self.walks[0])
+        """The number of folds."""
+        return len(self.per_walk[0])
 
     def fits(self, error_score, callable_scoring: bool) -> list[dict]:
         """The fits' outcomes in GridSearchCV's order (candidate-major, then split),
         the input of its ``_format_results``, with failed fits handled as it handles
         them: a warning (or the error when ``error_score="raise"``), and with a
         callable scoring, ``error_score`` in the failed fits' scores."""
-        out = [self.walks[c][s][0][k] for c, k in self.space.positions()
+        out = [self.per_walk[c][s][0][k] for c, k in self.space.positions()
                for s in range(self.n_splits)]
         _warn_or_raise_about_fit_failures(out, error_score)
         if callable_scoring:
@@ -175,7 +176,7 @@ class WalkOutcomes:
     def reports(self) -> list:
         """Per combination ``c``, ``reports[c][s][k]``: fold ``s``'s report at the
         ``k``-th value walked."""
-        return [[fold[1] for fold in combination] for combination in self.walks]
+        return [[fold[1] for fold in combination] for combination in self.per_walk]
 
     def screening_rates(self) -> list[np.ndarray]:
         """Per combination, the screening rates of shape ``(n_splits, n_values)``
@@ -188,7 +189,7 @@ class WalkOutcomes:
         """Per combination, the fit times of shape ``(n_splits, n_values)``."""
         return [np.array([[o["fit_time"] for o in fold[0]] for fold in combination],
                          dtype=float).reshape(self.n_splits, -1)
-                for combination in self.walks]
+                for combination in self.per_walk]
 
     def screening_results(self) -> dict:
         """The ``cv_results_`` keys of the screening rates: ``split<s>_screening_rate``
@@ -283,12 +284,12 @@ def run_walks(estimator, space: SearchSpace, X, y, splits: list[tuple], *,
                                  labels(chain, s), seeded=len(chain) > 1,
                                  kernel_rows=kernel_rows)
             for chain in space.chains for s, (train, test) in enumerate(splits))
-    walks = [[None] * n_splits for _ in space.combinations]  # [combination][fold]
+    per_walk = [[None] * n_splits for _ in space.combinations]  # [combination][fold]
     pairs = ((chain, s) for chain in space.chains for s in range(n_splits))
     for (chain, s), job in zip(pairs, jobs, strict=True):
         for c, result in zip(chain, job, strict=True):
-            walks[c][s] = result
-    return WalkOutcomes(space, walks)
+            per_walk[c][s] = result
+    return WalkOutcomes(space, per_walk)
 
 
 def refit_best(estimator, params: dict, X, y, fit_params: dict,

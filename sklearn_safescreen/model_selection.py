@@ -2,10 +2,9 @@
 
 Per fold, the grid is walked from the most to the least regularised value with
 ``warm_start=True``, so each solution screens the next problem. The class is the
-scikit-learn shell; the candidates live in :mod:`sklearn_safescreen._search_grid`, the
-walks and the refit in :mod:`sklearn_safescreen._search_walk`, the verbose lines in
-:mod:`sklearn_safescreen._search_report`, and the grids, critical values and the path
-protocol in :mod:`sklearn_safescreen.path`.
+scikit-learn shell: the candidates live in ``_search_grid``, the folds, walks and refit
+in ``_search_walk``, the verbose lines in ``_search_report``, and the grids, critical
+values and the path protocol in :mod:`sklearn_safescreen.path`.
 """
 
 from __future__ import annotations
@@ -302,8 +301,7 @@ class RegularizationPathCV(BaseSearchCV):
         self.cv_results_ = results
 
     def _print_table(self) -> None:
-        """The verbose table of the fitted search
-        (:func:`~sklearn_safescreen._search_report.print_table`)."""
+        """The verbose table of the fitted search (``_search_report.print_table``)."""
         print_table(self.cv_results_, self.combinations_, self.path_values_,
                     self.path_candidates_, self.path_reports_, param_name=self.param_name_,
                     single=self.param_grid is None,
