@@ -1,133 +1,28 @@
 """RegularizationPathCV: GridSearchCV over a regularisation parameter, walked as a path.
 
 Per fold, the grid is walked from the most to the least regularised value with
-``warm_start=True``, so each solution screens the next problem.
-The grids, critical values and the path protocol live in :mod:`sklearn_safescreen.path`.
+``warm_start=True``, so each solution screens the next problem. The class is the
+scikit-learn shell: the candidates live in ``_search_grid``, the folds, walks and refit
+in ``_search_walk``, the verbose lines in ``_search_report``, and the grids, critical
+values and the path protocol in :mod:`sklearn_safescreen.path`.
 """
 
 from __future__ import annotations
 
 import numbers
-import time
-from contextlib import nullcontext
 
 import numpy as np
-from joblib import effective_n_jobs
-from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.base import _fit_context
 from sklearn.metrics._scorer import _MultimetricScorer
-from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.model_selection._validation import (
-    _fit_and_score,
-    _insert_error_scores,
-    _warn_or_raise_about_fit_failures,
-)
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _check_method_params, _num_samples, indexable
 
-from ._search_grid import (
-    KERNEL_PARAMS,
-    _candidate,
-    _chains,
-    _combinations,
-    _nearest,
-    _param_grids,
-    _product_candidates,
-)
-from ._utils.openmp import effective_n_threads, fit_threads
-from .base import fit_context, single_blas_thread
-from .grid import GRID_KINDS, resolve_path_param
-from .path import _grid, _step_of
+from ._search_grid import SearchSpace, search_space
+from ._search_report import print_table
+from ._search_walk import WalkOutcomes, fold_splits, refit_best, run_walks, walked_param
+from .grid import GRID_KINDS
 from .problems.shared_kernel import SharedKernelRows, serving
-
-
-# ------------------------------------------------------- RegularizationPathCV ---
-def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
-               values: list, split_idx: int, n_splits: int, fit_and_score_kwargs,
-               seeds: list | None = None, kernel_rows: SharedKernelRows | None = None):
-    """Walk one fold's path: a single clone, ``warm_start=True``, refitted at every value
-    in walk order, each fit scored exactly as GridSearchCV scores it (sklearn's
-    ``_fit_and_score``, which sets the parameter and fits without cloning, so the
-    previous solution stays the reference).
-
-    ``seeds``: per value, the solution of the same fold under the previous kernel
-    parameters (one dual point per task, or None), offered to the fit as its reference
-    (:func:`~sklearn_safescreen.base.fit_context`). Returns the fits' outcomes, their
-    screening reports and, when ``seeds`` is given, their own dual points (the next
-    kernel parameters' seeds). ``kernel_rows``: the search's store of kernel rows,
-    which the fold's kernel reads where it applies."""
-    est = clone(estimator)
-    est.set_params(**{prefix + "warm_start": True})
-    outs, reports, points = [], [], []
-    with serving(kernel_rows, train):
-        for k, value in enumerate(values):
-            step = _step_of(est, prefix)
-            offer = None if seeds is None else seeds[k]
-            with fit_context(step, references=offer) if offer is not None else nullcontext():
-                out = _fit_and_score(est, X, y, train=train, test=test,
-                                     parameters={param_name: value},
-                                     split_progress=(split_idx, n_splits),
-                                     candidate_progress=(k, len(values)),
-                                     **fit_and_score_kwargs)
-            report = None
-            if out.get("fit_error") is None:
-                report = getattr(step, "screening_report_", None)
-            outs.append(out)
-            reports.append(report)
-            if seeds is not None:
-                points.append(None if out.get("fit_error") is not None
-                              else _dual_points(step))
-    return outs, reports, points
-
-
-def _dual_points(step) -> list | None:
-    """The fitted Safe step's solution as seeds for other kernel parameters: per task,
-    ``(C, alpha)`` of its path's reference; None when its paths take no offer."""
-    state = step.__dict__.get("_path")
-    paths = [] if state is None else state.paths
-    if not paths or not all(hasattr(p, "offer_reference") and p.reference is not None
-                            for p in paths):
-        return None
-    return [(p.reference.C, p.reference.alpha) for p in paths]
-
-
-def _walk(estimator, chain: list[dict], X, y, train, test, param_name: str, prefix: str,
-          walks: list[list], split_idx: int, n_splits: int, fit_and_score_kwargs,
-          progress: list[str] | None, seeded: bool,
-          kernel_rows: SharedKernelRows | None = None):
-    """One fold's walks of a chain of combinations (``seeded``: combinations that
-    differ only by kernel parameters, in order; else a single combination).
-
-    Each combination's estimator has its parameters set once (cloned, as GridSearchCV
-    sets a candidate's parameters, so that an estimator-valued parameter is a fresh
-    object), then walks its values (:func:`_walk_fold`); when ``seeded``, each fit is
-    offered the previous combination's solution at the nearest value as its
-    reference. ``progress``: each walk's label, printed with its outcome (verbose).
-    Returns ``(outcomes, reports)`` per combination of the chain."""
-    results, previous = [], None
-    for i, (combination, values) in enumerate(zip(chain, walks, strict=True)):
-        est = clone(estimator).set_params(**clone(combination, safe=False)) \
-            if combination else estimator
-        seeds = None
-        if seeded:
-            seeds = [None] * len(values) if previous is None else \
-                [previous[1][j] for j in _nearest(values, previous[0])]
-        t0 = time.time()
-        outs, reports, points = _walk_fold(est, X, y, train, test, param_name, prefix,
-                                           values, split_idx, n_splits,
-                                           fit_and_score_kwargs, seeds, kernel_rows)
-        previous = (values, points)
-        results.append((outs, reports))
-        if progress is not None:
-            rates = [r.screening_rate for r in reports if r is not None]
-            screened = f"{np.mean(rates):.1%}" if rates else "n/a"
-            failed = sum(o.get("fit_error") is not None for o in outs)
-            msg = f"{progress[i]}; {len(values)} values; mean screened {screened}"
-            if failed:
-                msg += f"; {failed} failed"
-            print(f"{msg}; total time={time.time() - t0:.1f}s")
-    return results
 
 
 class RegularizationPathCV(BaseSearchCV):
@@ -331,60 +226,6 @@ class RegularizationPathCV(BaseSearchCV):
     def _run_search(self, evaluate_candidates):  # pragma: no cover - fit is overridden
         raise NotImplementedError("RegularizationPathCV walks paths in fit")
 
-    def _walk_grids(self, X, y, fit_params: dict, combos: list[dict]):
-        """Per combination, the values walked (walk order) and the critical value.
-
-        Explicit ``values``: the user's objects (so that ``best_params_`` holds the
-        user's own value, as in GridSearchCV), the same for every combination, with the
-        indices that sort them into walk order. A generated grid: computed per
-        combination (the critical value depends on the other parameters, e.g. gamma),
-        already in walk order."""
-        sw = fit_params.get(self._prefix + "sample_weight")
-        kw = dict(n_values=self.n_values, eps=self.eps, stop=self.stop,
-                  param_name=self.param_name_, sample_weight=sw)
-        if self.values is not None and not isinstance(self.values, str):
-            grid = _grid(self.estimator, X, y, self.values, **kw)
-            # the user's own objects, as GridSearchCV's ParameterGrid yields them (an
-            # array's elements are NumPy scalars there, not Python numbers)
-            values = self.values
-            user = list(np.atleast_1d(values) if isinstance(values, np.ndarray)
-                        else values)
-            return user, grid.order, [None] * len(combos)
-        walks, criticals = [], []
-        for combo in combos:
-            est = clone(self.estimator).set_params(**clone(combo, safe=False)) \
-                if combo else self.estimator
-            grid = _grid(est, X, y, self.values, **kw)
-            walks.append([float(v) for v in grid.values[grid.order]])
-            criticals.append(grid.critical)
-        return None, walks, criticals
-
-    def _candidates(self, X, y, fit_params: dict):
-        """``(combinations, candidates, walks, walk_candidates, criticals, chains)``: the
-        other parameters' combinations (ParameterGrid order), the candidates in
-        cv_results_ order, per combination the values walked and their candidates'
-        indices (walk order), the critical values of generated grids, and the chains of
-        combinations walked one after the other (:func:`_chains`)."""
-        grids = _param_grids(self.param_grid, self.param_name_)
-        combos, keys = _combinations(grids)
-        name = self.param_name_
-        user, walks, criticals = self._walk_grids(X, y, fit_params, combos)
-        if user is not None:  # explicit values: GridSearchCV's product grid
-            order = walks
-            pairs, where = _product_candidates(grids, keys, name, len(user))
-            candidates = [_candidate(combos[c], name, user[j]) for c, j in pairs]
-            walks = [[user[j] for j in order] for _ in combos]
-            walk_cands = [[where[c][j] for j in order] for c in range(len(combos))]
-        else:  # generated: each combination's own values, combination by combination
-            candidates, walk_cands = [], []
-            for combo, walk in zip(combos, walks, strict=True):
-                walk_cands.append(list(range(len(candidates),
-                                             len(candidates) + len(walk))))
-                candidates += [_candidate(combo, name, v) for v in walk]
-        kernel = {self._prefix + k for k in KERNEL_PARAMS} if self.kernel_seeds else set()
-        chains = _chains(grids, keys, kernel)
-        return combos, candidates, walks, walk_cands, criticals, chains
-
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **params) -> RegularizationPathCV:
         """Walk the path on every fold (for every combination of ``param_grid``),
@@ -403,177 +244,65 @@ class RegularizationPathCV(BaseSearchCV):
         -------
         self : RegularizationPathCV
         """
-        self.param_name_, prefix, safe = resolve_path_param(self.estimator,
-                                                            self.param_name)
-        if "warm_start" not in safe.get_params():
-            raise TypeError(f"{type(safe).__name__} has no warm_start parameter, which the "
-                            "path protocol needs")
-        self._prefix = prefix
+        self.param_name_, self._prefix = walked_param(self.estimator, self.param_name)
         scorers, refit_metric = self._get_scorers()
         X, y = indexable(X, y)
-        params = _check_method_params(X, params=params)
-        routed = self._get_routed_params_for_fit(params)
-        cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
-        self.n_splits_ = n_splits = cv.get_n_splits(X, y, **routed.splitter.split)
-        splits = list(cv.split(X, y, **routed.splitter.split))
-        if len(splits) != n_splits:
-            raise ValueError("cv.split and cv.get_n_splits return inconsistent results. "
-                             f"Expected {n_splits} splits, got {len(splits)}")
+        routed = self._get_routed_params_for_fit(_check_method_params(X, params=params))
+        splits = fold_splits(self.cv, X, y, self.estimator, routed.splitter.split)
+        self.n_splits_ = len(splits)
         # one store of kernel rows for the grid's fits on the whole set, every fold and
         # the refit (kept for this fit only)
         kernel_rows = SharedKernelRows(X, self.kernel_memory)
-        every = np.arange(_num_samples(X))
-        with serving(kernel_rows, every):
-            combos, candidates, walks, walk_cands, criticals, chains = self._candidates(
-                X, y, routed.estimator.fit)
-        n_cand, n_walks = len(candidates), len(combos) * n_splits
+        with serving(kernel_rows, np.arange(_num_samples(X))):
+            space = search_space(self.estimator, X, y, param_name=self.param_name_,
+                                 prefix=self._prefix, values=self.values,
+                                 param_grid=self.param_grid, n_values=self.n_values,
+                                 eps=self.eps, stop=self.stop, kernel_seeds=self.kernel_seeds,
+                                 fit_params=routed.estimator.fit)
+        scoring = dict(scorer=scorers, fit_params=routed.estimator.fit,
+                       score_params=routed.scorer.score, error_score=self.error_score,
+                       return_train_score=self.return_train_score, caller=self)
+        outcomes = run_walks(self.estimator, space, X, y, splits, param_name=self.param_name_,
+                             prefix=self._prefix, scoring=scoring, n_jobs=self.n_jobs,
+                             verbose=self.verbose, kernel_rows=kernel_rows)
+        self._store_results(space, outcomes, refit_metric)
         if self.verbose > 0:
-            print(f"Fitting {n_splits} folds for each of {n_cand} candidates, totalling "
-                  f"{n_cand * n_splits} fits, in {n_walks} warm-started walks along "
-                  f"{self.param_name_}")
+            self._print_table()
+        if self.refit:
+            self.best_estimator_, self.refit_time_ = refit_best(
+                self.estimator, self.best_params_, X, y, routed.estimator.fit, kernel_rows)
+            if hasattr(self.best_estimator_, "feature_names_in_"):
+                self.feature_names_in_ = self.best_estimator_.feature_names_in_
+        self.scorer_ = scorers._scorers if isinstance(scorers, _MultimetricScorer) else scorers
+        return self
 
-        kwargs = dict(scorer=scorers, fit_params=routed.estimator.fit,
-                      score_params=routed.scorer.score,
-                      return_train_score=self.return_train_score,
-                      return_n_test_samples=True, return_times=True,
-                      return_parameters=False, error_score=self.error_score,
-                      verbose=self.verbose, caller=self)
-        base = clone(self.estimator)
-
-        def label(c: int, s: int) -> str | None:
-            if self.verbose <= 0:
-                return None
-            walk, short = walks[c], self.param_name_.rsplit("__", 1)[-1]
-            other = "".join(f"{k}={v}, " for k, v in combos[c].items())
-            return (f"[CV {s + 1}/{n_splits}; walk {c * n_splits + s + 1}/{n_walks}] END "
-                    f"{other}{short}={float(walk[0]):.4g}..{float(walk[-1]):.4g}")
-
-        # threads by default: the solvers release the GIL, and a search needs no worker
-        # processes to start and import the package; a joblib backend context (loky,
-        # dask) takes precedence. BLAS is limited to one thread here, in the calling
-        # thread: OpenBLAS ignores a limit set from a worker thread, so the fits' own
-        # limit would not hold for walks on threads. Likewise the compiled loops' OpenMP
-        # threads are shared out between the walks that run at once (else each would
-        # take every core).
-        at_once = max(1, min(effective_n_jobs(self.n_jobs), len(chains) * n_splits))
-        with single_blas_thread(), fit_threads(max(1, effective_n_threads() // at_once)):
-            jobs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(_walk)(base, [combos[c] for c in chain], X, y, train, test,
-                               self.param_name_, prefix, [walks[c] for c in chain], s,
-                               n_splits, kwargs,
-                               None if self.verbose <= 0 else [label(c, s) for c in chain],
-                               seeded=len(chain) > 1, kernel_rows=kernel_rows)
-                for chain in chains for s, (train, test) in enumerate(splits))
-        units = [None] * (len(combos) * n_splits)  # (combination, fold) -> its walk
-        for j, (chain, s) in enumerate((ch, s) for ch in chains for s in range(n_splits)):
-            for c, result in zip(chain, jobs[j], strict=True):
-                units[c * n_splits + s] = result
-
-        # GridSearchCV's order: candidate-major, then split
-        where = [None] * n_cand  # candidate -> (combination, position in its walk)
-        for c, cands in enumerate(walk_cands):
-            for k, i in enumerate(cands):
-                where[i] = (c, k)
-        out = [units[c * n_splits + s][0][k] for c, k in where for s in range(n_splits)]
-        _warn_or_raise_about_fit_failures(out, self.error_score)
-        if callable(self.scoring):
-            _insert_error_scores(out, self.error_score)
-        results = self._format_results(candidates, n_splits, out)
-
-        # per combination c: reports[c][s][k], rates[c] and times[c] (n_splits, n_c)
-        reports = [[units[c * n_splits + s][1] for s in range(n_splits)]
-                   for c in range(len(combos))]
-        rates = [np.array([[np.nan if r is None else r.screening_rate for r in fold]
-                           for fold in rep], dtype=float).reshape(n_splits, -1)
-                 for rep in reports]
-        times = [np.array([[o["fit_time"] for o in units[c * n_splits + s][0]]
-                           for s in range(n_splits)], dtype=float).reshape(n_splits, -1)
-                 for c in range(len(combos))]
-        split_rates = np.array([rates[c][:, k] for c, k in where]).reshape(n_cand,
-                                                                           n_splits)
-        for s in range(n_splits):
-            results[f"split{s}_screening_rate"] = split_rates[:, s]
-        results["mean_screening_rate"] = split_rates.mean(axis=1)
-        self.combinations_ = combos
-        if self.param_grid is None:
-            self.path_values_ = np.array([float(v) for v in walks[0]])
-            self.path_candidates_ = np.array(walk_cands[0], dtype=np.intp)
-            self.critical_value_ = criticals[0]
-            self.path_reports_, self.screening_rates_ = reports[0], rates[0]
-            self.path_fit_times_ = times[0]
-        else:
-            self.path_values_ = [np.array([float(v) for v in w]) for w in walks]
-            self.path_candidates_ = [np.array(w, dtype=np.intp) for w in walk_cands]
-            self.critical_value_ = None if criticals[0] is None else np.array(criticals)
-            self.path_reports_, self.screening_rates_ = reports, rates
-            self.path_fit_times_ = times
-
+    def _store_results(self, space: SearchSpace, outcomes: WalkOutcomes,
+                       refit_metric) -> None:
+        """``cv_results_`` from GridSearchCV's own ``_format_results`` (the fits in its
+        order, failures handled as it handles them) plus the screening rates, the path
+        attributes, and the best candidate chosen as GridSearchCV chooses it."""
+        out = outcomes.fits(self.error_score, callable_scoring=callable(self.scoring))
+        results = self._format_results(space.candidates, self.n_splits_, out)
+        results.update(outcomes.screening_results())
+        self.combinations_ = space.combinations
+        # the documented path_* attributes, per combination or for the single one
+        for name, value in outcomes.path_attributes(self.param_grid is None).items():
+            setattr(self, name, value)
         first = out[0]["test_scores"]
         self.multimetric_ = isinstance(first, dict)
         if callable(self.scoring) and self.multimetric_:
             self._check_refit_for_multimetric(first)
             refit_metric = self.refit
         if self.refit or not self.multimetric_:
-            self.best_index_ = int(self._select_best_index(self.refit, refit_metric,
-                                                           results))
+            self.best_index_ = int(self._select_best_index(self.refit, refit_metric, results))
             if not callable(self.refit):
                 self.best_score_ = results[f"mean_test_{refit_metric}"][self.best_index_]
             self.best_params_ = results["params"][self.best_index_]
         self.cv_results_ = results
-        self._table = (walks, walk_cands, reports)  # the verbose table's rows
-        if self.verbose > 0:
-            self._print_table()
-        if self.refit:
-            self.best_estimator_ = clone(base).set_params(
-                **clone(self.best_params_, safe=False))
-            t0 = time.time()
-            with serving(kernel_rows, every):
-                if y is not None:
-                    self.best_estimator_.fit(X, y, **routed.estimator.fit)
-                else:
-                    self.best_estimator_.fit(X, **routed.estimator.fit)
-            self.refit_time_ = time.time() - t0
-            if hasattr(self.best_estimator_, "feature_names_in_"):
-                self.feature_names_in_ = self.best_estimator_.feature_names_in_
-        self.scorer_ = scorers._scorers if isinstance(scorers, _MultimetricScorer) \
-            else scorers
-        return self
 
     def _print_table(self) -> None:
-        """Per combination of the other parameters (its name=value line first, when
-        there is a ``param_grid``), one line per value in walk order: value, screening
-        rate (or "closed-form", one field like the rates, where every fold's fit was
-        solved in closed form: nothing was screened there), mean fit time and, when
-        there is a refit metric, the CV score and its standard deviation."""
-        results, (walks, walk_cands, reports) = self.cv_results_, self._table
-        metric = "score" if not self.multimetric_ else self.refit
-        key = f"mean_test_{metric}" if isinstance(metric, str) else None
-        short = self.param_name_.rsplit("__", 1)[-1]
-        head = f"{short:>11} {'screened':>11} {'fit time (s)':>13}"
-        if key in results:
-            head += f" {'CV ' + key[10:]:>12} {'+/-':>7}"
-        mixed = False
-        for combo, walk, cands, reps in zip(self.combinations_, walks, walk_cands,
-                                            reports, strict=True):
-            if self.param_grid is not None:
-                print(", ".join(f"{k}={v}" for k, v in combo.items()) + ":")
-            print(head)
-            # closed_form[s, k]: fold s's fit at the k-th value had the closed-form
-            # solution
-            closed_form = np.array([[getattr(r, "closed_form", False) for r in fold]
-                                    for fold in reps], dtype=bool)
-            for k, (value, c) in enumerate(zip(walk, cands, strict=True)):
-                rate = f"{results['mean_screening_rate'][c]:.1%}"
-                if closed_form[:, k].all():
-                    rate = "closed-form"
-                elif closed_form[:, k].any():
-                    rate, mixed = rate + "*", True
-                line = (f"{float(value):>11.4g} {rate:>11} "
-                        f"{results['mean_fit_time'][c]:>13.4f}")
-                if key in results:
-                    line += (f" {results[key][c]:>12.4f} "
-                             f"{results['std' + key[4:]][c]:>7.4f}")
-                print(line)
-        if mixed:
-            print("* some folds were solved in closed form at this value (counted as "
-                  "100% decided)")
+        """The verbose table of the fitted search (``_search_report.print_table``)."""
+        print_table(self.cv_results_, self.combinations_, self.path_values_,
+                    self.path_candidates_, self.path_reports_, param_name=self.param_name_,
+                    single=self.param_grid is None,
+                    metric=self.refit if self.multimetric_ else "score")

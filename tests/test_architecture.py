@@ -27,7 +27,7 @@ LAYERS = [
      "metric_learning", "_metric_learn_api",
      "datasets", "_doubly_sparse_base", "_sparse_linear_base", "doubly_sparse", "lp_svm",
      "lp_svm_exact_path"},
-    {"path", "grid", "_search_grid"},
+    {"path", "grid", "_search_grid", "_search_walk", "_search_report"},
     {"model_selection"},
     {"plotting", "__main__", "_cli", "__init__"},
 ]

@@ -299,18 +299,18 @@ def test_path_cv_folds_on_threads_share_the_openmp_threads(monkeypatch):
     taking every core would oversubscribe the machine): 4 threads, 2 folds at once."""
     from sklearn.datasets import make_classification
 
-    from sklearn_safescreen import RegularizationPathCV, SafeSVC, model_selection
+    from sklearn_safescreen import RegularizationPathCV, SafeSVC, _search_walk
     from sklearn_safescreen._utils import openmp
 
     seen = []
-    walk_fold = model_selection._walk_fold
+    walk_fold = _search_walk._walk_fold
 
     def spy(*args, **kwargs):
         seen.append(openmp.current_n_threads())
         return walk_fold(*args, **kwargs)
 
-    monkeypatch.setattr(model_selection, "effective_n_threads", lambda n_jobs=None: 4)
-    monkeypatch.setattr(model_selection, "_walk_fold", spy)
+    monkeypatch.setattr(_search_walk, "effective_n_threads", lambda n_jobs=None: 4)
+    monkeypatch.setattr(_search_walk, "_walk_fold", spy)
     X, y = make_classification(120, 5, random_state=0)
     RegularizationPathCV(SafeSVC(kernel="linear"), values=[0.1, 1.0], cv=2,
                          n_jobs=2).fit(X, y)

@@ -271,7 +271,7 @@ MUTATIONS = (
              '_solver_params = frozenset({"class_weight", "screening", "tol",',
              (*WARM, *LP),
              "SafeLPSVC declares class_weight a solver parameter"),
-    Mutation("cv_folds_share_estimator", "sklearn_safescreen/model_selection.py",
+    Mutation("cv_folds_share_estimator", "sklearn_safescreen/_search_walk.py",
              "    est = clone(estimator)\n",
              "    est = estimator\n",
              FOLDS,
