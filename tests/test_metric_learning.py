@@ -470,7 +470,7 @@ def test_a_path_builds_its_triplets_once(monkeypatch):
         calls.append(1)
         return build(*args, **kwargs)
 
-    monkeypatch.setattr("sklearn_safescreen.metric_learning.build_triplets", counting)
+    monkeypatch.setattr("sklearn_safescreen._metric_inputs.build_triplets", counting)
     res = estimator_path(SafeMetricLearner(k=3, tol=1e-10), X, y, n_values=3, eps=0.3)
     assert len(calls) == 1
     lam = critical_value(SafeMetricLearner(k=3), X, y)
