@@ -20,6 +20,7 @@ from ._utils.limits import MAX_ENTRY_FOURTH_POWER
 from ._validation import check_magnitude, memoised_validation
 from .base import FitInputs, PathState
 from .engine.triplet import TripletPath
+from .engine.triplet_settings import DEFAULT_OPTIONS, TripletOptions
 from .problems.triplets import (
     TripletSet,
     build_triplets,
@@ -108,11 +109,14 @@ def triplet_set(X: np.ndarray, y_ind: np.ndarray, k: int | None, triplets,
             else triplets_from_indices(X, triplets, diagonal))
 
 
-def triplet_paths(inputs: FitInputs, gamma: float, diagonal: bool) -> PathState:
+def triplet_paths(inputs: FitInputs, gamma: float, diagonal: bool,
+                  options: TripletOptions = DEFAULT_OPTIONS) -> PathState:
     """The fit's one engine path (metric learning has one problem): the triplet set of
-    ``inputs`` (:func:`metric_fit_inputs`) and its closed form."""
+    ``inputs`` (:func:`metric_fit_inputs`) and its closed form, walked with the tuning
+    values ``options``."""
     X, y_ind, k, triplets = inputs.data
-    path = TripletPath(triplet_set(X, y_ind, k, triplets, diagonal), gamma, diagonal)
+    path = TripletPath(triplet_set(X, y_ind, k, triplets, diagonal), gamma, diagonal,
+                       options)
     return PathState(inputs.fingerprint, [path])
 
 

@@ -33,7 +33,7 @@ from ._metric_inputs import (
 from ._metric_learn_api import DeprecatedSpellingsMixin, MahalanobisMixin
 from ._metric_report import MetricReportMixin, set_fitted_metric
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
-from .engine.triplet_settings import BOUNDS, TripletSettings
+from .engine.triplet_settings import BOUNDS, DEFAULT_OPTIONS, TripletOptions, TripletSettings
 from .screening.triplet import TRIPLET_RULES
 
 #: (``AUTO_ALPHA_FRACTION``, the scale of ``alpha="auto"``, and ``BOUNDS``, the balls of
@@ -265,6 +265,10 @@ class SafeMetricLearner(MetricReportMixin, MahalanobisMixin, DeprecatedSpellings
                                 "active_set", "screening_interval", "tol", "max_iter",
                                 "warm_start", "verbose", "random_state"})
     _path_state = ("_path", "_input_memo", "_problem_cache")
+    #: the triplet engine's tuning values (none changes a model): not a parameter; a
+    #: test that needs others (e.g. the bounds tried on a small set) sets them on its
+    #: instance before its first fit
+    _triplet_options: TripletOptions = DEFAULT_OPTIONS
 
     def __init__(self, alpha="auto", *, k="auto", loss="smoothed_hinge", smoothing=0.05,
                  metric="full", screening="rrpb+pgb", rule="sphere",
@@ -321,7 +325,7 @@ class SafeMetricLearner(MetricReportMixin, MahalanobisMixin, DeprecatedSpellings
 
     def _make_paths(self, inputs: FitInputs) -> PathState:
         """The triplet set (the k-NN triplets by default) and its closed form."""
-        return triplet_paths(inputs, self._gamma, self._diagonal)
+        return triplet_paths(inputs, self._gamma, self._diagonal, self._triplet_options)
 
     # ----------------------------------------------------------- one step ---
     def _step_value(self, state: PathState) -> float:
