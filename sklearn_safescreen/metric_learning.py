@@ -7,65 +7,42 @@ r"""SafeMetricLearner: triplet metric learning with safe triplet screening.
 
 with the smoothed hinge (or hinge) :math:`\ell` of threshold 1 (Yoshida et al. 2019;
 ``doc/theory/metric_learning.rst``). This module is the scikit-learn shell, read top to
-bottom: parameters, validation and the triplet set, fit, the fitted attributes; the
-path step is :class:`~sklearn_safescreen.engine.triplet.TripletPath`, the model's
-methods (metric-learn's interface, ``transform``) and the deprecated parameter
-spellings are mixins (:mod:`sklearn_safescreen._metric_learn_api`).
+bottom: parameters, fit (validate, build the path, run it, set the attributes), the
+step's settings. The validation, the triplet set and the scale of ``alpha`` are
+:mod:`sklearn_safescreen._metric_inputs`; the path step is
+:class:`~sklearn_safescreen.engine.triplet.TripletPath`; the fitted attributes, the
+convergence warning and the summary line are :mod:`sklearn_safescreen._metric_report`;
+the model's methods (metric-learn's interface, ``transform``) and the deprecated
+parameter spellings are mixins (:mod:`sklearn_safescreen._metric_learn_api`).
 """
 
 from __future__ import annotations
 
 import numbers
 
-import numpy as np
 from sklearn.base import _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
+from ._metric_inputs import (
+    AUTO_ALPHA_FRACTION,
+    check_alpha,
+    metric_fit_inputs,
+    resolve_alpha,
+    triplet_paths,
+)
 from ._metric_learn_api import DeprecatedSpellingsMixin, MahalanobisMixin
-from ._utils.fingerprint import data_fingerprint
-from ._utils.limits import MAX_ENTRY_FOURTH_POWER
-from ._utils.warnings import warn_user
-from ._validation import check_magnitude, memoised_validation
+from ._metric_report import MetricReportMixin, set_fitted_metric
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
-from .engine.triplet import TripletPath
-from .engine.triplet_settings import BOUNDS, TripletSettings
-from .problems.triplets import build_triplets, resolve_k, triplets_from_indices
+from .engine.triplet_settings import BOUNDS, DEFAULT_OPTIONS, TripletOptions, TripletSettings
 from .screening.triplet import TRIPLET_RULES
 
-#: ``alpha="auto"`` is this fraction of ``critical_alpha_``. ``alpha / critical_alpha_`` is
-#: invariant to the scale of X and to the number of triplets (both scale lambda_L and the
-#: useful values alike). At 1e-2, two decades into the path, standardised iris, wine
-#: and breast cancer and digits scaled to [0, 1] converged in 7 to 28 iterations, and the
-#: 5-fold 5-NN accuracy on the first three was within 1.3 points of the best fraction of
-#: 1e-1 .. 1e-6; below about 1e-5 the iterations grow to thousands.
-AUTO_ALPHA_FRACTION = 1e-2
-#: Smallest accepted ``alpha / critical_alpha_``. The metric grows like
-#: ``critical_alpha_ / alpha`` and the solver squares its entries: on iris the arithmetic
-#: overflows (NaN gap) near 1e-160 relative, so 1e-50 leaves a wide margin, far below
-#: any useful regularisation (the paper's paths stop near 1e-6).
-_MIN_RELATIVE_ALPHA = 1e-50
+#: (``AUTO_ALPHA_FRACTION``, the scale of ``alpha="auto"``, and ``BOUNDS``, the balls of
+#: ``screening``, are read from here too)
+__all__ = ["AUTO_ALPHA_FRACTION", "BOUNDS", "SafeMetricLearner"]
 
 
-def _convergence_message(alpha, critical, auto, outcome, tol, max_iter) -> str:
-    """What a fit that stopped at ``max_iter`` reports, and what to change: the fit
-    needs fewer iterations the closer ``alpha`` is to ``critical_alpha_``."""
-    given = "alpha='auto'" if auto else f"alpha={alpha:.6g}"
-    advice = (f"raise alpha towards critical_alpha_ (alpha='auto' is "
-              f"{AUTO_ALPHA_FRACTION:g} x critical_alpha_ = "
-              f"{AUTO_ALPHA_FRACTION * critical:.3g})"
-              if alpha < AUTO_ALPHA_FRACTION * critical else "raise alpha")
-    return (f"SafeMetricLearner({given}) stopped at max_iter={max_iter} with relative "
-            f"duality gap {outcome.rel_gap:.3g} > tol={tol:g}. alpha={alpha:.3g} is "
-            f"{alpha / critical:.2g} x critical_alpha_={critical:.3g}, and the further "
-            f"below critical_alpha_, the more iterations a fit needs: {advice}, or "
-            "increase max_iter (or tol). RegularizationPathCV chooses alpha by "
-            "cross-validation along a path from critical_alpha_.")
-
-
-class SafeMetricLearner(MahalanobisMixin, DeprecatedSpellingsMixin, SafeEstimator):
+class SafeMetricLearner(MetricReportMixin, MahalanobisMixin, DeprecatedSpellingsMixin,
+                        SafeEstimator):
     r"""Mahalanobis metric learning from triplets with safe triplet screening.
 
     Learns :math:`M\succeq O` (``metric="full"``) or a non-negative diagonal
@@ -288,6 +265,10 @@ class SafeMetricLearner(MahalanobisMixin, DeprecatedSpellingsMixin, SafeEstimato
                                 "active_set", "screening_interval", "tol", "max_iter",
                                 "warm_start", "verbose", "random_state"})
     _path_state = ("_path", "_input_memo", "_problem_cache")
+    #: the triplet engine's tuning values (none changes a model): not a parameter; a
+    #: test that needs others (e.g. the bounds tried on a small set) sets them on its
+    #: instance before its first fit
+    _triplet_options: TripletOptions = DEFAULT_OPTIONS
 
     def __init__(self, alpha="auto", *, k="auto", loss="smoothed_hinge", smoothing=0.05,
                  metric="full", screening="rrpb+pgb", rule="sphere",
@@ -340,73 +321,19 @@ class SafeMetricLearner(MahalanobisMixin, DeprecatedSpellingsMixin, SafeEstimato
         return self._fit(X, y, triplets=triplets)
 
     def _fit_inputs(self, X, y, triplets=None, sample_weight=None) -> FitInputs:
-        if sample_weight is not None:
-            raise ValueError("SafeMetricLearner does not support sample_weight")
-        X, y_ind, k, fingerprint = self._validated_problem(X, y, triplets)
-        return FitInputs((X, y_ind, k, triplets), fingerprint)
-
-    def _validated_problem(self, X, y, triplets):
-        """``(X, y_ind, k, fingerprint)``: validated data, encoded labels, resolved ``k``
-        and a content hash of the data (data, labels, triplets; the parameters of the
-        problem are :func:`~sklearn_safescreen.base.problem_key`'s). With
-        ``warm_start``, the same arrays with unchanged content as the previous fit are
-        not validated or encoded again
-        (:func:`~sklearn_safescreen._validation.memoised_validation`; a path step)."""
-
-        def validate():
-            Xv, yv = validate_data(self, X, y, dtype=np.float64, order="C")
-            check_magnitude(Xv, "X", MAX_ENTRY_FOURTH_POWER,
-                            "triplet values are differences of squared distances and the "
-                            "solver squares those (fourth powers of the entries)")
-            check_classification_targets(yv)
-            return Xv, yv
-
-        (X, y), digest = memoised_validation(self, (X, y), validate)
-        key = (digest, self.k) if digest is not None and triplets is None else None
-        cached = getattr(self, "_problem_cache", None)
-        if key is not None and cached is not None and cached[0] == key:
-            return (X, *cached[1])
-        classes, y_ind = np.unique(y, return_inverse=True)
-        # (an explicit k too large for a class raises here)
-        k = None if triplets is not None else resolve_k(y, self.k)
-        content = (digest,) if digest is not None else (X, y_ind)
-        fingerprint = data_fingerprint(
-            *content, None if triplets is None else np.asarray(triplets),
-            repr(classes.tolist()), str(classes.dtype))
-        self._problem_cache = (key, (y_ind, k, fingerprint))
-        return X, y_ind, k, fingerprint
-
-    def _triplet_set(self, X, y_ind, k, triplets):
-        return (build_triplets(X, y_ind, k, self._diagonal) if triplets is None
-                else triplets_from_indices(X, triplets, self._diagonal))
+        return metric_fit_inputs(self, X, y, triplets, sample_weight)
 
     def _make_paths(self, inputs: FitInputs) -> PathState:
         """The triplet set (the k-NN triplets by default) and its closed form."""
-        X, y_ind, k, triplets = inputs.data
-        path = TripletPath(self._triplet_set(X, y_ind, k, triplets), self._gamma,
-                           self._diagonal)
-        return PathState(inputs.fingerprint, [path])
+        return triplet_paths(inputs, self._gamma, self._diagonal, self._triplet_options)
 
     # ----------------------------------------------------------- one step ---
     def _step_value(self, state: PathState) -> float:
         """``alpha``, with ``"auto"`` resolved from the critical value."""
-        critical = self._critical_from(state)
-        return AUTO_ALPHA_FRACTION * critical if self._auto_alpha else float(self.alpha)
-
-    @property
-    def _auto_alpha(self) -> bool:
-        return isinstance(self.alpha, str)  # "auto" (the only string the checks allow)
+        return resolve_alpha(self.alpha, self._critical_from(state))
 
     def _check_step(self, state: PathState, alpha: float) -> None:
-        path = state.paths[0]
-        critical = self._critical_from(state)
-        if alpha < _MIN_RELATIVE_ALPHA * critical and path.separable:
-            raise ValueError(
-                f"alpha={alpha:.3g} is below {_MIN_RELATIVE_ALPHA:g} x critical_alpha_ "
-                f"(the closed-form threshold lambda_L={critical:.6g} of these triplets): "
-                f"the metric would be of order lambda_L/alpha={critical / alpha:.1e} and "
-                "the solver's arithmetic would overflow; use alpha >= "
-                f"{_MIN_RELATIVE_ALPHA * critical:.3g}.")
+        check_alpha(alpha, self._critical_from(state), state.paths[0].separable)
 
     def _step_settings(self, state: PathState, value: float) -> TripletSettings:
         self._warn_unused_random_state()
@@ -426,28 +353,4 @@ class SafeMetricLearner(MahalanobisMixin, DeprecatedSpellingsMixin, SafeEstimato
 
     # -------------------------------------------------------------- model ---
     def _set_model(self, inputs: FitInputs, state: PathState, outcomes) -> None:
-        (path,), (outcome,) = state.paths, outcomes
-        self.n_triplets_ = path.data.n_triplets
-        self.k_ = inputs.data[2]
-        self.alpha_ = self._step_value(state)
-        self.critical_alpha_ = self._critical_from(state)
-        self._store_model(outcome.reference.M, self._diagonal)
-        self.n_iter_ = int(outcome.n_iter)
-        self.dual_gap_ = float(outcome.gap)
-        self.loss_ = path.loss()
-
-    def _warn_if_not_converged(self, outcomes) -> None:
-        (outcome,) = outcomes
-        if not outcome.converged:
-            warn_user(_convergence_message(self._step_value(self._path),
-                                           self._critical_from(self._path),
-                                           self._auto_alpha, outcome, self.tol,
-                                           self.max_iter), ConvergenceWarning)
-
-    def _summary(self, state: PathState, outcomes, report, elapsed: float) -> str:
-        (outcome,) = outcomes
-        return (f"alpha={self.alpha_:<10.4g} done: screened {report.n_screened}/"
-                f"{self.n_triplets_} ({report.screening_rate:.1%}) iter={outcome.n_iter} "
-                f"absolute dual_gap_={outcome.gap:.3e} "
-                f"(relative {outcome.rel_gap:.3e}) time={elapsed:.3f}s")
-
+        set_fitted_metric(self, inputs, state, outcomes)

@@ -24,7 +24,7 @@ LAYERS = [
     {"engine"},
     {"_multiclass", "base", "_validation", "_fit_time", "_box_qp_base", "svm", "lad",
      "_svc_tasks",
-     "metric_learning", "_metric_learn_api",
+     "metric_learning", "_metric_learn_api", "_metric_inputs", "_metric_report",
      "datasets", "_doubly_sparse_base", "_sparse_linear_base", "doubly_sparse", "lp_svm",
      "lp_svm_exact_path"},
     {"path", "grid", "_search_grid", "_search_walk", "_search_report"},

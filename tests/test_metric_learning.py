@@ -21,7 +21,7 @@ from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_safescreen._utils import memory
-from sklearn_safescreen.engine import triplet as et
+from sklearn_safescreen.engine.triplet_settings import TripletOptions
 from sklearn_safescreen.metric_learning import BOUNDS, SafeMetricLearner
 from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems import triplets as _triplets
@@ -162,28 +162,29 @@ def test_options_keep_the_optimum(options):
 
 @pytest.mark.parametrize("rule, bounded", [("sphere", False), ("sdp", False),
                                            ("sphere", True)])
-def test_range_screening_by_default_only_with_the_sdp_rule(monkeypatch, rule, bounded):
+def test_range_screening_by_default_only_with_the_sdp_rule(rule, bounded):
     """``range_screening="auto"`` keeps the RRPB ranges with the SDP rule only (whose
     test of a triplet costs O(d^3)); with an O(1) rule the previous solution's own RRPB
     test decides the same triplets, from exact values or (the certificate from bounds
     tried, here on a small set) from bounded ones, and the path's metrics are those
     with ranges."""
-    from sklearn_safescreen.engine import triplet
-
-    if bounded:
-        monkeypatch.setattr(triplet, "BOUNDS_MIN_WORK", 0.0)
     X, y = scaled(load_wine, every=2)
     fits = {}
     for ranges in ("auto", True):
         ml = SafeMetricLearner(k=3, rule=rule, warm_start=True, tol=1e-8,
                                range_screening=ranges)
-        screened = []
+        if bounded:  # (the bounds tried whatever the work and the share of pairs)
+            ml._triplet_options = TripletOptions(bounds_min_work=0.0, full_pass_share=1.0)
+        screened, from_bounds = [], False
         for lam in [100.0, 90.0, 81.0, 72.9]:
             ml.set_params(alpha=lam).fit(X, y)
             screened.append(sum(e.n_screened for e in ml.screening_report_.events
                                 if e.moment in ("range", "reference")))
+            zrad = ml._path.paths[0].reference.zrad  # (values the certificate bounded)
+            from_bounds |= zrad is not None and bool(np.any(zrad > 0))
         has_range = any(e.moment == "range" for e in ml.screening_report_.events)
         fits[ranges] = (ml.metric_.copy(), screened, has_range, dgb_tol(ml))
+        assert from_bounds is bounded  # the next steps screened from bounded values
     assert fits[True][2] and fits["auto"][2] is (rule == "sdp")
     assert fits["auto"][1] == fits[True][1]
     assert np.linalg.norm(fits["auto"][0] - fits[True][0]) <= 1.01 * (
@@ -470,7 +471,7 @@ def test_a_path_builds_its_triplets_once(monkeypatch):
         calls.append(1)
         return build(*args, **kwargs)
 
-    monkeypatch.setattr("sklearn_safescreen.metric_learning.build_triplets", counting)
+    monkeypatch.setattr("sklearn_safescreen._metric_inputs.build_triplets", counting)
     res = estimator_path(SafeMetricLearner(k=3, tol=1e-10), X, y, n_values=3, eps=0.3)
     assert len(calls) == 1
     lam = critical_value(SafeMetricLearner(k=3), X, y)
@@ -519,15 +520,18 @@ def test_active_set_paths_keep_every_optimum(seed, metric, ratio):
     X = rng.randn(n, d) + 0.7 * y[:, None] * rng.randn(1, d)
     kw = dict(k=3, metric=metric, tol=1e-9, warm_start=True, max_iter=100000)
     safe = SafeMetricLearner(active_set=True, **kw)
+    # (on a set this small, every restriction and bound is tried: the shares of the
+    # pairs above which one pass over all is made, and the work below which the bounds
+    # and the updates of H_L are not tried, would decline them)
+    safe._triplet_options = TripletOptions(full_pass_share=1.0, bounds_min_work=0.0,
+                                           hl_update_min_work=0.0)
     plain = SafeMetricLearner(screening=None, range_screening=False, **kw)
     ts = _triplets.build_triplets(X, y, 3, metric == "diagonal")
     lam = tp.closed_form(ts, 0.05, metric == "diagonal")[0]
     for _ in range(25):
         lam *= ratio
         with pytest.MonkeyPatch.context() as mp:
-            # (on a set this small, every restriction and bound is tried: the shares of
-            # the pairs above which one pass over all is made would decline them)
-            mp.setattr(et, "FULL_PASS_SHARE", 1.0)
+            # (the solver's own share, above which the active set is not restricted)
             mp.setattr(pg, "ACTIVE_SET_PAIR_SHARE", 1.0)
             safe.set_params(alpha=lam).fit(X, y)
         plain.set_params(alpha=lam).fit(X, y)
@@ -541,10 +545,10 @@ def test_active_set_paths_keep_every_optimum(seed, metric, ratio):
 
 @pytest.mark.parametrize("small", [True, False])
 def test_small_sets_sum_hl_from_scratch(monkeypatch, small):
-    """On a set whose pass over every pair is under HL_UPDATE_MIN_WORK multiply-adds
-    the screened fits sum H_L from scratch (cheaper than the update's passes over the
-    triplets); on a larger one (here: made so) they update it. The metrics are the
-    same either way."""
+    """On a set whose pass over every pair is under ``hl_update_min_work`` multiply-adds
+    (:class:`TripletOptions`) the screened fits sum H_L from scratch (cheaper than the
+    update's passes over the triplets); on a larger one (here: made so) they update it.
+    The metrics are the same either way."""
     from sklearn_safescreen.engine import triplet
 
     calls = []
@@ -555,10 +559,10 @@ def test_small_sets_sum_hl_from_scratch(monkeypatch, small):
         return update(*args, **kw)
 
     monkeypatch.setattr(triplet, "update_hl", recording)
-    if not small:
-        monkeypatch.setattr(triplet, "HL_UPDATE_MIN_WORK", 0.0)
     X, y = scaled(load_wine, every=2)
     ml = SafeMetricLearner(k=3, warm_start=True, tol=1e-8)
+    if not small:
+        ml._triplet_options = TripletOptions(hl_update_min_work=0.0)
     plain = SafeMetricLearner(k=3, warm_start=True, tol=1e-8, screening=None)
     for lam in [100.0, 50.0, 25.0, 12.5]:
         ml.set_params(alpha=lam).fit(X, y)

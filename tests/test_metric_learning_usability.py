@@ -25,7 +25,9 @@ from sklearn.preprocessing import StandardScaler
 import sklearn_safescreen.engine.triplet as engine
 import sklearn_safescreen.engine.triplet_dynamic as triplet_dynamic
 from sklearn_safescreen import RegularizationPathCV
+from sklearn_safescreen import _metric_inputs as inputs_module
 from sklearn_safescreen import _metric_learn_api as api_module
+from sklearn_safescreen import _metric_report as report_module
 from sklearn_safescreen import metric_learning as ml_module
 from sklearn_safescreen.metric_learning import AUTO_ALPHA_FRACTION, SafeMetricLearner
 from sklearn_safescreen.path import critical_value, metric_learning_path
@@ -216,9 +218,14 @@ def test_docstrings_have_no_undefined_substitutions():
     that Sphinx would report as undefined."""
     from docutils.core import publish_doctree
 
-    objects = [ml_module, api_module, SafeMetricLearner] + [
+    modules = (ml_module, api_module, inputs_module, report_module)
+    names = {module.__name__ for module in modules}
+    objects = [*modules, SafeMetricLearner] + [
         member for _, member in inspect.getmembers(SafeMetricLearner, inspect.isfunction)
-        if member.__module__ in (ml_module.__name__, api_module.__name__)]
+        if member.__module__ in names] + [
+        member for module in modules[2:]
+        for _, member in inspect.getmembers(module, inspect.isfunction)
+        if member.__module__ == module.__name__]
     for obj in objects:
         stream = io.StringIO()
         publish_doctree(inspect.getdoc(obj) or "", settings_overrides={

@@ -9,6 +9,7 @@ whose status changed.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,6 +20,11 @@ from hypothesis import strategies as st
 from sklearn_safescreen.engine import triplet as et
 from sklearn_safescreen.engine import triplet_reduced as etr
 from sklearn_safescreen.engine.report import ScreeningReport
+from sklearn_safescreen.engine.triplet_settings import (
+    DEFAULT_OPTIONS,
+    TripletOptions,
+    pass_work,
+)
 from sklearn_safescreen.problems import triplet_problem as tp
 from sklearn_safescreen.problems.triplets import build_triplets
 from tests._triplet_models import small_problem
@@ -26,18 +32,13 @@ from tests._triplet_models import small_problem
 GAMMA = 0.05
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _bounds_on_every_share():
-    """The small problems' undecided triplets use most pairs, and a pass over all their
-    pairs is cheaper than the bounds (and a sum of H_L from scratch cheaper than its
-    update): the engine would rather make that pass. Test the bounded path and the
-    updates whatever the share and the size."""
-    share, work, hl = et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK
-    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK = 1.0, 0.0, 0.0
-    etr.FULL_PASS_SHARE = 1.0
-    yield
-    et.FULL_PASS_SHARE, et.BOUNDS_MIN_WORK, et.HL_UPDATE_MIN_WORK = share, work, hl
-    etr.FULL_PASS_SHARE = share
+#: The small problems' undecided triplets use most pairs, and a pass over all their
+#: pairs is cheaper than the bounds (and a sum of H_L from scratch cheaper than its
+#: update): with its default options the engine would rather make that pass. The paths
+#: and reduced problems here take these options, to test the bounded path and the
+#: updates whatever the share and the size.
+EVERY_SHARE = TripletOptions(full_pass_share=1.0, bounds_min_work=0.0,
+                             hl_update_min_work=0.0)
 
 
 def _settings():
@@ -84,7 +85,7 @@ def _case(seed, diagonal, step, stale, wrong, covered=True):
     problem = tp.TripletProblem(ts, GAMMA, diagonal, status)
     alpha = 1.0
     reduced = etr.ReducedTriplets(problem, M, alpha, None, None, ScreeningReport(),
-                                  _settings(), None, prior)
+                                  _settings(), None, prior, EVERY_SHARE)
     reduced.res = SimpleNamespace(evaluation=problem.evaluate(
         M if covered else tp.project(1.5 * M + 0.1 * M0, diagonal), alpha))
     return ts, M, z, status, prior, reduced
@@ -196,7 +197,7 @@ def test_a_growing_metric_needs_no_evaluation_of_screened_triplets(diagonal):
                                 exact=False)
     problem = tp.TripletProblem(ts, GAMMA, diagonal, status)
     reduced = etr.ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
-                                  _settings(), None, prior)
+                                  _settings(), None, prior, EVERY_SHARE)
     reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
     assert reduced._bounded_certificate(reduced.res.evaluation)
     screened = status != tp.STATUS_ACTIVE
@@ -258,6 +259,7 @@ def test_the_path_keeps_hl_equal_to_the_sum_and_bounds_its_certificates():
 
     def walk(exact):
         ml = SafeMetricLearner(k=3, warm_start=True, tol=1e-8)
+        ml._triplet_options = EVERY_SHARE
         lam_L = ml._critical_value(X, y)
         out = []
         for a in lam_L * 0.8 ** np.arange(1, 25):
@@ -309,7 +311,7 @@ def test_reference_screening_from_bounded_values_equals_the_exact_rule(seed, dia
     z_bounded = z + zrad * ts.hnorm * rng.uniform(-1, 1, ts.n_triplets)
     ref = et.TripletReference(1.0, M0, 1e-4, z_bounded.copy(), exact=False, zrad=zrad.copy())
     ball = tb.rrpb(M0, 1.0, shrink, ref.eps)
-    path = et.TripletPath(ts, GAMMA, diagonal)
+    path = et.TripletPath(ts, GAMMA, diagonal, EVERY_SHARE)
     status = np.zeros(ts.n_triplets, dtype=np.int8)
     status, *got = path._screen_bounded(ref, ball, status)
     exact, *want = tb.scaled_sphere_screen(z, ts.hnorm, ball.scale, ball.radius, GAMMA,
@@ -319,12 +321,10 @@ def test_reference_screening_from_bounded_values_equals_the_exact_rule(seed, dia
     assert np.allclose(ref.z[known], z[known], rtol=1e-12, atol=1e-12)
 
 
-def test_the_active_triplets_pairs_are_not_counted_when_their_values_are_known(
-        monkeypatch):
+def test_the_active_triplets_pairs_are_not_counted_when_their_values_are_known():
     """The certificate from bounds reads only the pairs of the triplets it evaluates:
     the active triplets' values are the solver's, so their pairs do not count towards
     the share above which one pass over all pairs is made instead."""
-    monkeypatch.setattr(et, "FULL_PASS_SHARE", 0.5)
     rng = np.random.RandomState(0)
     X, y, ts = small_problem(seed=2, n=15, d=3, k=2, diagonal=True)
     M = _random_metric(rng, 3, True, 1.0)
@@ -339,7 +339,8 @@ def test_the_active_triplets_pairs_are_not_counted_when_their_values_are_known(
     prior = et.TripletReference(1.0, M, 0.0, z, exact=False)
     problem = tp.TripletProblem(ts, GAMMA, True, status)
     reduced = etr.ReducedTriplets(problem, M, 1.0, None, None, ScreeningReport(),
-                                  _settings(), None, prior)
+                                  _settings(), None, prior,
+                                  replace(EVERY_SHARE, full_pass_share=0.5))
     reduced.res = SimpleNamespace(evaluation=problem.evaluate(M, 1.0))
     assert reduced._bounded_certificate(reduced.res.evaluation)
     np.testing.assert_allclose(reduced.z_full, z, rtol=1e-12, atol=1e-12)
@@ -365,10 +366,10 @@ def test_small_sets_take_the_exact_certificate(monkeypatch):
 
     monkeypatch.setattr(etr.ReducedTriplets, "__init__", recording_init)
     metrics = {}
-    for work in (et.pass_work(build_triplets(X, y, SafeMetricLearner().k), False), 0.0):
-        monkeypatch.setattr(et, "BOUNDS_MIN_WORK", work + 1.0)
+    for work in (pass_work(build_triplets(X, y, SafeMetricLearner().k), False), 0.0):
         seen.clear()
         est = SafeMetricLearner(warm_start=True)
+        est._triplet_options = replace(EVERY_SHARE, bounds_min_work=work + 1.0)
         fits = []
         with fit_context(est, screening="always"):
             critical = est.fit(X, y).critical_alpha_
@@ -468,3 +469,36 @@ def test_compiled_bounds_are_the_numpy_ones(seed, with_rad, with_active, s):
         expect = np.where(r_, 2, np.where(l_, 1, status)).astype(np.int8)
         assert np.count_nonzero(got != expect) <= 2
         assert abs(n_R - int(r_.sum())) <= 2 and abs(n_L - int(l_.sum())) <= 2
+
+
+def test_a_path_walks_with_its_options(monkeypatch):
+    """The options a path is given decide its own choices (here: H_L updated whatever
+    the set's size) and reach every reduced problem it certifies (the certificate's
+    share of pairs); a path given none takes the defaults."""
+    _, _, ts = small_problem(seed=0, n=15, d=3, k=2, diagonal=False)
+    seen = []
+    init = etr.ReducedTriplets.__init__
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        seen.append(self.options)
+
+    monkeypatch.setattr(etr.ReducedTriplets, "__init__", recording_init)
+    for options in (EVERY_SHARE, None):
+        path = (et.TripletPath(ts, GAMMA, False) if options is None
+                else et.TripletPath(ts, GAMMA, False, options))
+        seen.clear()
+        for alpha in path.critical_alpha * np.array([0.5, 0.3]):
+            path.fit(alpha, _settings(), path.new_report())
+        want = DEFAULT_OPTIONS if options is None else options
+        assert seen and all(o is want for o in seen)
+        assert path._updates_hl is (options is not None)
+
+
+@pytest.mark.parametrize("bad, error", [
+    ({"full_pass_share": -0.1}, ValueError), ({"bounds_min_work": float("nan")}, ValueError),
+    ({"max_bounds_backoff": 2.5}, TypeError), ({"same_pairs": True}, TypeError),
+    ({"hl_update_min_work": "1e6"}, TypeError)])
+def test_options_refuse_bad_values(bad, error):
+    with pytest.raises(error, match=f"TripletOptions.{next(iter(bad))} must be"):
+        TripletOptions(**bad)

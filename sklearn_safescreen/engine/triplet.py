@@ -47,49 +47,34 @@ from .policy import DIAGONAL_METRIC, FULL_METRIC, EveryStep, PassCount, skipped_
 from .protocol import StepOutcome
 from .report import ScreeningEvent, ScreeningReport
 from .triplet_dynamic import DynamicScreening
-from .triplet_reduced import FULL_PASS_SHARE, ReducedTriplets, pair_share
-from .triplet_settings import TripletReference, TripletSettings, start_point
+from .triplet_reduced import ReducedTriplets, pair_share
+from .triplet_settings import (
+    DEFAULT_OPTIONS,
+    TripletOptions,
+    TripletReference,
+    TripletSettings,
+    pass_work,
+    start_point,
+)
 
 #: The balls that screen from the reference before a solve (the others screen at the
 #: solver's iterates only).
 REFERENCE_BOUNDS = ("rrpb", "rrpb+pgb", "rpb")
 _EVERY_STEP = EveryStep()
-#: At most this many fits without the certificate from bounds after it did not pay.
-MAX_BOUNDS_BACKOFF = 16
-#: Two fits whose solvers read at least this share of the pairs each (a step without
-#: screening reads them all) solve problems of the same curvature: the next carries
-#: the last one's step whatever their modes. The BB steps alternate long and short from
-#: one iteration to the next, and a fit that starts from the step of an older fit starts
-#: out of phase and needs more iterations.
-SAME_PAIRS = 0.9
-#: The certificate from bounds (and the reference screening from bounded values) is
-#: tried only when a pass over every pair costs at least this many multiply-adds
-#: (``n_pairs * d`` for a diagonal metric, ``n_pairs * d**2`` for a full one). Below,
-#: the pass costs less than the bounds' bookkeeping.
-BOUNDS_MIN_WORK = 1e6
-#: A screened fit's H_L is updated from the last one's (see :meth:`TripletPath._problem`)
-#: only when a pass over every pair costs at least this many multiply-adds (as
-#: :data:`BOUNDS_MIN_WORK`). Below, the sum from scratch, made in the compiled pass that
-#: builds the reduced problem, costs less than the update's passes over the triplets
-#: and the statuses it keeps.
-HL_UPDATE_MIN_WORK = 1e6
-
-
-def pass_work(ts: TripletSet, diagonal: bool) -> float:
-    """Multiply-adds of one pass over every pair's value."""
-    d = ts.diff.shape[1]
-    return float(ts.n_pairs) * (d if diagonal else d * d)
 
 
 class TripletPath:
     """One triplet problem walked along a path of ``alpha`` (see the module docstring).
 
     ``critical_alpha`` and ``G_pos`` are the closed form: for ``alpha >=
-    critical_alpha`` the optimum is ``G_pos / alpha``.
+    critical_alpha`` the optimum is ``G_pos / alpha``. ``options`` are the path's tuning
+    values (:class:`~.triplet_settings.TripletOptions`; none changes an optimum).
     """
 
-    def __init__(self, ts: TripletSet, gamma: float, diagonal: bool):
+    def __init__(self, ts: TripletSet, gamma: float, diagonal: bool,
+                 options: TripletOptions = DEFAULT_OPTIONS):
         self.ts, self.gamma, self.diagonal = ts, gamma, diagonal
+        self.options = options
         # (a warm fit is a few gradient passes over the pairs, and screening makes the
         # passes cheaper, not fewer: the policy counts passes over the pairs)
         self.policy = PassCount(DIAGONAL_METRIC if diagonal else FULL_METRIC)
@@ -101,7 +86,7 @@ class TripletPath:
         # reduced problem that reads a good share fewer pairs has another curvature
         # than the whole problem, and a step carried from one to the other made the
         # next solve backtrack. Between problems that read the same pairs
-        # the last fit's step is carried whatever its mode (see SAME_PAIRS)
+        # the last fit's step is carried whatever its mode (options.same_pairs)
         self.steps: dict[bool, float | None] = {True: None, False: None}
         self._last_step: float | None = None
         # the compiled solver loop's work buffers, kept between the fits of the path
@@ -119,7 +104,7 @@ class TripletPath:
         # start: the next fit updates H_L from whichever is closer to its own status
         self._hl_state = None
         self._hl_start = None
-        self._updates_hl = pass_work(ts, diagonal) >= HL_UPDATE_MIN_WORK
+        self._updates_hl = pass_work(ts, diagonal) >= options.hl_update_min_work
         # the certificate from bounds: tried again after 1, 2, 4, ... fits once it did
         # not pay (when most pairs had to be evaluated anyway)
         self._bounds_skip, self._bounds_backoff = 0, 1
@@ -248,7 +233,7 @@ class TripletPath:
                 else DynamicScreening(ts, alpha, report, settings, schedule))
         # the SDP rule reads the reference's values as exact: no bounds for it
         prior = (None if settings.rule == "sdp" or bound is None or self._bounds_skip
-                 or pass_work(ts, diag) < BOUNDS_MIN_WORK else ref0)
+                 or pass_work(ts, diag) < self.options.bounds_min_work else ref0)
         self._bounds_skip = max(self._bounds_skip - 1, 0)
         if bound is None:
             # a step without screening (the cost model's choice): every triplet active
@@ -267,20 +252,20 @@ class TripletPath:
             # fit's H_L is an update of this one's, not a sum from scratch
             count = 0 if self._hl_state is None else self._hl_state[2]
             self._hl_start = (problem.status.copy(), np.array(problem.HL, copy=True), count)
-        if min(previous_share, self._solver_pair_share) >= SAME_PAIRS:
+        if min(previous_share, self._solver_pair_share) >= self.options.same_pairs:
             step = self._last_step
         else:
             step = self.steps[bound is not None]
             if step is None:  # the first step of this mode: the other mode's, if any
                 step = self.steps[bound is None]
         reduced = ReducedTriplets(problem, start_point(ref0, alpha), alpha, hook, step,
-                                   report, settings, self.workspace, prior)
+                                   report, settings, self.workspace, prior, self.options)
         result = certified_solve(reduced, tol=settings.tol, max_iter=settings.max_iter,
                                  describe=f"SafeMetricLearner at alpha={alpha:.6g}")
         self.steps[bound is not None] = self._last_step = reduced.step
         if reduced.bounded is not None:
-            self._bounds_backoff = 1 if reduced.bounded else min(2 * self._bounds_backoff,
-                                                                 MAX_BOUNDS_BACKOFF)
+            self._bounds_backoff = 1 if reduced.bounded else min(
+                2 * self._bounds_backoff, self.options.max_bounds_backoff)
             self._bounds_skip = 0 if reduced.bounded else self._bounds_backoff
         if schedule is not None:
             schedule.end_fit(result.n_iter)
@@ -332,7 +317,7 @@ class TripletPath:
         redo = np.flatnonzero((status == STATUS_ACTIVE) & (ref0.zrad > 0))
         if not redo.size:
             return status, n_R, n_L
-        if pair_share(ts, redo) > FULL_PASS_SHARE:  # most pairs: one pass over all
+        if pair_share(ts, redo) > self.options.full_pass_share:  # most pairs: one pass
             ref0.z, ref0.zrad = triplet_values(ts, ref0.M, diag), None
             redo = np.flatnonzero(status == STATUS_ACTIVE)
         else:
@@ -349,10 +334,10 @@ class TripletPath:
         end or (full metric) at its start, whichever status is closer (only the
         triplets whose status changed are summed) until as many triplets have
         changed as the set holds; then summed from scratch, so that the round-off of
-        the updates cannot pile up. On a small set (:data:`HL_UPDATE_MIN_WORK`) always
-        summed from scratch."""
+        the updates cannot pile up. On a small set (``options.hl_update_min_work``)
+        always summed from scratch."""
         ts, state = self.ts, self._hl_state
-        if not self._updates_hl:  # (a small set: see HL_UPDATE_MIN_WORK)
+        if not self._updates_hl:  # (a small set: see options.hl_update_min_work)
             return TripletProblem(ts, self.gamma, self.diagonal, status)
         if state is not None and self._hl_start is not None:
             now = status == STATUS_L
@@ -362,7 +347,7 @@ class TripletPath:
                 state = start
         if state is not None:
             HL, n = update_hl(ts, self.diagonal, state[0], state[1], status,
-                              FULL_PASS_SHARE)
+                              self.options.full_pass_share)
             if HL is not None and state[2] + n <= ts.n_triplets:
                 self._hl_state = (state[0], state[1], state[2] + n)
                 return TripletProblem(ts, self.gamma, self.diagonal, status, HL=HL)

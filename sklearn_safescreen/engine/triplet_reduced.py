@@ -26,15 +26,15 @@ from ..screening import triplet_bounds as tb
 from ..solvers import psd_gradient as pg
 from .certify import Certificate
 from .report import ScreeningEvent, ScreeningReport
-from .triplet_settings import TripletReference, TripletSettings
+from .triplet_settings import (
+    DEFAULT_OPTIONS,
+    TripletOptions,
+    TripletReference,
+    TripletSettings,
+)
 
 if TYPE_CHECKING:
     from .triplet_dynamic import DynamicScreening
-
-#: Share of the pairs above which values are computed in one pass over every pair rather
-#: than over the pairs of the triplets that need them (the pass streams the pairs in
-#: order; a subset is gathered, and its bookkeeping costs as well).
-FULL_PASS_SHARE = 0.5
 
 
 def pair_share(ts, idx: np.ndarray) -> float:
@@ -47,14 +47,17 @@ def pair_share(ts, idx: np.ndarray) -> float:
 
 class ReducedTriplets:
     """The reduced triplet problem of one step, as :func:`~.certify.certified_solve`
-    drives it."""
+    drives it (``options``: the path's tuning values,
+    :class:`~.triplet_settings.TripletOptions`)."""
 
     def __init__(self, problem: TripletProblem, M0: np.ndarray, alpha: float,
                  hook: DynamicScreening | None, step: float | None,
                  report: ScreeningReport, settings: TripletSettings,
                  workspace: pg.SpgWorkspace | None = None,
-                 prior: TripletReference | None = None):
+                 prior: TripletReference | None = None,
+                 options: TripletOptions = DEFAULT_OPTIONS):
         self.problem, self.M, self.alpha = problem, M0, alpha
+        self.options = options
         self.hook, self.step = hook, step
         self.report, self.settings = report, settings
         self.workspace = workspace
@@ -169,7 +172,7 @@ class ReducedTriplets:
         z0, rad, exact = tb.bounded_values(prior.z, prior.zrad, ts.hnorm, status, s, dist,
                                            gamma, not covered)
         # (the pairs the active triplets alone use need not be read when z_act is known)
-        if pair_share(ts, exact) > FULL_PASS_SHARE:
+        if pair_share(ts, exact) > self.options.full_pass_share:
             return False  # most pairs needed anyway: the exact certificate's one pass
         z_ex = triplet_values_at(ts, M, diag, exact)
         st = status[exact]
