@@ -39,8 +39,8 @@ from .base import (
     limit_blas_threads,
     one_vs_rest,
 )
+from .engine.lp_svm_exact import LP_SOLVERS, LPStepSettings, LPSVMSolverPath
 from .engine.protocol import StepSettings
-from .lp_svm_exact_path import LP_SOLVERS, LPStepSettings, LPSVMSolverPath
 from .problems.lp_svm import LPSVMData
 from .screening.lp_svm import LP_SVM_RULES
 

@@ -18,7 +18,7 @@ from sklearn.datasets import make_classification
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_safescreen import RegularizationPathCV, SafeLPSVC
-from sklearn_safescreen import lp_svm_exact_path as path_module
+from sklearn_safescreen.engine import lp_svm_exact as exact_module
 from sklearn_safescreen.path import estimator_path
 from sklearn_safescreen.problems.lp_svm import LPSVMData, add_intercept_column
 from sklearn_safescreen.solvers.lp_homotopy import PathFollower, make_core
@@ -157,7 +157,7 @@ def test_the_rebuilt_basis_is_the_followed_one():
     breakpoint are those the homotopy had there (read off a cold run stopped at it)."""
     X, y = _data(2, seed=3)
     data = LPSVMData(add_intercept_column(X, 1.0), np.where(y == 1, 1.0, -1.0))
-    walk = path_module.ExactPathWalk(data)
+    walk = exact_module.ExactPathWalk(data)
     lams = []
     follower = PathFollower(make_core(data), data)
     for point in follower.run(1e-3 * data.lambda_max(), None):
@@ -169,7 +169,7 @@ def test_the_rebuilt_basis_is_the_followed_one():
             continue  # a degenerate breakpoint: no interval to read
         lam = 0.5 * (lams[k] + lams[k + 1])
         w, a, pivots = walk.solution_at(lam)
-        fresh = path_module.ExactPathWalk(data)
+        fresh = exact_module.ExactPathWalk(data)
         w0, a0, _ = fresh.solution_at(lam)
         assert pivots == 0
         np.testing.assert_allclose(w, w0, rtol=0, atol=1e-10)
@@ -198,13 +198,13 @@ def test_an_answer_that_misses_tol_is_finished_by_the_screened_solver(monkeypatc
     finishes from it, to the screened fit's answer."""
     X, y = _data()
     alpha = 0.05 * SafeLPSVC().fit(X, y).alpha_max_
-    true_solution = path_module.ExactPathWalk.solution_at
+    true_solution = exact_module.ExactPathWalk.solution_at
 
     def inaccurate(self, lam):
         w, a, pivots = true_solution(self, lam)
         return w * (1.0 + 1e-3), a, pivots
 
-    monkeypatch.setattr(path_module.ExactPathWalk, "solution_at", inaccurate)
+    monkeypatch.setattr(exact_module.ExactPathWalk, "solution_at", inaccurate)
     model = SafeLPSVC(alpha=alpha, solver="homotopy", tol=TOL).fit(X, y)
     screened = SafeLPSVC(alpha=alpha, tol=TOL).fit(X, y)
     assert np.all(model.dual_gap_ <= TOL)
@@ -226,7 +226,7 @@ def test_a_walk_that_cannot_go_on_is_replaced_by_the_screened_solver(monkeypatch
         calls.append(lam)
         raise RuntimeError("the LP-SVM homotopy made too many pivots at one value")
 
-    monkeypatch.setattr(path_module.ExactPathWalk, "solution_at", stuck)
+    monkeypatch.setattr(exact_module.ExactPathWalk, "solution_at", stuck)
     model = SafeLPSVC(alpha=alpha, solver="homotopy", tol=TOL, warm_start=True)
     model.fit(X, y)
     screened = SafeLPSVC(alpha=alpha, tol=TOL).fit(X, y)
