@@ -41,7 +41,7 @@ from ..problems.constants import SCREEN_RTOL, TINY
 from ..problems.kernels import add_rows, check_kernel_memory
 from ..screening.balls import gap_ball_screen
 from ._cd_fast import kernel_epochs, linear_epochs, signed_row_dots
-from ._ipm_fast import ipm_low_rank_dense
+from ._ipm_fast import ipm_dense_kernel, ipm_low_rank_dense
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
 from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
 
@@ -415,10 +415,16 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     while True:
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
         if local_active.size and n_iter < max_iter:
+            budget = min(_check_schedule(n_iter), max(max_iter - n_iter, 1))
+            if 1 < local_active.size <= IPM_MAX_SYSTEM and not ipm_done:
+                # the gap check that may hand over to the finisher comes when CD has
+                # run its epochs, not up to a doubling of them later (the check
+                # schedule's): past that many epochs CD crawls
+                due = _kernel_ipm_epochs(local_active.size) - n_iter
+                if due > 0:
+                    budget = min(budget, due)
             epochs, pg_ok = kernel_epochs(
-                Q, lo, hi, a, g, local_active,
-                min(_check_schedule(n_iter), max(max_iter - n_iter, 1)), eps_pg,
-                rng.randint(2**31 - 1))
+                Q, lo, hi, a, g, local_active, budget, eps_pg, rng.randint(2**31 - 1))
             n_iter += epochs
         else:
             pg_ok = True
@@ -443,7 +449,13 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
         newton_fresh = (0 < interior.size <= NEWTON_MAX_SYSTEM
                         and not np.array_equal(interior, newton_tried))
-        if newton_fresh and n_newton < NEWTON_MAX_STEPS and (
+        # CD has had its epochs: the interior-point finisher, whatever the interior
+        # set does. Newton steps first would each be followed by up to a doubling of
+        # the epochs, while their clipped steps shrink the interior set a few
+        # variables at a time on ill-conditioned kernels (nearly linear RBF at large C)
+        ipm_due = (ipm_fits and not ipm_done and local_active.size > 1
+                   and n_iter >= _kernel_ipm_epochs(local_active.size))
+        if newton_fresh and n_newton < NEWTON_MAX_STEPS and not ipm_due and (
                 rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
                 or small and rel_gap > IPM_TOL):
             newton_tried, n_newton = interior, n_newton + 1
@@ -474,8 +486,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
         if ipm_fits and not ipm_done and local_active.size > 1 and (
-                polish or n_iter >= max(IPM_AFTER_EPOCHS,
-                                        KERNEL_IPM_EPOCHS_PER_VARIABLE * local_active.size)):
+                polish or n_iter >= _kernel_ipm_epochs(local_active.size)):
             ipm_done = True
             to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
                                               problem.sqnorm[free], tol, const_fixed_quad,
@@ -495,6 +506,12 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
 
 
+def _kernel_ipm_epochs(n_active: int) -> int:
+    """Kernel mode: the epochs of CD after which the interior-point finisher takes
+    over an unconverged solve of ``n_active`` variables."""
+    return max(IPM_AFTER_EPOCHS, KERNEL_IPM_EPOCHS_PER_VARIABLE * n_active)
+
+
 def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
                        p_held, dynamic_screen):
     """Finish the kernel solve over local indices ``la`` by the interior-point method,
@@ -504,12 +521,20 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
     rest[la] = 0.0
     offset = Q[la] @ rest + d[la]  # margins from everything outside the working set
     outside_quad = float(rest @ (Q @ rest)) + 2.0 * float(rest @ d) + const_fixed_quad
-    term = DenseTerm(np.ascontiguousarray(Q[np.ix_(la, la)]), offset, outside_quad)
+    Q_la = np.ascontiguousarray(Q[np.ix_(la, la)])
     lo_l, hi_l = lo[la], hi[la]
-    x, d_lo, d_hi, _ = box_qp_ipm(term, p_f[la], lo_l, hi_l, sqnorm_f[la],
-                                  p_outside=float(p_f @ rest) + p_held,
-                                  tol=min(0.01 * tol, IPM_TOL), alpha0=a[la],
-                                  screen=dynamic_screen)
+    p_outside = float(p_f @ rest) + p_held
+    ipm_tol = min(0.01 * tol, IPM_TOL)
+    if dynamic_screen in (None, gap_ball_screen):
+        # the compiled twin: on the small problems it finishes, the Python version's
+        # time goes to call overhead between factorisations
+        x, d_lo, d_hi, _ = ipm_dense_kernel(
+            Q_la, offset, outside_quad, p_f[la], lo_l, hi_l, sqnorm_f[la], p_outside,
+            ipm_tol, a[la], dynamic_screen is not None, SCREEN_RTOL, 80)
+    else:
+        x, d_lo, d_hi, _ = box_qp_ipm(DenseTerm(Q_la, offset, outside_quad), p_f[la],
+                                      lo_l, hi_l, sqnorm_f[la], p_outside=p_outside,
+                                      tol=ipm_tol, alpha0=a[la], screen=dynamic_screen)
     x = snap_to_bounds(x, lo_l, hi_l)
     add_rows(g, Q, la, x - a[la])
     a[la] = x
