@@ -410,7 +410,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     p_held = float(problem.p[fixed] @ alpha[fixed])
     n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
     gap = rel_gap = np.inf
-    converged, newton_tried, n_newton = False, None, 0
+    converged, newton_tried, n_newton, gap_history = False, None, 0, []
     newton = problem.newton if problem.newton is not None else NewtonCache()
     while True:
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
@@ -453,8 +453,16 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # set does. Newton steps first would each be followed by up to a doubling of
         # the epochs, while their clipped steps shrink the interior set a few
         # variables at a time on ill-conditioned kernels (nearly linear RBF at large C)
+        # ... or earlier, once CD's rate since the last check says it would need more
+        # epochs than the finisher costs (the same trade as the hand-over's epoch
+        # count); the last interval's rate, not the one since an earlier check as in
+        # linear mode: the first checks' fast progress (and the Newton steps' jumps)
+        # would hide for hundreds of epochs that CD now crawls
+        slow = (n_iter >= IPM_AFTER_EPOCHS and _epochs_to_tol(
+            gap_history[-1:], n_iter, rel_gap, tol) > _kernel_ipm_epochs(la.size))
+        gap_history.append((n_iter, rel_gap))
         ipm_due = (ipm_fits and not ipm_done and local_active.size > 1
-                   and n_iter >= _kernel_ipm_epochs(local_active.size))
+                   and (slow or n_iter >= _kernel_ipm_epochs(local_active.size)))
         if newton_fresh and n_newton < NEWTON_MAX_STEPS and not ipm_due and (
                 rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
                 or small and rel_gap > IPM_TOL):
@@ -486,7 +494,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
         if ipm_fits and not ipm_done and local_active.size > 1 and (
-                polish or n_iter >= _kernel_ipm_epochs(local_active.size)):
+                polish or slow or n_iter >= _kernel_ipm_epochs(local_active.size)):
             ipm_done = True
             to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
                                               problem.sqnorm[free], tol, const_fixed_quad,
@@ -527,10 +535,16 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
     ipm_tol = min(0.01 * tol, IPM_TOL)
     if dynamic_screen in (None, gap_ball_screen):
         # the compiled twin: on the small problems it finishes, the Python version's
-        # time goes to call overhead between factorisations
+        # time goes to call overhead between factorisations. Its iterates screen with
+        # their gap balls even when the solve does not (safe for this problem: the
+        # variables proven at a bound only leave its Newton systems, whose
+        # factorisations shrink as the gap closes); they are reported as fixed only
+        # when the solve screens
         x, d_lo, d_hi, _ = ipm_dense_kernel(
             Q_la, offset, outside_quad, p_f[la], lo_l, hi_l, sqnorm_f[la], p_outside,
-            ipm_tol, a[la], dynamic_screen is not None, SCREEN_RTOL, 80)
+            ipm_tol, a[la], True, SCREEN_RTOL, 80)
+        if dynamic_screen is None:
+            d_lo[:] = d_hi[:] = False
     else:
         x, d_lo, d_hi, _ = box_qp_ipm(DenseTerm(Q_la, offset, outside_quad), p_f[la],
                                       lo_l, hi_l, sqnorm_f[la], p_outside=p_outside,
