@@ -33,3 +33,49 @@ def test_which_solves_are_finished_at_once(n, active, rel_gap, finished):
     d = 31  # 500 x 31^2 < IPM_SMALL_FLOPS < 2000 x 31^2 > 100 x 31^2
     assert 500 * d**2 <= dual_cd.IPM_SMALL_FLOPS < 2000 * d**2
     assert dual_cd._polish(_problem(n, d), np.arange(active), rel_gap, TOL) is finished
+
+
+def _digits_pair_problem(C: float, gamma: float):
+    """The SVM dual of digits 3 against 8 (standardised) with an RBF kernel: at a small
+    ``gamma`` (a nearly linear kernel) and a large ``C`` a badly conditioned problem."""
+    from _box_models import kernel_problem
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    keep = (y == 3) | (y == 8)
+    X = StandardScaler().fit_transform(X[keep])
+    return kernel_problem(X, np.where(y[keep] == 3, 1.0, -1.0), C, gamma)
+
+
+def _relative_gap(problem, alpha) -> float:
+    """The relative duality gap at ``alpha``, from the dense signed kernel afresh."""
+    s, n = problem.sign, problem.n_samples
+    Q = problem.kernel.block(np.arange(n), np.arange(n)) * s[:, None] * s[None, :]
+    g = Q @ alpha - problem.p
+    gap = float((np.maximum(-problem.lo * g, -problem.hi * g) + alpha * g).sum())
+    return gap / abs(float(problem.p @ alpha) - 0.5 * float(alpha @ Q @ alpha))
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_kernel_solve_hands_over_to_the_finisher_once_cd_crawls(screen):
+    """On a nearly linear RBF kernel at large C, CD's gap soon decreases by a few
+    percent per epoch: the solve hands over to the interior-point finisher as soon as
+    the rate over the last check interval says CD would need more epochs than the
+    finisher costs (well before its fixed count of one epoch per variable), and the
+    answer's gap, recomputed here, is within tol. The finisher's iterates screen with
+    their gap balls; their decisions are reported as fixed only when the solve
+    screens."""
+    from sklearn_safescreen.screening.balls import gap_ball_screen
+
+    problem = _digits_pair_problem(C=20.0, gamma=1e-3 / 64)
+    n = problem.n_samples
+    tol = 1e-4
+    res = dual_cd.solve_box_qp(problem, np.zeros(n), np.zeros(n, dtype=bool), tol=tol,
+                               max_iter=10_000, random_state=np.random.RandomState(0),
+                               dynamic_screen=gap_ball_screen if screen else None)
+    assert res.converged and res.rel_gap <= tol
+    assert res.n_iter < dual_cd._kernel_ipm_epochs(n) // 2
+    assert _relative_gap(problem, res.alpha) <= tol
+    if not screen:
+        assert not res.fixed.any() and not res.dynamic
