@@ -43,7 +43,7 @@ from ..screening.balls import gap_ball_screen
 from ._cd_fast import kernel_epochs, linear_epochs, signed_row_dots
 from ._ipm_fast import ipm_dense_kernel, ipm_low_rank_dense
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
-from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
+from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior
 
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
 #: interior-point method (when its Newton systems are small enough): CD's linear rate,
@@ -395,7 +395,8 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     check_kernel_memory(free.size, min(free.size, NEWTON_MAX_SYSTEM))
     held_idx = np.flatnonzero(fixed & (alpha != 0))
     s_f = problem.sign[free]
-    Q = signed_block(problem, free, free)
+    newton = problem.newton if problem.newton is not None else NewtonCache()
+    Q = newton.signed_block(problem, free)
     a_held = problem.sign[held_idx] * alpha[held_idx]
     # margins contributed by the held variables (the reduced problem's linear term)
     d = s_f * K.matvec(free, held_idx, a_held)
@@ -411,7 +412,6 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
     gap = rel_gap = np.inf
     converged, newton_tried, n_newton, gap_history = False, None, 0, []
-    newton = problem.newton if problem.newton is not None else NewtonCache()
     while True:
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
         if local_active.size and n_iter < max_iter:
