@@ -85,6 +85,14 @@ IPM_TOL = 1e-12
 #: far less than n/3 compiled CD epochs (n^2 flops each, of dependent scalar updates),
 #: so waiting longer only lets hard problems crawl.
 KERNEL_IPM_EPOCHS_PER_VARIABLE = 1
+#: Kernel mode: the interior-point finisher first runs on the variables CD has not
+#: settled at a bound when they are at most this share of the active ones (below it
+#: the working set's factorisations cost a fraction of the full ones, and a round
+#: that brings held variables back costs little), ...
+IPM_WORKING_SET_SHARE = 0.5
+#: ... in at most this many rounds, each bringing back the held variables that
+#: violate their optimality condition at its answer; then over all of them.
+IPM_WORKING_SET_ROUNDS = 3
 #: ``stop_when_slow`` returns only when more variables than this are undecided (fewer:
 #: the interior-point finisher is cheap).
 STOP_WHEN_SLOW_MIN = 2000
@@ -524,7 +532,44 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
                        p_held, dynamic_screen):
     """Finish the kernel solve over local indices ``la`` by the interior-point method,
     updating ``a`` and the gradient ``g`` in place; returns the local indices its gap
-    balls fixed at each bound."""
+    balls fixed at each bound.
+
+    The finisher first runs on a working set: the variables of ``la`` not settled at a
+    bound by CD (inside their box, or at a bound their gradient does not push them
+    against), the others held. Its factorisations are then of those few (on a nearly
+    hard-margin problem most variables sit at 0 or C), instead of every variable of
+    ``la``, which dominates the cost of the small solves this finishes. The held
+    variables that violate their optimality condition at its answer join the set and
+    it runs again, up to :data:`IPM_WORKING_SET_ROUNDS` times; then, if some still
+    violate, over all of ``la``. Only that last run's screening is reported: a working
+    set's gap balls are those of a problem with the held variables fixed."""
+    at_lo, at_hi = a[la] <= lo[la], a[la] >= hi[la]
+    settled = (at_lo & (g[la] > 0.0)) | (at_hi & (g[la] < 0.0))
+    work = la[~settled]
+    if 0 < work.size <= IPM_WORKING_SET_SHARE * la.size:
+        for _ in range(IPM_WORKING_SET_ROUNDS):
+            if work.size > 1:
+                _ipm_run(Q, a, g, lo, hi, work, p_f, d, sqnorm_f, tol, const_fixed_quad,
+                         p_held, None)
+            held = np.setdiff1d(la, work, assume_unique=True)
+            gh = g[held]
+            back = held[(np.maximum(-lo[held] * gh, -hi[held] * gh) + a[held] * gh) > 0.0]
+            if not back.size:
+                empty = np.empty(0, dtype=la.dtype)
+                return empty, empty
+            work = np.union1d(work, back)
+            if work.size > IPM_WORKING_SET_SHARE * la.size:
+                break
+    d_lo, d_hi = _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
+                          p_held, dynamic_screen)
+    return la[d_lo], la[d_hi]
+
+
+def _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad, p_held,
+             dynamic_screen):
+    """One interior-point run over local indices ``la``, the others held (see
+    :func:`_ipm_finish_kernel`); returns the masks over ``la`` its gap balls fixed at
+    each bound (none unless ``dynamic_screen``)."""
     rest = a.copy()
     rest[la] = 0.0
     offset = Q[la] @ rest + d[la]  # margins from everything outside the working set
@@ -552,4 +597,4 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
     x = snap_to_bounds(x, lo_l, hi_l)
     add_rows(g, Q, la, x - a[la])
     a[la] = x
-    return la[d_lo], la[d_hi]
+    return d_lo, d_hi

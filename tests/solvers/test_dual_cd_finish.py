@@ -79,3 +79,41 @@ def test_kernel_solve_hands_over_to_the_finisher_once_cd_crawls(screen):
     assert _relative_gap(problem, res.alpha) <= tol
     if not screen:
         assert not res.fixed.any() and not res.dynamic
+
+
+@pytest.mark.parametrize("scale", [0.01, 0.1])
+def test_kernel_finisher_on_a_working_set_reaches_the_optimum(monkeypatch, scale):
+    """The kernel finisher runs on the variables CD has not settled at a bound (far
+    fewer factorised variables than the active ones), from a point near the optimum
+    (its interior variables moved by ``scale``), and its answer is the optimum over
+    every variable: its gap, recomputed from the dense kernel, at the finisher's
+    tolerance level, its gradient the true one."""
+    problem = _digits_pair_problem(C=20.0, gamma=1e-3 / 64)
+    n = problem.n_samples
+    # a point near the optimum, as CD leaves it: solve once, then perturb
+    res = dual_cd.solve_box_qp(problem, np.zeros(n), np.zeros(n, dtype=bool), tol=1e-12,
+                               max_iter=10_000, random_state=np.random.RandomState(0))
+    assert _relative_gap(problem, res.alpha) <= 1e-10
+    s = problem.sign
+    Q = problem.kernel.block(np.arange(n), np.arange(n)) * s[:, None] * s[None, :]
+    a = res.alpha.copy()
+    rng = np.random.RandomState(1)
+    interior = np.flatnonzero((a > problem.lo) & (a < problem.hi))
+    a[interior] = np.clip(a[interior] + scale * rng.randn(interior.size), 0.0, 20.0)
+    g = Q @ a - problem.p
+    sizes = []
+    compiled = dual_cd.ipm_dense_kernel
+
+    def recording(Q_in, *args):
+        sizes.append(Q_in.shape[0])
+        return compiled(Q_in, *args)
+
+    monkeypatch.setattr(dual_cd, "ipm_dense_kernel", recording)
+    la = np.arange(n)
+    to_lo, to_hi = dual_cd._ipm_finish_kernel(
+        Q, a, g, problem.lo, problem.hi, la, problem.p, np.zeros(n), problem.sqnorm,
+        1e-6, 0.0, 0.0, None)
+    assert not to_lo.size and not to_hi.size
+    assert sizes[0] <= dual_cd.IPM_WORKING_SET_SHARE * n
+    np.testing.assert_allclose(g, Q @ a - problem.p, atol=1e-9)
+    assert _relative_gap(problem, a) <= 1e-9
