@@ -103,6 +103,13 @@ NEWTON_AFTER_EPOCHS = 5
 #: At most this many Newton steps per solve: with clipping, the interior set could
 #: otherwise cycle.
 NEWTON_MAX_STEPS = 10
+#: ... and at most this many while the interior-point finisher may still run: on its
+#: working set of the variables CD has not settled it is the cheaper way to the end,
+#: while clipped Newton steps, each followed by up to a doubling of the epochs, shrink
+#: the interior set a few variables at a time on ill-conditioned kernels (a nearly
+#: linear RBF at large C). One step is kept: from a cold start its jump settles most
+#: bounds, after which CD's rate tells the finisher's hand-over early.
+NEWTON_STEPS_BEFORE_IPM = 1
 
 
 @dataclass
@@ -452,26 +459,24 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         small = la.size**3 / 3 <= IPM_SMALL_FLOPS
         # Once CD has found which variables sit at a bound, one linear solve on the
         # others usually finishes the job (CD crawls there at large C), and exactly:
-        # tried after a few epochs, or at once on small problems (accurate references),
-        # and again whenever the interior set changes.
+        # where the finisher cannot run, tried after a few epochs, or at once on small
+        # problems (accurate references), and again whenever the interior set changes.
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
         newton_fresh = (0 < interior.size <= NEWTON_MAX_SYSTEM
                         and not np.array_equal(interior, newton_tried))
-        # CD has had its epochs: the interior-point finisher, whatever the interior
-        # set does. Newton steps first would each be followed by up to a doubling of
-        # the epochs, while their clipped steps shrink the interior set a few
-        # variables at a time on ill-conditioned kernels (nearly linear RBF at large C)
-        # ... or earlier, once CD's rate since the last check says it would need more
-        # epochs than the finisher costs (the same trade as the hand-over's epoch
-        # count); the last interval's rate, not the one since an earlier check as in
-        # linear mode: the first checks' fast progress (and the Newton steps' jumps)
-        # would hide for hundreds of epochs that CD now crawls
+        # The interior-point finisher takes over once CD has had its epochs, or
+        # earlier, once CD's rate since the last check says it would need more epochs
+        # than the finisher costs (the same trade as the hand-over's epoch count); the
+        # last interval's rate, not the one since an earlier check as in linear mode:
+        # the first checks' fast progress would hide for hundreds of epochs that CD
+        # now crawls
         slow = (n_iter >= IPM_AFTER_EPOCHS and _epochs_to_tol(
             gap_history[-1:], n_iter, rel_gap, tol) > _kernel_ipm_epochs(la.size))
         gap_history.append((n_iter, rel_gap))
-        ipm_due = (ipm_fits and not ipm_done and local_active.size > 1
-                   and (slow or n_iter >= _kernel_ipm_epochs(local_active.size)))
-        if newton_fresh and n_newton < NEWTON_MAX_STEPS and not ipm_due and (
+        # While the finisher may still run, few Newton steps (NEWTON_STEPS_BEFORE_IPM)
+        finisher_ahead = ipm_fits and not ipm_done and local_active.size > 1
+        newton_budget = NEWTON_STEPS_BEFORE_IPM if finisher_ahead else NEWTON_MAX_STEPS
+        if newton_fresh and n_newton < newton_budget and (
                 rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
                 or small and rel_gap > IPM_TOL):
             newton_tried, n_newton = interior, n_newton + 1
