@@ -41,9 +41,9 @@ from ..problems.constants import SCREEN_RTOL, TINY
 from ..problems.kernels import add_rows, check_kernel_memory
 from ..screening.balls import gap_ball_screen
 from ._cd_fast import kernel_epochs, linear_epochs, signed_row_dots
-from ._ipm_fast import ipm_low_rank_dense
+from ._ipm_fast import ipm_dense_kernel, ipm_low_rank_dense
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
-from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior, signed_block
+from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior
 
 #: Epochs of coordinate descent after which a still-unconverged solve is finished by the
 #: interior-point method (when its Newton systems are small enough): CD's linear rate,
@@ -85,6 +85,14 @@ IPM_TOL = 1e-12
 #: far less than n/3 compiled CD epochs (n^2 flops each, of dependent scalar updates),
 #: so waiting longer only lets hard problems crawl.
 KERNEL_IPM_EPOCHS_PER_VARIABLE = 1
+#: Kernel mode: the interior-point finisher first runs on the variables CD has not
+#: settled at a bound when they are at most this share of the active ones (below it
+#: the working set's factorisations cost a fraction of the full ones, and a round
+#: that brings held variables back costs little), ...
+IPM_WORKING_SET_SHARE = 0.5
+#: ... in at most this many rounds, each bringing back the held variables that
+#: violate their optimality condition at its answer; then over all of them.
+IPM_WORKING_SET_ROUNDS = 3
 #: ``stop_when_slow`` returns only when more variables than this are undecided (fewer:
 #: the interior-point finisher is cheap).
 STOP_WHEN_SLOW_MIN = 2000
@@ -95,6 +103,13 @@ NEWTON_AFTER_EPOCHS = 5
 #: At most this many Newton steps per solve: with clipping, the interior set could
 #: otherwise cycle.
 NEWTON_MAX_STEPS = 10
+#: ... and at most this many while the interior-point finisher may still run: on its
+#: working set of the variables CD has not settled it is the cheaper way to the end,
+#: while clipped Newton steps, each followed by up to a doubling of the epochs, shrink
+#: the interior set a few variables at a time on ill-conditioned kernels (a nearly
+#: linear RBF at large C). One step is kept: from a cold start its jump settles most
+#: bounds, after which CD's rate tells the finisher's hand-over early.
+NEWTON_STEPS_BEFORE_IPM = 1
 
 
 @dataclass
@@ -395,7 +410,8 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     check_kernel_memory(free.size, min(free.size, NEWTON_MAX_SYSTEM))
     held_idx = np.flatnonzero(fixed & (alpha != 0))
     s_f = problem.sign[free]
-    Q = signed_block(problem, free, free)
+    newton = problem.newton if problem.newton is not None else NewtonCache()
+    Q = newton.signed_block(problem, free)
     a_held = problem.sign[held_idx] * alpha[held_idx]
     # margins contributed by the held variables (the reduced problem's linear term)
     d = s_f * K.matvec(free, held_idx, a_held)
@@ -410,15 +426,20 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     p_held = float(problem.p[fixed] @ alpha[fixed])
     n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
     gap = rel_gap = np.inf
-    converged, newton_tried, n_newton = False, None, 0
-    newton = problem.newton if problem.newton is not None else NewtonCache()
+    converged, newton_tried, n_newton, gap_history = False, None, 0, []
     while True:
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
         if local_active.size and n_iter < max_iter:
+            budget = min(_check_schedule(n_iter), max(max_iter - n_iter, 1))
+            if 1 < local_active.size <= IPM_MAX_SYSTEM and not ipm_done:
+                # the gap check that may hand over to the finisher comes when CD has
+                # run its epochs, not up to a doubling of them later (the check
+                # schedule's): past that many epochs CD crawls
+                due = _kernel_ipm_epochs(local_active.size) - n_iter
+                if due > 0:
+                    budget = min(budget, due)
             epochs, pg_ok = kernel_epochs(
-                Q, lo, hi, a, g, local_active,
-                min(_check_schedule(n_iter), max(max_iter - n_iter, 1)), eps_pg,
-                rng.randint(2**31 - 1))
+                Q, lo, hi, a, g, local_active, budget, eps_pg, rng.randint(2**31 - 1))
             n_iter += epochs
         else:
             pg_ok = True
@@ -438,12 +459,24 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         small = la.size**3 / 3 <= IPM_SMALL_FLOPS
         # Once CD has found which variables sit at a bound, one linear solve on the
         # others usually finishes the job (CD crawls there at large C), and exactly:
-        # tried after a few epochs, or at once on small problems (accurate references),
-        # and again whenever the interior set changes.
+        # where the finisher cannot run, tried after a few epochs, or at once on small
+        # problems (accurate references), and again whenever the interior set changes.
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
         newton_fresh = (0 < interior.size <= NEWTON_MAX_SYSTEM
                         and not np.array_equal(interior, newton_tried))
-        if newton_fresh and n_newton < NEWTON_MAX_STEPS and (
+        # The interior-point finisher takes over once CD has had its epochs, or
+        # earlier, once CD's rate since the last check says it would need more epochs
+        # than the finisher costs (the same trade as the hand-over's epoch count); the
+        # last interval's rate, not the one since an earlier check as in linear mode:
+        # the first checks' fast progress would hide for hundreds of epochs that CD
+        # now crawls
+        slow = (n_iter >= IPM_AFTER_EPOCHS and _epochs_to_tol(
+            gap_history[-1:], n_iter, rel_gap, tol) > _kernel_ipm_epochs(la.size))
+        gap_history.append((n_iter, rel_gap))
+        # While the finisher may still run, few Newton steps (NEWTON_STEPS_BEFORE_IPM)
+        finisher_ahead = ipm_fits and not ipm_done and local_active.size > 1
+        newton_budget = NEWTON_STEPS_BEFORE_IPM if finisher_ahead else NEWTON_MAX_STEPS
+        if newton_fresh and n_newton < newton_budget and (
                 rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
                 or small and rel_gap > IPM_TOL):
             newton_tried, n_newton = interior, n_newton + 1
@@ -474,8 +507,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
         if ipm_fits and not ipm_done and local_active.size > 1 and (
-                polish or n_iter >= max(IPM_AFTER_EPOCHS,
-                                        KERNEL_IPM_EPOCHS_PER_VARIABLE * local_active.size)):
+                polish or slow or n_iter >= _kernel_ipm_epochs(local_active.size)):
             ipm_done = True
             to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
                                               problem.sqnorm[free], tol, const_fixed_quad,
@@ -495,22 +527,79 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
 
 
+def _kernel_ipm_epochs(n_active: int) -> int:
+    """Kernel mode: the epochs of CD after which the interior-point finisher takes
+    over an unconverged solve of ``n_active`` variables."""
+    return max(IPM_AFTER_EPOCHS, KERNEL_IPM_EPOCHS_PER_VARIABLE * n_active)
+
+
 def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
                        p_held, dynamic_screen):
     """Finish the kernel solve over local indices ``la`` by the interior-point method,
     updating ``a`` and the gradient ``g`` in place; returns the local indices its gap
-    balls fixed at each bound."""
+    balls fixed at each bound.
+
+    The finisher first runs on a working set: the variables of ``la`` not settled at a
+    bound by CD (inside their box, or at a bound their gradient does not push them
+    against), the others held. Its factorisations are then of those few (on a nearly
+    hard-margin problem most variables sit at 0 or C), instead of every variable of
+    ``la``, which dominates the cost of the small solves this finishes. The held
+    variables that violate their optimality condition at its answer join the set and
+    it runs again, up to :data:`IPM_WORKING_SET_ROUNDS` times; then, if some still
+    violate, over all of ``la``. Only that last run's screening is reported: a working
+    set's gap balls are those of a problem with the held variables fixed."""
+    at_lo, at_hi = a[la] <= lo[la], a[la] >= hi[la]
+    settled = (at_lo & (g[la] > 0.0)) | (at_hi & (g[la] < 0.0))
+    work = la[~settled]
+    if 0 < work.size <= IPM_WORKING_SET_SHARE * la.size:
+        for _ in range(IPM_WORKING_SET_ROUNDS):
+            if work.size > 1:
+                _ipm_run(Q, a, g, lo, hi, work, p_f, d, sqnorm_f, tol, const_fixed_quad,
+                         p_held, None)
+            held = np.setdiff1d(la, work, assume_unique=True)
+            gh = g[held]
+            back = held[(np.maximum(-lo[held] * gh, -hi[held] * gh) + a[held] * gh) > 0.0]
+            if not back.size:
+                empty = np.empty(0, dtype=la.dtype)
+                return empty, empty
+            work = np.union1d(work, back)
+            if work.size > IPM_WORKING_SET_SHARE * la.size:
+                break
+    d_lo, d_hi = _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
+                          p_held, dynamic_screen)
+    return la[d_lo], la[d_hi]
+
+
+def _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad, p_held,
+             dynamic_screen):
+    """One interior-point run over local indices ``la``, the others held (see
+    :func:`_ipm_finish_kernel`); returns the masks over ``la`` its gap balls fixed at
+    each bound (none unless ``dynamic_screen``)."""
     rest = a.copy()
     rest[la] = 0.0
     offset = Q[la] @ rest + d[la]  # margins from everything outside the working set
     outside_quad = float(rest @ (Q @ rest)) + 2.0 * float(rest @ d) + const_fixed_quad
-    term = DenseTerm(np.ascontiguousarray(Q[np.ix_(la, la)]), offset, outside_quad)
+    Q_la = np.ascontiguousarray(Q[np.ix_(la, la)])
     lo_l, hi_l = lo[la], hi[la]
-    x, d_lo, d_hi, _ = box_qp_ipm(term, p_f[la], lo_l, hi_l, sqnorm_f[la],
-                                  p_outside=float(p_f @ rest) + p_held,
-                                  tol=min(0.01 * tol, IPM_TOL), alpha0=a[la],
-                                  screen=dynamic_screen)
+    p_outside = float(p_f @ rest) + p_held
+    ipm_tol = min(0.01 * tol, IPM_TOL)
+    if dynamic_screen in (None, gap_ball_screen):
+        # the compiled twin: on the small problems it finishes, the Python version's
+        # time goes to call overhead between factorisations. Its iterates screen with
+        # their gap balls even when the solve does not (safe for this problem: the
+        # variables proven at a bound only leave its Newton systems, whose
+        # factorisations shrink as the gap closes); they are reported as fixed only
+        # when the solve screens
+        x, d_lo, d_hi, _ = ipm_dense_kernel(
+            Q_la, offset, outside_quad, p_f[la], lo_l, hi_l, sqnorm_f[la], p_outside,
+            ipm_tol, a[la], True, SCREEN_RTOL, 80)
+        if dynamic_screen is None:
+            d_lo[:] = d_hi[:] = False
+    else:
+        x, d_lo, d_hi, _ = box_qp_ipm(DenseTerm(Q_la, offset, outside_quad), p_f[la],
+                                      lo_l, hi_l, sqnorm_f[la], p_outside=p_outside,
+                                      tol=ipm_tol, alpha0=a[la], screen=dynamic_screen)
     x = snap_to_bounds(x, lo_l, hi_l)
     add_rows(g, Q, la, x - a[la])
     a[la] = x
-    return la[d_lo], la[d_hi]
+    return d_lo, d_hi

@@ -74,6 +74,9 @@ class NewtonCache:
         #: the greedy solver's kernel rows over its free samples
         #: (:class:`~sklearn_safescreen.solvers.greedy_cd.RowCache`), kept like the factor
         self.rows = None
+        #: the dense solver's signed kernel block over its free samples
+        #: (:meth:`signed_block`), kept like the factor
+        self.block = None
 
     def clear(self) -> None:
         self.idx = None
@@ -89,6 +92,7 @@ class NewtonCache:
             self._workspace = None
         if not keep:
             self.rows = None
+            self.block = None
 
     def __getstate__(self):
         return {}
@@ -96,7 +100,25 @@ class NewtonCache:
     def __setstate__(self, state):
         self.clear()
         self.rows = None
+        self.block = None
         self._workspace = None
+
+    def signed_block(self, problem: BoxQP, free: np.ndarray) -> np.ndarray:
+        """``Q_FF`` over the sorted samples ``free`` (:func:`signed_block`), read-only:
+        the one kept from the last solve when it is of the same kernel, samples and
+        signs. Along a path whose fits screen nothing (small problems whose kernel the
+        cache holds whole) every fit's solve would otherwise gather the same block
+        again; it does not depend on C. Blocks of at most ``NEWTON_KEEP_SYSTEM``
+        samples are kept, as factors are."""
+        kept, sign = self.block, problem.sign[free]
+        if (kept is not None and kept[0] is problem.kernel and np.array_equal(kept[1], free)
+                and np.array_equal(kept[2], sign)):
+            return kept[3]
+        Q = signed_block(problem, free, free)
+        Q.flags.writeable = False  # shared by the next solves: no solve may write it
+        self.block = ((problem.kernel, free.copy(), sign, Q)
+                      if free.size <= NEWTON_KEEP_SYSTEM else None)
+        return Q
 
     def solve(self, problem: BoxQP, Q: np.ndarray, free: np.ndarray, interior: np.ndarray,
               rhs: np.ndarray) -> np.ndarray:

@@ -44,9 +44,11 @@ def test_an_uncertified_lad_fit_is_no_worse_than_zero(scale):
 
 def test_a_kernel_model_left_at_zero_predicts_zero(monkeypatch):
     """An RBF fit that stops far from convergence before max_iter (its steps no longer
-    reducing the gap, as when rounding dominates them; planted here: 20 epochs
-    reported as 19) is replaced by w = 0: it has no support vector and still predicts
-    (0 everywhere). A solve cut by max_iter keeps its iterate instead (as SVC's)."""
+    reducing the gap, as when rounding dominates them; planted here: max_iter epochs
+    reported as one fewer) is replaced by w = 0: it has no support vector and still
+    predicts (0 everywhere). A solve cut by max_iter keeps its iterate instead (as
+    SVC's); max_iter is below the epochs after which the kernel solver hands this
+    small problem to its finisher, which would converge."""
     from dataclasses import replace
 
     from sklearn_safescreen import SafeLAD
@@ -55,11 +57,11 @@ def test_a_kernel_model_left_at_zero_predicts_zero(monkeypatch):
     rng = np.random.RandomState(0)
     X = rng.randn(80, 3)
     y = X @ rng.randn(3) + 0.5 + rng.laplace(size=80)
-    kw = dict(C=100.0, kernel="rbf", gamma=0.5, max_iter=20, screening=None)
+    kw = dict(C=100.0, kernel="rbf", gamma=0.5, max_iter=2, screening=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cut = SafeLAD(**kw).fit(X, y)
-    assert cut.n_iter_ >= 20 and cut.support_vectors_.shape[0] > 0
+    assert cut.n_iter_ >= 2 and cut.support_vectors_.shape[0] > 0
 
     solve = box_qp.certified_solve
 

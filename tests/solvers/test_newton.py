@@ -81,3 +81,32 @@ def test_newton_factor_reuse_solves_the_changed_systems_exactly():
     np.testing.assert_array_equal(cache.idx, far)  # factorised afresh
 
 
+
+
+def test_signed_block_is_kept_for_the_same_samples_signs_and_kernel():
+    """The dense solver's signed kernel block is gathered once along a path whose free
+    set does not change, read-only (a solve writing into it would corrupt the next
+    ones), and gathered afresh when the samples, the signs or the kernel change, or
+    after a fit that is not kept."""
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(60, 4), np.where(rng.rand(60) < 0.5, 1.0, -1.0)
+    problem = kernel_problem(X, y, 1.0, 0.3)
+    cache = NewtonCache()
+    free = np.arange(5, 60)
+    Q = cache.signed_block(problem, free)
+    K = problem.kernel.block(free, free)
+    np.testing.assert_allclose(Q, K * y[free][:, None] * y[free][None, :], rtol=1e-12)
+    assert not Q.flags.writeable
+    assert cache.signed_block(problem, free.copy()) is Q
+    assert cache.signed_block(problem, free[1:]) is not Q
+    Q = cache.signed_block(problem, free)
+    flipped = kernel_problem(X, np.where(np.arange(60) == 7, -y, y), 1.0, 0.3)
+    flipped.kernel = problem.kernel
+    Q2 = cache.signed_block(flipped, free)
+    assert Q2 is not Q and Q2[2, 3] == -Q[2, 3]
+    assert cache.signed_block(kernel_problem(X, y, 1.0, 0.3), free) is not Q2
+    Q3 = cache.signed_block(problem, free)
+    cache.end_fit(keep=True)
+    assert cache.signed_block(problem, free) is Q3
+    cache.end_fit(keep=False)
+    assert cache.signed_block(problem, free) is not Q3
