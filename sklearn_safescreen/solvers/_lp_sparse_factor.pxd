@@ -7,6 +7,7 @@ from ._lp_zmatrix cimport ZMatrix
 
 cdef class SparseFactor:
     cdef public Py_ssize_t n, d, k0, n_eta, eta_nnz, lu_nnz, n_touched, max_row
+    cdef public Py_ssize_t eta_work
     cdef public double eta_fill
     cdef ZMatrix Z
     cdef Py_ssize_t[::1] A0, E0, perm_r, perm_c
@@ -24,7 +25,7 @@ cdef class SparseFactor:
     cdef Py_ssize_t[::1] feat_of_slot, slot_of_feat
     cdef double[::1] coef_of_slot
     cdef Py_ssize_t[::1] slotA, slotS
-    cdef double[::1] kb, kb2, kb3, kb4
+    cdef double[::1] kb, kb2, kb3, kb4, nb1, nb0
 
     cdef void solve(self, double* b) noexcept nogil
     cdef void _solve_T2(self, double* c, double* e) noexcept nogil

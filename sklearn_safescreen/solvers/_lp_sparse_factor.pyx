@@ -33,6 +33,13 @@ calls made without the GIL; its products with Z read :mod:`._lp_zmatrix`'s array
 
 import numpy as np
 
+#: A refactorisation (the ordering and SuperLU's factor of the margin matrix, the core's
+#: values recomputed over the samples) in passes over update entries, per non-zero of
+#: the factor and per sample: the order of magnitude of a sparse LU factor's work
+#: against one indexed multiply-add, for the count-based rule of
+#: :meth:`SparseFactor.full`.
+REFACTOR_PASSES = 50
+
 
 def _split_diagonal(T, bint lower):
     """A triangular CSC factor as its diagonal and its strict part (CSC arrays)."""
@@ -63,6 +70,7 @@ cdef class SparseFactor:
         self.d = Z.d
         self.Z = Z
         self.k0 = self.n_eta = self.eta_nnz = self.lu_nnz = self.n_touched = 0
+        self.eta_work = 0
         self.eta_fill = 1.0
         row_nnz = np.diff(np.asarray(Z.r_ptr))
         self.max_row = int(row_nnz.max(initial=0))
@@ -75,6 +83,7 @@ cdef class SparseFactor:
         self.slot_of_feat = np.full(self.d, -1, dtype=np.intp)
         self.kb, self.kb2, self.kb3, self.kb4 = (np.zeros(kmax), np.zeros(kmax),
                                                  np.zeros(kmax), np.zeros(kmax))
+        self.nb1, self.nb0 = np.zeros(n), np.zeros(n)
         self._set_factor(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp),
                          np.zeros(0), None)
         self.eta_r = np.zeros(64, dtype=np.intp)
@@ -147,15 +156,18 @@ cdef class SparseFactor:
         slot_of_feat = np.full(self.d, -1, dtype=np.intp)
         slot_of_feat[A] = E
         self.slot_of_feat = slot_of_feat
-        self.n_eta = self.eta_nnz = 0
+        self.n_eta = self.eta_nnz = self.eta_work = 0
 
     def full(self):
-        """Whether the updates have grown past the factor's own size (a solve with B0
-        costs about ``lu_nnz`` plus the active columns and ``n``; each update adds its
-        length to every later solve), so that a fresh factor is cheaper than carrying
-        on. A count of non-zeros, never a clock: the same path refactorises at the same
+        """Whether a fresh factor is cheaper than carrying on: every update adds its
+        length to each later solve, so that the updates' cost per pivot grows while a
+        refactorisation's, spread over the pivots since the last one, falls; the
+        factor is full when the next pivot would cost more than that average (the
+        updates read so far and a refactorisation, in passes over update entries).
+        A count of non-zeros, never a clock: the same path refactorises at the same
         pivots on any machine."""
-        return self.eta_nnz > self.eta_fill * (2 * (self.lu_nnz + self.n) + 4 * self.n)
+        return self.n_eta > 0 and self.eta_nnz * self.n_eta > (
+            self.eta_fill * REFACTOR_PASSES * (self.lu_nnz + 2 * self.n) + self.eta_work)
 
     def make_room(self):
         """Room for one more update: an eta of length at most n, and a bordering row of
@@ -182,25 +194,37 @@ cdef class SparseFactor:
             self.c_ind = np.concatenate([np.asarray(self.c_ind), np.zeros(grow, np.intp)])
             self.c_val = np.concatenate([np.asarray(self.c_val), np.zeros(grow)])
 
+    # The inner loops read the arrays through local pointers: the extensions build
+    # without strict aliasing, so that a store through a double* would otherwise
+    # reload every memoryview's data pointer.
+
     cdef void solve(self, double* b) noexcept nogil:
         """b <- M0^{-1} b (Pr M0 Pc = L U: L U w = Pr b, then b = Pc w)."""
         cdef Py_ssize_t i, j, p, k0 = self.k0
         cdef double x
         cdef double* w = &self.kb2[0]
+        cdef const Py_ssize_t* Lp = &self.Lp[0]
+        cdef const Py_ssize_t* Li = &self.Li[0]
+        cdef const double* Lx = &self.Lx[0]
+        cdef const double* Ld = &self.Ld[0]
+        cdef const Py_ssize_t* Up = &self.Up[0]
+        cdef const Py_ssize_t* Ui = &self.Ui[0]
+        cdef const double* Ux = &self.Ux[0]
+        cdef const double* Ud = &self.Ud[0]
         for i in range(k0):
             w[self.perm_r[i]] = b[i]
         for j in range(k0):
-            x = w[j] / self.Ld[j]
+            x = w[j] / Ld[j]
             w[j] = x
             if x != 0.0:
-                for p in range(self.Lp[j], self.Lp[j + 1]):
-                    w[self.Li[p]] -= self.Lx[p] * x
+                for p in range(Lp[j], Lp[j + 1]):
+                    w[Li[p]] -= Lx[p] * x
         for j in range(k0 - 1, -1, -1):
-            x = w[j] / self.Ud[j]
+            x = w[j] / Ud[j]
             w[j] = x
             if x != 0.0:
-                for p in range(self.Up[j], self.Up[j + 1]):
-                    w[self.Ui[p]] -= self.Ux[p] * x
+                for p in range(Up[j], Up[j + 1]):
+                    w[Ui[p]] -= Ux[p] * x
         for i in range(k0):
             b[i] = w[self.perm_c[i]]
 
@@ -211,27 +235,35 @@ cdef class SparseFactor:
         cdef double x, z, f
         cdef double* w = &self.kb2[0]
         cdef double* h = &self.kb4[0]
+        cdef const Py_ssize_t* Lp = &self.Lp[0]
+        cdef const Py_ssize_t* Li = &self.Li[0]
+        cdef const double* Lx = &self.Lx[0]
+        cdef const double* Ld = &self.Ld[0]
+        cdef const Py_ssize_t* Up = &self.Up[0]
+        cdef const Py_ssize_t* Ui = &self.Ui[0]
+        cdef const double* Ux = &self.Ux[0]
+        cdef const double* Ud = &self.Ud[0]
         for i in range(k0):
             w[self.perm_c[i]] = c[i]
             h[self.perm_c[i]] = e[i]
         for j in range(k0):
             x, z = w[j], h[j]
-            for p in range(self.Up[j], self.Up[j + 1]):
-                q = self.Ui[p]
-                f = self.Ux[p]
+            for p in range(Up[j], Up[j + 1]):
+                q = Ui[p]
+                f = Ux[p]
                 x -= f * w[q]
                 z -= f * h[q]
-            w[j] = x / self.Ud[j]
-            h[j] = z / self.Ud[j]
+            w[j] = x / Ud[j]
+            h[j] = z / Ud[j]
         for j in range(k0 - 1, -1, -1):
             x, z = w[j], h[j]
-            for p in range(self.Lp[j], self.Lp[j + 1]):
-                q = self.Li[p]
-                f = self.Lx[p]
+            for p in range(Lp[j], Lp[j + 1]):
+                q = Li[p]
+                f = Lx[p]
                 x -= f * w[q]
                 z -= f * h[q]
-            w[j] = x / self.Ld[j]
-            h[j] = z / self.Ld[j]
+            w[j] = x / Ld[j]
+            h[j] = z / Ld[j]
         for i in range(k0):
             c[i] = w[self.perm_r[i]]
             e[i] = h[self.perm_r[i]]
@@ -252,19 +284,31 @@ cdef class SparseFactor:
             self.solve(kb)
         for l in range(k0):
             x[self.E0[l]] = kb[l]
+        cdef const Py_ssize_t* eptr = &self.eta_ptr[0]
+        cdef const Py_ssize_t* eind = &self.eta_ind[0]
+        cdef const double* eval = &self.eta_val[0]
+        cdef const Py_ssize_t* bptr = &self.eta_cptr[0]
+        cdef const Py_ssize_t* bind = &self.c_ind[0]
+        cdef const double* bval = &self.c_val[0]
         for e in range(self.n_eta):
             r = self.eta_r[e]
             xr = x[r]
             if self.eta_kind[e]:
-                for p in range(self.eta_cptr[e], self.eta_cptr[e + 1]):
-                    xr -= self.c_val[p] * x[self.c_ind[p]]
+                for p in range(bptr[e], bptr[e + 1]):
+                    xr -= bval[p] * x[bind[p]]
             xr = xr / self.eta_piv[e]
             x[r] = xr
             if xr != 0.0:
-                for p in range(self.eta_ptr[e], self.eta_ptr[e + 1]):
-                    x[self.eta_ind[p]] -= self.eta_val[p] * xr
-        if self.n_touched == n:
+                for p in range(eptr[e], eptr[e + 1]):
+                    x[eind[p]] -= eval[p] * xr
+        if self.n_touched == n or self.Z.c_data.shape[0] == 0:
             return
+        # the active features' columns gathered over every row (no branch on F in the
+        # inner loop), then kept on the rows of F only
+        cdef const Py_ssize_t* cptr = &self.Z.c_ptr[0]
+        cdef const Py_ssize_t* cind = &self.Z.c_ind[0]
+        cdef const double* cdat = &self.Z.c_data[0]
+        cdef double* acc = &self.nb1[0]
         for s in range(n):
             j = self.feat_of_slot[s]
             if j < 0:
@@ -272,13 +316,13 @@ cdef class SparseFactor:
             xr = self.coef_of_slot[s] * x[s]
             if xr == 0.0:
                 continue
-            for p in range(self.Z.c_ptr[j], self.Z.c_ptr[j + 1]):
-                i = self.Z.c_ind[p]
-                if not self.touched[i]:
-                    x[i] -= self.Z.c_data[p] * xr
+            for p in range(cptr[j], cptr[j + 1]):
+                acc[cind[p]] += cdat[p] * xr
         for i in range(n):
-            if self.sig0[i] < 0 and not self.touched[i]:
-                x[i] = -x[i]
+            if not self.touched[i]:
+                xr = x[i] - acc[i]
+                x[i] = -xr if self.sig0[i] < 0 else xr
+            acc[i] = 0.0
 
     cdef void btran2(self, double* y1, double* y0) noexcept nogil:
         """(y1, y0) <- B^{-T} (y1, y0): in, over the slots; out, over the samples. The
@@ -290,31 +334,51 @@ cdef class SparseFactor:
         cdef double s1, s0, z, a1, a0, f
         cdef double* kb = &self.kb[0]
         cdef double* kb3 = &self.kb3[0]
-        if self.n_touched < n:
+        cdef const Py_ssize_t* cptr
+        cdef const Py_ssize_t* cind
+        cdef const double* cdat
+        cdef double* f1 = &self.nb1[0]
+        cdef double* f0 = &self.nb0[0]
+        if self.n_touched < n and self.Z.c_data.shape[0] > 0:
+            cptr, cind, cdat = &self.Z.c_ptr[0], &self.Z.c_ind[0], &self.Z.c_data[0]
+            # the rows of F with their slack's sign, and copies that are zero on S (so
+            # that the products below need no branch on F)
             for i in range(n):
-                if self.sig0[i] < 0 and not self.touched[i]:
-                    y1[i] = -y1[i]
-                    y0[i] = -y0[i]
+                if self.touched[i]:
+                    f1[i] = f0[i] = 0.0
+                else:
+                    if self.sig0[i] < 0:
+                        y1[i] = -y1[i]
+                        y0[i] = -y0[i]
+                    f1[i] = y1[i]
+                    f0[i] = y0[i]
             for s in range(n):
                 j = self.feat_of_slot[s]
                 if j < 0:
                     continue
                 a1 = a0 = 0.0
-                for p in range(self.Z.c_ptr[j], self.Z.c_ptr[j + 1]):
-                    i = self.Z.c_ind[p]
-                    if not self.touched[i]:
-                        z = self.Z.c_data[p]
-                        a1 += z * y1[i]
-                        a0 += z * y0[i]
+                for p in range(cptr[j], cptr[j + 1]):
+                    i = cind[p]
+                    z = cdat[p]
+                    a1 += z * f1[i]
+                    a0 += z * f0[i]
                 f = self.coef_of_slot[s]
                 y1[s] -= f * a1
                 y0[s] -= f * a0
+            for i in range(n):
+                f1[i] = f0[i] = 0.0
+        cdef const Py_ssize_t* eptr = &self.eta_ptr[0]
+        cdef const Py_ssize_t* eind = &self.eta_ind[0]
+        cdef const double* eval = &self.eta_val[0]
+        cdef const Py_ssize_t* bptr = &self.eta_cptr[0]
+        cdef const Py_ssize_t* bind = &self.c_ind[0]
+        cdef const double* bval = &self.c_val[0]
         for e in range(self.n_eta - 1, -1, -1):
             r = self.eta_r[e]
             s1, s0 = y1[r], y0[r]
-            for p in range(self.eta_ptr[e], self.eta_ptr[e + 1]):
-                q = self.eta_ind[p]
-                f = self.eta_val[p]
+            for p in range(eptr[e], eptr[e + 1]):
+                q = eind[p]
+                f = eval[p]
                 s1 -= f * y1[q]
                 s0 -= f * y0[q]
             s1 = s1 / self.eta_piv[e]
@@ -322,9 +386,9 @@ cdef class SparseFactor:
             y1[r] = s1
             y0[r] = s0
             if self.eta_kind[e]:
-                for p in range(self.eta_cptr[e], self.eta_cptr[e + 1]):
-                    q = self.c_ind[p]
-                    f = self.c_val[p]
+                for p in range(bptr[e], bptr[e + 1]):
+                    q = bind[p]
+                    f = bval[p]
                     y1[q] -= f * s1
                     y0[q] -= f * s0
         for l in range(k0):
@@ -372,6 +436,7 @@ cdef class SparseFactor:
         self.eta_ptr[e + 1] = p
         self.eta_cptr[e + 1] = pc
         self.eta_nnz = p + pc
+        self.eta_work += self.eta_nnz
         self.n_eta = e + 1
         # what slot r holds now
         old = self.feat_of_slot[r]
