@@ -132,6 +132,32 @@ def test_solves_match_the_dense_basis_after_random_exchanges(seed, refactor_ever
     assert borders > 5 and len(basis.features()) > 3
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_solves_with_a_dense_trailing_block(seed):
+    """A margin matrix whose LU fills (dense data, a large support): the factors'
+    trailing block is kept dense and solved by BLAS; the solves still equal dense solves
+    with the basis, after refactorisations and exchanges."""
+    Z, rng = _problem(10 + seed, n=80, d=70, density=0.6)
+    factor = SparseFactor(ZMatrix(Z, Z.tocsc()), 71)
+    basis = DenseBasis(Z)
+    E = rng.choice(80, 40, replace=False)
+    A = rng.choice(70, 40, replace=False)
+    for e, j in zip(E, A, strict=True):
+        basis.slots[e] = ("f", int(j), float(rng.choice([-1.0, 1.0])))
+    for i in rng.choice(np.setdiff1d(np.arange(80), E), 10, replace=False):
+        basis.slots[i] = ("s", int(i), -1.0)
+    dense_tails = 0
+    for step in range(40):
+        if step % 10 == 0:
+            basis.refactorise(factor)
+            assert factor.k0 >= 40
+            dense_tails += factor.j0 <= factor.k0 - 16
+            _check_solves(factor, basis, rng)
+        _exchange(factor, basis, rng)
+        _check_solves(factor, basis, rng)
+    assert dense_tails == 4
+
+
 def test_updates_are_as_long_as_the_touched_samples():
     """On many samples with a small support, the updates stay over the touched samples:
     far fewer entries than one update per exchange as long as the number of samples."""

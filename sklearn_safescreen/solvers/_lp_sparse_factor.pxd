@@ -7,14 +7,18 @@ from ._lp_zmatrix cimport ZMatrix
 
 cdef class SparseFactor:
     cdef public Py_ssize_t n, d, k0, n_eta, eta_nnz, lu_nnz, n_touched, max_row
-    cdef public Py_ssize_t eta_work
+    cdef public Py_ssize_t eta_work, j0
     cdef public double eta_fill
     cdef ZMatrix Z
     cdef Py_ssize_t[::1] A0, E0, perm_r, perm_c
     cdef double[::1] sgn0, Ld, Ud
     cdef signed char[::1] sig0, touched
-    cdef const Py_ssize_t[::1] Lp, Li, Up, Ui
-    cdef const double[::1] Lx, Ux
+    # the factors' strict parts: whole (for the transposed solves), and outside the
+    # trailing block (for the solves)
+    cdef const Py_ssize_t[::1] Lp, Li, Up, Ui, Lpt, Lit, Upt, Uit
+    cdef const double[::1] Lx, Ux, Lxt, Uxt
+    # the factors' trailing blocks from j0 on, dense (Fortran order)
+    cdef double[::1, :] DL, DU
     # the updates: slot, kind (1: a border), pivot, the eta's entries over S and, for a
     # border, its row's entries over the earlier slots
     cdef Py_ssize_t[::1] eta_r, eta_ptr, eta_ind, eta_cptr, c_ind

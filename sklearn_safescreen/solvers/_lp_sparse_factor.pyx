@@ -31,6 +31,8 @@ of the path. The core cimports it (``_lp_sparse_factor.pxd``), so that its solve
 calls made without the GIL; its products with Z read :mod:`._lp_zmatrix`'s arrays.
 """
 
+from scipy.linalg.cython_blas cimport dtrsv
+
 import numpy as np
 
 #: A refactorisation (the ordering and SuperLU's factor of the margin matrix, the core's
@@ -41,8 +43,33 @@ import numpy as np
 REFACTOR_PASSES = 50
 
 
-def _split_diagonal(T, bint lower):
-    """A triangular CSC factor as its diagonal and its strict part (CSC arrays)."""
+#: Density from which the factors' trailing block is kept dense (and solved by BLAS):
+#: the fill of the margin matrix's LU gathers in its last rows and columns.
+DENSE_TAIL = 0.85
+#: Smallest trailing block kept dense.
+DENSE_TAIL_MIN = 16
+
+
+def _tail_start(L, U, k):
+    """Where the factors' dense trailing block starts: the first j0 whose block
+    ``[j0:, j0:]`` of L and U together is at least ``DENSE_TAIL`` full (k if none, or if
+    smaller than ``DENSE_TAIL_MIN``). Counts only."""
+    if k < DENSE_TAIL_MIN:
+        return k
+    L, U = L.tocoo(), U.tocoo()
+    # an entry lies in the block from j0 on iff min(row, col) >= j0; the diagonal is
+    # in both factors, and counted once
+    first = np.concatenate([np.minimum(L.row, L.col), np.minimum(U.row, U.col)])
+    counts = np.bincount(first, minlength=k)[:k] - 1
+    inside = np.cumsum(counts[::-1])[::-1]
+    m = k - np.arange(k)
+    ok = np.flatnonzero((inside >= DENSE_TAIL * m * m) & (m >= DENSE_TAIL_MIN))
+    return int(ok[0]) if len(ok) else k
+
+
+def _split_diagonal(T, bint lower, Py_ssize_t j0):
+    """A triangular CSC factor as its diagonal, its strict part (CSC arrays), the same
+    outside the trailing block from ``j0``, and that block, dense (Fortran order)."""
     T = T.tocsc()
     k = T.shape[0]
     cols = np.repeat(np.arange(k, dtype=np.intp), np.diff(T.indptr))
@@ -50,11 +77,17 @@ def _split_diagonal(T, bint lower):
     diag = np.zeros(k)
     on = rows == cols
     diag[cols[on]] = T.data[on]
+    tail = (rows >= j0) & (cols >= j0)
+    dense = np.zeros((k - j0, k - j0), order="F")
+    dense[rows[tail] - j0, cols[tail] - j0] = T.data[tail]
+    parts = []
     strict = rows > cols if lower else rows < cols
-    ptr = np.zeros(k + 1, dtype=np.intp)
-    np.cumsum(np.bincount(cols[strict], minlength=k), out=ptr[1:])
-    return (diag, ptr, np.ascontiguousarray(rows[strict]),
-            np.ascontiguousarray(T.data[strict], dtype=np.float64))
+    for keep in (strict, strict & ~tail):
+        ptr = np.zeros(k + 1, dtype=np.intp)
+        np.cumsum(np.bincount(cols[keep], minlength=k), out=ptr[1:])
+        parts += [ptr, np.ascontiguousarray(rows[keep]),
+                  np.ascontiguousarray(T.data[keep], dtype=np.float64)]
+    return (diag, *parts, dense)
 
 
 cdef class SparseFactor:
@@ -104,16 +137,25 @@ cdef class SparseFactor:
         self.A0, self.E0, self.sgn0 = A0, E0, sgn0
         if lu is None:
             empty_i, empty_x = np.zeros(1, dtype=np.intp), np.zeros(0)
-            self.Lp = self.Up = empty_i
-            self.Li = self.Ui = np.zeros(0, dtype=np.intp)
-            self.Lx = self.Ux = empty_x
+            self.Lp = self.Up = self.Lpt = self.Upt = empty_i
+            self.Li = self.Ui = self.Lit = self.Uit = np.zeros(0, dtype=np.intp)
+            self.Lx = self.Ux = self.Lxt = self.Uxt = empty_x
             self.Ld = self.Ud = np.zeros(0)
             self.perm_r = self.perm_c = np.zeros(0, dtype=np.intp)
             self.lu_nnz = 0
+            self.j0 = 0
+            self.DL = self.DU = np.zeros((1, 1), order="F")
             return
-        self.Ld, self.Lp, self.Li, self.Lx = _split_diagonal(lu.L, lower=True)
-        self.Ud, self.Up, self.Ui, self.Ux = _split_diagonal(lu.U, lower=False)
         L, U = lu.L, lu.U
+        j0 = _tail_start(L, U, k0)
+        self.j0 = j0
+        (self.Ld, self.Lpt, self.Lit, self.Lxt, self.Lp, self.Li, self.Lx,
+         DL) = _split_diagonal(L, True, j0)
+        (self.Ud, self.Upt, self.Uit, self.Uxt, self.Up, self.Ui, self.Ux,
+         DU) = _split_diagonal(U, False, j0)
+        # never an empty buffer (BLAS is not called on one, but its address is taken)
+        self.DL = DL if k0 > j0 else np.zeros((1, 1), order="F")
+        self.DU = DU if k0 > j0 else np.zeros((1, 1), order="F")
         self.perm_r = np.ascontiguousarray(lu.perm_r, dtype=np.intp)
         self.perm_c = np.ascontiguousarray(lu.perm_c, dtype=np.intp)
         self.lu_nnz = L.nnz + U.nnz
@@ -199,8 +241,10 @@ cdef class SparseFactor:
     # reload every memoryview's data pointer.
 
     cdef void solve(self, double* b) noexcept nogil:
-        """b <- M0^{-1} b (Pr M0 Pc = L U: L U w = Pr b, then b = Pc w)."""
-        cdef Py_ssize_t i, j, p, k0 = self.k0
+        """b <- M0^{-1} b (Pr M0 Pc = L U: L U w = Pr b, then b = Pc w); the trailing
+        blocks of L and U by BLAS."""
+        cdef Py_ssize_t i, j, p, k0 = self.k0, j0 = self.j0
+        cdef int m = <int>(k0 - j0), one = 1
         cdef double x
         cdef double* w = &self.kb2[0]
         cdef const Py_ssize_t* Lp = &self.Lp[0]
@@ -213,15 +257,21 @@ cdef class SparseFactor:
         cdef const double* Ud = &self.Ud[0]
         for i in range(k0):
             w[self.perm_r[i]] = b[i]
-        for j in range(k0):
+        for j in range(j0):
             x = w[j] / Ld[j]
             w[j] = x
             if x != 0.0:
                 for p in range(Lp[j], Lp[j + 1]):
                     w[Li[p]] -= Lx[p] * x
+        if m > 0:
+            dtrsv(b"L", b"N", b"N", &m, &self.DL[0, 0], &m, &w[j0], &one)
+            dtrsv(b"U", b"N", b"N", &m, &self.DU[0, 0], &m, &w[j0], &one)
         for j in range(k0 - 1, -1, -1):
-            x = w[j] / Ud[j]
-            w[j] = x
+            if j < j0:
+                x = w[j] / Ud[j]
+                w[j] = x
+            else:
+                x = w[j]
             if x != 0.0:
                 for p in range(Up[j], Up[j + 1]):
                     w[Ui[p]] -= Ux[p] * x
@@ -229,19 +279,20 @@ cdef class SparseFactor:
             b[i] = w[self.perm_c[i]]
 
     cdef void _solve_T2(self, double* c, double* e) noexcept nogil:
-        """(c, e) <- M0^{-T} (c, e): both right-hand sides in one pass over the
-        factors."""
+        """(c, e) <- M0^{-T} (c, e): both right-hand sides in one pass over the whole
+        sparse factors (two right-hand sides read the entries once; BLAS on the dense
+        block would read it twice)."""
         cdef Py_ssize_t i, j, p, q, k0 = self.k0
         cdef double x, z, f
         cdef double* w = &self.kb2[0]
         cdef double* h = &self.kb4[0]
-        cdef const Py_ssize_t* Lp = &self.Lp[0]
-        cdef const Py_ssize_t* Li = &self.Li[0]
-        cdef const double* Lx = &self.Lx[0]
+        cdef const Py_ssize_t* Lp = &self.Lpt[0]
+        cdef const Py_ssize_t* Li = &self.Lit[0]
+        cdef const double* Lx = &self.Lxt[0]
         cdef const double* Ld = &self.Ld[0]
-        cdef const Py_ssize_t* Up = &self.Up[0]
-        cdef const Py_ssize_t* Ui = &self.Ui[0]
-        cdef const double* Ux = &self.Ux[0]
+        cdef const Py_ssize_t* Up = &self.Upt[0]
+        cdef const Py_ssize_t* Ui = &self.Uit[0]
+        cdef const double* Ux = &self.Uxt[0]
         cdef const double* Ud = &self.Ud[0]
         for i in range(k0):
             w[self.perm_c[i]] = c[i]
