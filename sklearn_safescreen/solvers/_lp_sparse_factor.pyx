@@ -7,7 +7,8 @@ the slot of margin sample ``E0[l]`` and the hinge slack (or, above the margin, t
 surplus: ``sig0 = -1``) of every other sample in its own slot. Its margin matrix
 ``M0 = Z[E0][:, A0] diag(sgn0)`` is factored by SuperLU (``Pr M0 Pc = L U``, COLAMD
 order, partial pivoting; the triangular factors kept as their diagonals and strict
-parts, CSC). :attr:`SparseFactor.slotA` and :attr:`SparseFactor.slotS` map the active
+parts, CSC, and, where the fill makes their trailing block mostly full, that block dense
+for BLAS). :attr:`SparseFactor.slotA` and :attr:`SparseFactor.slotS` map the active
 positions and the non-margin samples to their slots.
 
 The set S of the touched samples starts as E0 and grows by the sample whose slack a
