@@ -280,24 +280,27 @@ cdef class SparseFactor:
             b[i] = w[self.perm_c[i]]
 
     cdef void _solve_T2(self, double* c, double* e) noexcept nogil:
-        """(c, e) <- M0^{-T} (c, e): both right-hand sides in one pass over the whole
-        sparse factors (two right-hand sides read the entries once; BLAS on the dense
-        block would read it twice)."""
-        cdef Py_ssize_t i, j, p, q, k0 = self.k0
+        """(c, e) <- M0^{-T} (c, e): both right-hand sides in one pass over the sparse
+        parts of the factors; the trailing blocks by BLAS, one right-hand side at a
+        time."""
+        cdef Py_ssize_t i, j, p, q, k0 = self.k0, j0 = self.j0
+        cdef int m = <int>(k0 - j0), one = 1
         cdef double x, z, f
         cdef double* w = &self.kb2[0]
         cdef double* h = &self.kb4[0]
-        cdef const Py_ssize_t* Lp = &self.Lpt[0]
-        cdef const Py_ssize_t* Li = &self.Lit[0]
-        cdef const double* Lx = &self.Lxt[0]
+        cdef const Py_ssize_t* Lp = &self.Lp[0]
+        cdef const Py_ssize_t* Li = &self.Li[0]
+        cdef const double* Lx = &self.Lx[0]
         cdef const double* Ld = &self.Ld[0]
-        cdef const Py_ssize_t* Up = &self.Upt[0]
-        cdef const Py_ssize_t* Ui = &self.Uit[0]
-        cdef const double* Ux = &self.Uxt[0]
+        cdef const Py_ssize_t* Up = &self.Up[0]
+        cdef const Py_ssize_t* Ui = &self.Ui[0]
+        cdef const double* Ux = &self.Ux[0]
         cdef const double* Ud = &self.Ud[0]
         for i in range(k0):
             w[self.perm_c[i]] = c[i]
             h[self.perm_c[i]] = e[i]
+        # U^T: the leading columns one by one; the trailing ones lose their products
+        # with the leading values, then BLAS solves their block
         for j in range(k0):
             x, z = w[j], h[j]
             for p in range(Up[j], Up[j + 1]):
@@ -305,9 +308,18 @@ cdef class SparseFactor:
                 f = Ux[p]
                 x -= f * w[q]
                 z -= f * h[q]
-            w[j] = x / Ud[j]
-            h[j] = z / Ud[j]
-        for j in range(k0 - 1, -1, -1):
+            if j < j0:
+                w[j] = x / Ud[j]
+                h[j] = z / Ud[j]
+            else:
+                w[j] = x
+                h[j] = z
+        if m > 0:
+            dtrsv(b"U", b"T", b"N", &m, &self.DU[0, 0], &m, &w[j0], &one)
+            dtrsv(b"U", b"T", b"N", &m, &self.DU[0, 0], &m, &h[j0], &one)
+            dtrsv(b"L", b"T", b"N", &m, &self.DL[0, 0], &m, &w[j0], &one)
+            dtrsv(b"L", b"T", b"N", &m, &self.DL[0, 0], &m, &h[j0], &one)
+        for j in range(j0 - 1, -1, -1):
             x, z = w[j], h[j]
             for p in range(Lp[j], Lp[j + 1]):
                 q = Li[p]
