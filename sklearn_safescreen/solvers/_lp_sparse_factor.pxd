@@ -13,10 +13,9 @@ cdef class SparseFactor:
     cdef Py_ssize_t[::1] A0, E0, perm_r, perm_c
     cdef double[::1] sgn0, Ld, Ud
     cdef signed char[::1] sig0, touched
-    # the factors' strict parts: whole (for the transposed solves), and outside the
-    # trailing block (for the solves)
-    cdef const Py_ssize_t[::1] Lp, Li, Up, Ui, Lpt, Lit, Upt, Uit
-    cdef const double[::1] Lx, Ux, Lxt, Uxt
+    # the factors' strict parts outside the trailing block
+    cdef const Py_ssize_t[::1] Lp, Li, Up, Ui
+    cdef const double[::1] Lx, Ux
     # the factors' trailing blocks from j0 on, dense (Fortran order)
     cdef double[::1, :] DL, DU
     # the updates: slot, kind (1: a border), pivot, the eta's entries over S and, for a

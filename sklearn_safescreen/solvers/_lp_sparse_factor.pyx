@@ -69,8 +69,8 @@ def _tail_start(L, U, k):
 
 
 def _split_diagonal(T, bint lower, Py_ssize_t j0):
-    """A triangular CSC factor as its diagonal, its strict part (CSC arrays), the same
-    outside the trailing block from ``j0``, and that block, dense (Fortran order)."""
+    """A triangular CSC factor as its diagonal, its strict part outside the trailing
+    block from ``j0`` (CSC arrays) and that block, dense (Fortran order)."""
     T = T.tocsc()
     k = T.shape[0]
     cols = np.repeat(np.arange(k, dtype=np.intp), np.diff(T.indptr))
@@ -81,14 +81,11 @@ def _split_diagonal(T, bint lower, Py_ssize_t j0):
     tail = (rows >= j0) & (cols >= j0)
     dense = np.zeros((k - j0, k - j0), order="F")
     dense[rows[tail] - j0, cols[tail] - j0] = T.data[tail]
-    parts = []
-    strict = rows > cols if lower else rows < cols
-    for keep in (strict, strict & ~tail):
-        ptr = np.zeros(k + 1, dtype=np.intp)
-        np.cumsum(np.bincount(cols[keep], minlength=k), out=ptr[1:])
-        parts += [ptr, np.ascontiguousarray(rows[keep]),
-                  np.ascontiguousarray(T.data[keep], dtype=np.float64)]
-    return (diag, *parts, dense)
+    strict = (rows > cols if lower else rows < cols) & ~tail
+    ptr = np.zeros(k + 1, dtype=np.intp)
+    np.cumsum(np.bincount(cols[strict], minlength=k), out=ptr[1:])
+    return (diag, ptr, np.ascontiguousarray(rows[strict]),
+            np.ascontiguousarray(T.data[strict], dtype=np.float64), dense)
 
 
 cdef class SparseFactor:
@@ -138,9 +135,9 @@ cdef class SparseFactor:
         self.A0, self.E0, self.sgn0 = A0, E0, sgn0
         if lu is None:
             empty_i, empty_x = np.zeros(1, dtype=np.intp), np.zeros(0)
-            self.Lp = self.Up = self.Lpt = self.Upt = empty_i
-            self.Li = self.Ui = self.Lit = self.Uit = np.zeros(0, dtype=np.intp)
-            self.Lx = self.Ux = self.Lxt = self.Uxt = empty_x
+            self.Lp = self.Up = empty_i
+            self.Li = self.Ui = np.zeros(0, dtype=np.intp)
+            self.Lx = self.Ux = empty_x
             self.Ld = self.Ud = np.zeros(0)
             self.perm_r = self.perm_c = np.zeros(0, dtype=np.intp)
             self.lu_nnz = 0
@@ -150,10 +147,8 @@ cdef class SparseFactor:
         L, U = lu.L, lu.U
         j0 = _tail_start(L, U, k0)
         self.j0 = j0
-        (self.Ld, self.Lpt, self.Lit, self.Lxt, self.Lp, self.Li, self.Lx,
-         DL) = _split_diagonal(L, True, j0)
-        (self.Ud, self.Upt, self.Uit, self.Uxt, self.Up, self.Ui, self.Ux,
-         DU) = _split_diagonal(U, False, j0)
+        self.Ld, self.Lp, self.Li, self.Lx, DL = _split_diagonal(L, True, j0)
+        self.Ud, self.Up, self.Ui, self.Ux, DU = _split_diagonal(U, False, j0)
         # never an empty buffer (BLAS is not called on one, but its address is taken)
         self.DL = DL if k0 > j0 else np.zeros((1, 1), order="F")
         self.DU = DU if k0 > j0 else np.zeros((1, 1), order="F")
