@@ -446,7 +446,7 @@ cdef class HomotopyCore:
         cdef bint enter_feature = kind == FEATURE, leave_feature = leave_kind == FEATURE
         if self.lu_mode:
             self.lu.push_eta(self.lu.slotA[p] if leave_feature else self.lu.slotS[r],
-                             &self.xs[0])
+                             &self.xs[0], index if enter_feature else -1, sign)
             self.lu.move_slots(enter_feature, leave_feature, p, r,
                                -1 if enter_feature else self.E[index], k)
         elif enter_feature and leave_feature:
