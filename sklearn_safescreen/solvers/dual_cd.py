@@ -328,7 +328,10 @@ def _measure(problem, rows, alpha, w, active) -> tuple[np.ndarray, float, float]
     gap = float(problem.gap_terms(alpha, q_act, active).sum()) if active.size else 0.0
     quad = float(w @ w)
     dual = float(-0.5 * quad + problem.p @ alpha)
-    if problem.hinge and active.size and not np.any(np.delete(alpha, active)):
+    # (every variable outside ``active`` is 0 when ``active`` holds all the non-zeros:
+    # counted, not gathered, at every check)
+    if (problem.hinge and active.size
+            and np.count_nonzero(alpha) == np.count_nonzero(alpha[active])):
         gap = min(gap, hard_margin_gap(q_act, quad, dual))
     return q_act, gap, gap / max(abs(dual), TINY)
 
