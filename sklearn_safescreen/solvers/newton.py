@@ -55,7 +55,8 @@ class NewtonOptions:
         most this fraction of its size is solved with that factor, bordered (k+1
         triangular solve pairs, 2 k m^2 flops, against m^3 / 3 for a new
         factorisation). The flop count alone would allow a larger k; but the bordered
-        solves are level-2 BLAS, memory-bound, while a factorisation is level-3.
+        solves are level-2 BLAS, memory-bound, while a factorisation is level-3, and a
+        larger fraction gained nothing in that profile.
     """
 
     max_system: int = 8000
