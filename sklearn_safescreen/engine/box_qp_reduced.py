@@ -16,7 +16,7 @@ from ..solvers._cd_fast import start_point
 from ..solvers.dual_cd import solve_box_qp
 from ..solvers.greedy_cd import prefer_greedy, solve_kernel_greedy
 from ..solvers.working_set import (
-    WS_MIN_PROBLEM,
+    prefer_working_sets,
     solve_plain_then_working_set,
     solve_working_set,
 )
@@ -68,7 +68,7 @@ class ReducedBoxQP:
             return solve_kernel_greedy if prefer_greedy(problem, int(self.movable.sum())) \
                 else solve_box_qp
         undecided = int((~self.fixed & self.movable).sum())
-        if self.dynamic and undecided > WS_MIN_PROBLEM:
+        if self.dynamic and prefer_working_sets(undecided):
             return solve_working_set if self.working_set else solve_plain_then_working_set
         return solve_box_qp
 

@@ -23,15 +23,37 @@ import numpy as np
 
 from ..problems.doubly_sparse import Gap, ReducedProblem
 from ._doubly_sparse_fast import dual_from_margins, epoch_csc, epoch_dense
+from ._options import check_option_values
 
-#: Epochs between two duality-gap evaluations (each costs about two epochs): the checks
-#: then take about a third of the work, and a solve stops at most this many epochs
-#: after reaching its tolerance.
-CHECK_EVERY = 4
-#: Iterates combined by one Anderson extrapolation: a few keep the stored iterates and
-#: the small least-squares system cheap; an extrapolation is kept only when it lowers the
-#: objective, so the depth changes the speed, never the answer.
-ANDERSON_DEPTH = 3
+
+@dataclass(frozen=True)
+class DoublySparseCDOptions:
+    """Tuning values of :func:`coordinate_descent`.
+
+    None of them changes what a solve converges to: only exact duality gaps end it.
+    Each attribute's description says why it has its value.
+
+    Attributes
+    ----------
+    check_every : int
+        Epochs between two duality-gap evaluations (each costs about two epochs): the
+        checks then take about a third of the work, and a solve stops at most this
+        many epochs after reaching its tolerance.
+    anderson_depth : int
+        Iterates combined by one Anderson extrapolation: a few keep the stored iterates
+        and the small least-squares system cheap; an extrapolation is kept only when it
+        lowers the objective, so the depth changes the speed, never the answer.
+    """
+
+    check_every: int = 4
+    anderson_depth: int = 3
+
+    def __post_init__(self) -> None:
+        check_option_values(self, at_least_one=("check_every", "anderson_depth"))
+
+
+#: The options a solve uses unless it is given others.
+DEFAULT_OPTIONS = DoublySparseCDOptions()
 
 
 @dataclass
@@ -50,7 +72,8 @@ class CDResult:
 
 def coordinate_descent(red: ReducedProblem, u: np.ndarray, lam: float, beta: float,
                        target: float, max_epochs: int, order: np.ndarray,
-                       anderson: bool = True, history: list | None = None) -> CDResult:
+                       anderson: bool = True, history: list | None = None,
+                       options: DoublySparseCDOptions | None = None) -> CDResult:
     """Minimise the reduced primal from ``u`` until its duality gap is at most ``target``
     (absolute) or ``max_epochs`` epochs have run.
 
@@ -63,9 +86,12 @@ def coordinate_descent(red: ReducedProblem, u: np.ndarray, lam: float, beta: flo
     The exact gap costs a pass over the data; after each epoch the gap is *estimated*
     for free from the correlations :math:`X_{:j}^\\top\\alpha` the epoch computed
     anyway (each as of its column's visit), and the exact gap is computed when the
-    estimate reaches the target or every ``CHECK_EVERY`` epochs. Only exact gaps end a
-    solve.
+    estimate reaches the target or every ``options.check_every`` epochs. Only exact
+    gaps end a solve. ``options`` (:class:`DoublySparseCDOptions`) holds the tuning
+    values, :data:`DEFAULT_OPTIONS` when None.
     """
+    options = DEFAULT_OPTIONS if options is None else options
+    depth = options.anderson_depth
     data = red.data
     u = np.array(u, dtype=np.float64)
     t = red.margins(u)
@@ -99,11 +125,11 @@ def coordinate_descent(red: ReducedProblem, u: np.ndarray, lam: float, beta: flo
         epochs += 1
         if anderson:
             history.append(u.copy())
-        due = epochs % CHECK_EVERY == 0 or epochs == max_epochs
+        due = epochs % options.check_every == 0 or epochs == max_epochs
         if not due and red.estimated_gap(u, t, alpha, corr, lam, beta) > target:
             continue
-        if anderson and len(history) > ANDERSON_DEPTH:
-            better = _extrapolate(red, history[-ANDERSON_DEPTH - 1:], u, t, lam, beta)
+        if anderson and len(history) > depth:
+            better = _extrapolate(red, history[-depth - 1:], u, t, lam, beta)
             if better is not None:
                 u[:], t[:] = better
                 dual_from_margins(t, y, c, alpha, data.hinge, data.gamma, data.epsilon)
@@ -115,7 +141,7 @@ def coordinate_descent(red: ReducedProblem, u: np.ndarray, lam: float, beta: flo
         if gap.gap <= target:
             converged = True
             break
-    return CDResult(u, t, gap, epochs, converged, history[-ANDERSON_DEPTH - 1:])
+    return CDResult(u, t, gap, epochs, converged, history[-depth - 1:])
 
 
 def _extrapolate(red, iterates, u, t, lam, beta):

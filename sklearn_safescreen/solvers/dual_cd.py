@@ -43,73 +43,8 @@ from ..screening.balls import gap_ball_screen
 from ._cd_fast import kernel_epochs, linear_epochs, signed_row_dots
 from ._ipm_fast import ipm_dense_kernel, ipm_low_rank_dense
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
-from .newton import NEWTON_MAX_SYSTEM, NewtonCache, newton_on_interior
-
-#: Epochs of coordinate descent after which a still-unconverged solve is finished by the
-#: interior-point method (when its Newton systems are small enough): CD's linear rate,
-#: on which the hand-over is decided, is only measurable once its first, fast epochs
-#: are behind it.
-IPM_AFTER_EPOCHS = 10
-#: Linear mode: CD hands over to the interior-point method when, at its measured linear
-#: rate, it would still need more than this many epochs per feature. (Counting flops,
-#: a few tens of Newton steps of O(n d^2) against O(n d) per epoch would put the
-#: hand-over at a few tens of epochs per feature; but the Newton steps' flops are
-#: level-3 BLAS, each far cheaper than a flop of CD's dependent scalar updates, so
-#: handing over early pays, above all at large C where CD's rate is slowest.)
-IPM_EPOCHS_PER_FEATURE = 2
-#: Linear mode: at most this many interior-point finishes per solve; one more is tried
-#: when CD is slow again after a finish, unless the last one did not improve the gap
-#: (then the finisher has reached round-off and the solve stops at its best point).
-IPM_MAX_FINISHES = 8
-#: Largest Newton system the finisher forms: d+1 (linear mode) or the free-set size
-#: (kernel mode). Its matrix takes ``8 m^2`` bytes and its factorisation ``m^3 / 3``
-#: flops per Newton step, which this bound keeps small beside a fit.
-IPM_MAX_SYSTEM = 2500
-#: Problems whose Newton system costs at most this many flops are always finished by the
-#: interior-point method, so small fits are exact to ~1e-12 whatever ``tol``: at that
-#: size a finish costs little in absolute terms, and an exact solution is the tightest
-#: screening reference for the next step.
-IPM_SMALL_FLOPS = 1e6
-#: ... and those that screening made that small while CD's gap exceeds this many times
-#: ``tol`` (see :func:`_polish`): far from ``tol`` CD still needs many epochs and the
-#: finisher is the short way, while within a small factor of it one or two epochs are
-#: cheaper than a finish (``doc/benchmarks.md``, "Screening on against off"; git has the
-#: runs).
-CD_NEAR_TOL = 10.0
-#: Relative gap the finisher aims at: far below ``tol``, because the solution is the next
-#: screening reference and the gap inflation of an inexact reference grows with
-#: the square root of the absolute gap.
-IPM_TOL = 1e-12
-#: Kernel mode: the interior-point finisher starts after this many epochs per free
-#: variable: a LAPACK factorisation of n variables (n^3/3 flops of level-3 BLAS) costs
-#: far less than n/3 compiled CD epochs (n^2 flops each, of dependent scalar updates),
-#: so waiting longer only lets hard problems crawl.
-KERNEL_IPM_EPOCHS_PER_VARIABLE = 1
-#: Kernel mode: the interior-point finisher first runs on the variables CD has not
-#: settled at a bound when they are at most this share of the active ones (below it
-#: the working set's factorisations cost a fraction of the full ones, and a round
-#: that brings held variables back costs little), ...
-IPM_WORKING_SET_SHARE = 0.5
-#: ... in at most this many rounds, each bringing back the held variables that
-#: violate their optimality condition at its answer; then over all of them.
-IPM_WORKING_SET_ROUNDS = 3
-#: ``stop_when_slow`` returns only when more variables than this are undecided (fewer:
-#: the interior-point finisher is cheap).
-STOP_WHEN_SLOW_MIN = 2000
-#: Kernel mode: epochs after which a Newton step on the interior variables is tried
-#: (each time the interior set changes): a few epochs first settle which variables are
-#: interior, so that the step is taken on a set likely to hold.
-NEWTON_AFTER_EPOCHS = 5
-#: At most this many Newton steps per solve: with clipping, the interior set could
-#: otherwise cycle.
-NEWTON_MAX_STEPS = 10
-#: ... and at most this many while the interior-point finisher may still run: on its
-#: working set of the variables CD has not settled it is the cheaper way to the end,
-#: while clipped Newton steps, each followed by up to a doubling of the epochs, shrink
-#: the interior set a few variables at a time on ill-conditioned kernels (a nearly
-#: linear RBF at large C). One step is kept: from a cold start its jump settles most
-#: bounds, after which CD's rate tells the finisher's hand-over early.
-NEWTON_STEPS_BEFORE_IPM = 1
+from .dual_cd_options import DEFAULT_OPTIONS, DualCDOptions
+from .newton import NewtonCache, newton_on_interior
 
 
 @dataclass
@@ -136,7 +71,8 @@ def solve_box_qp(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: f
                  max_iter: int, random_state: np.random.RandomState,
                  dynamic_screen: DynamicScreen | None = None,
                  const_fixed_quad: float | None = None,
-                 stop_when_slow: bool = False) -> SolveResult:
+                 stop_when_slow: bool = False,
+                 options: DualCDOptions | None = None) -> SolveResult:
     """Solve the problem with the variables in ``fixed`` held at their current values.
 
     Parameters
@@ -159,20 +95,28 @@ def solve_box_qp(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: f
     const_fixed_quad : float, optional
         Kernel mode only: ``a_X' Q_XX a_X`` over the fixed variables, which makes the
         dual objective (the denominator of the relative gap) exact. Computed when None.
+    stop_when_slow : bool, default=False
+        Linear mode only: return (``stopped_slow``) once coordinate descent is slow and
+        more than :attr:`~.dual_cd_options.DualCDOptions.stop_when_slow_min` variables
+        are undecided, instead of handing over to the interior-point finisher.
+    options : DualCDOptions, optional
+        The solver's tuning values (:class:`~.dual_cd_options.DualCDOptions`);
+        :data:`DEFAULT_OPTIONS` when None.
 
     Returns
     -------
     SolveResult
     """
+    options = DEFAULT_OPTIONS if options is None else options
     alpha = alpha.astype(np.float64, copy=True)
     fixed = fixed.copy()
     # a degenerate box is a fixed variable
     fixed |= problem.hi <= problem.lo
     if problem.linear:
         return _solve_linear(problem, alpha, fixed, tol, max_iter, random_state,
-                             dynamic_screen, stop_when_slow)
+                             dynamic_screen, stop_when_slow, options)
     return _solve_kernel(problem, alpha, fixed, tol, max_iter, random_state,
-                         dynamic_screen, const_fixed_quad)
+                         dynamic_screen, const_fixed_quad, options)
 
 
 def _check_schedule(n_iter: int) -> int:
@@ -202,7 +146,8 @@ def row_arrays(X) -> tuple:
 
 
 def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
-                  stop_when_slow=False):
+                  stop_when_slow=False, options: DualCDOptions | None = None):
+    opt = DEFAULT_OPTIONS if options is None else options
     X = problem.X
     rows = row_arrays(X)
     dense, data, indices, indptr, is_sparse = rows
@@ -239,8 +184,9 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             if best is None or rel_gap < best[0]:
                 best = (rel_gap, gap, alpha.copy(), fixed.copy(), w.copy(), len(events))
             gap_history = []  # CD's rate from the finisher's point on
-        ipm_fits = X.shape[1] <= IPM_MAX_SYSTEM and active.size > 1
-        polish = ipm_fits and n_finish == 0 and _polish(problem, active, rel_gap, tol)
+        ipm_fits = X.shape[1] <= opt.ipm_max_system and active.size > 1
+        polish = ipm_fits and n_finish == 0 and _polish(problem, active, rel_gap, tol,
+                                                        opt)
         if rel_gap <= tol and not polish:
             # confirm on w afresh from alpha (O(nd), once per solve): CD's updates
             # w += delta z_i drift by round-off, and on unscaled data a gap measured on
@@ -248,7 +194,8 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             # recomputes, so the solve would "converge" and be sent back again and again
             w = problem.primal_weights(alpha)
             q_act, gap, rel_gap = _measure(problem, rows, alpha, w, active)
-            polish = ipm_fits and n_finish == 0 and _polish(problem, active, rel_gap, tol)
+            polish = ipm_fits and n_finish == 0 and _polish(problem, active, rel_gap,
+                                                            tol, opt)
             if rel_gap <= tol and not polish:
                 converged = True
                 break
@@ -267,26 +214,26 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 events.append((to_lo.size, to_hi.size, active.size))
         # CD converges linearly; hand over to the interior-point method only when the
         # epochs CD still needs at its measured rate exceed what the IPM costs (about
-        # IPM_EPOCHS_PER_FEATURE * d epochs: each Newton step is O(n d^2))
-        slow = n_iter >= IPM_AFTER_EPOCHS and _epochs_to_tol(
-            gap_history, n_iter, rel_gap, tol) > IPM_EPOCHS_PER_FEATURE * X.shape[1]
+        # ipm_epochs_per_feature * d epochs: each Newton step is O(n d^2))
+        slow = n_iter >= opt.ipm_after_epochs and _epochs_to_tol(
+            gap_history, n_iter, rel_gap, tol) > opt.ipm_epochs_per_feature * X.shape[1]
         gap_history.append((n_iter, rel_gap))
-        if slow and stop_when_slow and active.size > STOP_WHEN_SLOW_MIN:
+        if slow and stop_when_slow and active.size > opt.stop_when_slow_min:
             return SolveResult(alpha, fixed, gap, rel_gap, n_iter, False, events,
                                stopped_slow=True)
-        if (slow and best is not None and (stalled or n_finish >= IPM_MAX_FINISHES)
+        if (slow and best is not None and (stalled or n_finish >= opt.ipm_max_finishes)
                 and (rel_gap >= best[0] or _not_progressing(gap_history[:-1], rel_gap))):
             # round-off: the better of the finisher's best point and CD's is returned
             # below (CD stuck at one gap after the last finish would otherwise run on to
             # max_iter, which happens on badly scaled data at large C and small tol)
             break
-        if (ipm_fits and n_finish < IPM_MAX_FINISHES
+        if (ipm_fits and n_finish < opt.ipm_max_finishes
                 and active.size > 1  # screening may have emptied it
                 and (polish or slow)):
             n_finish += 1
             w = problem.primal_weights(alpha)  # without CD's drift (see above)
             w, to_lo, to_hi = _ipm_finish_linear(problem, alpha, w, active, tol,
-                                                 dynamic_screen)
+                                                 dynamic_screen, opt.ipm_tol)
             finished = True
             if to_lo.size or to_hi.size:
                 fixed[to_lo] = fixed[to_hi] = True
@@ -301,20 +248,22 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
 
 
-def _polish(problem, active: np.ndarray, rel_gap: float, tol: float) -> bool:
+def _polish(problem, active: np.ndarray, rel_gap: float, tol: float,
+            opt: DualCDOptions) -> bool:
     """Linear mode: whether the interior-point method finishes the solve now, whatever
-    CD's rate. A small problem (Newton systems of at most ``IPM_SMALL_FLOPS``) is
-    always finished to ``IPM_TOL``. A problem that screening made that small is
-    finished while CD is far from ``tol`` (:data:`CD_NEAR_TOL`): the finisher is then
+    CD's rate. A small problem (Newton systems of at most ``opt.ipm_small_flops``) is
+    always finished to ``opt.ipm_tol``. A problem that screening made that small is
+    finished while CD is far from ``tol`` (``opt.cd_near_tol``): the finisher is then
     the short way there (one epoch and the finisher, where CD alone would need many
     epochs at its linear rate), but near it or past it a few epochs are far cheaper
     than a finish, whose Newton steps each cost several epochs (``doc/benchmarks.md``,
     "Screening on against off"; git has the runs)."""
-    if not rel_gap > IPM_TOL:
+    if not rel_gap > opt.ipm_tol:
         return False
     flops = problem.X.shape[1] ** 2
-    return (problem.n_samples * flops <= IPM_SMALL_FLOPS
-            or (active.size * flops <= IPM_SMALL_FLOPS and rel_gap > CD_NEAR_TOL * tol))
+    return (problem.n_samples * flops <= opt.ipm_small_flops
+            or (active.size * flops <= opt.ipm_small_flops
+                and rel_gap > opt.cd_near_tol * tol))
 
 
 def _measure(problem, rows, alpha, w, active) -> tuple[np.ndarray, float, float]:
@@ -365,8 +314,9 @@ def _epochs_to_tol(history, n_iter: int, rel_gap: float, tol: float) -> float:
     return max(np.log(rel_gap / tol), 0.0) / rate
 
 
-def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen):
-    """Finish the solve over ``active`` with the interior-point method (in place).
+def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen, finish_tol):
+    """Finish the solve over ``active`` with the interior-point method (in place), to
+    a relative gap of ``finish_tol`` or a hundredth of ``tol``, whichever is smaller.
 
     Returns the new ``w`` and the indices the IPM's gap balls fixed at each bound.
     """
@@ -376,7 +326,7 @@ def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen):
     w_rest = w - np.asarray(Z.T @ alpha[active]).ravel()
     p_outside = float(p @ alpha) - float(p[active] @ alpha[active])
     lo, hi = problem.lo[active], problem.hi[active]
-    ipm_tol = min(0.01 * tol, IPM_TOL)
+    ipm_tol = min(0.01 * tol, finish_tol)
     if not sp.issparse(Z) and dynamic_screen in (None, gap_ball_screen):
         # the compiled twin: small finishes are dominated by call overhead in Python
         a, d_lo, d_hi, _ = ipm_low_rank_dense(
@@ -406,14 +356,15 @@ def _sub_gap(Z, w_rest, p, lo, hi, a) -> float:
 
 
 def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
-                  const_fixed_quad):
+                  const_fixed_quad, opt: DualCDOptions):
     """Kernel mode: the signed kernel block of the free variables, in memory."""
     K = problem.kernel
     free = np.flatnonzero(~fixed)
-    check_kernel_memory(free.size, min(free.size, NEWTON_MAX_SYSTEM))
+    newton = problem.newton if problem.newton is not None else NewtonCache()
+    newton_max = newton.options.max_system
+    check_kernel_memory(free.size, min(free.size, newton_max))
     held_idx = np.flatnonzero(fixed & (alpha != 0))
     s_f = problem.sign[free]
-    newton = problem.newton if problem.newton is not None else NewtonCache()
     Q = newton.signed_block(problem, free)
     a_held = problem.sign[held_idx] * alpha[held_idx]
     # margins contributed by the held variables (the reduced problem's linear term)
@@ -434,11 +385,11 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
         if local_active.size and n_iter < max_iter:
             budget = min(_check_schedule(n_iter), max(max_iter - n_iter, 1))
-            if 1 < local_active.size <= IPM_MAX_SYSTEM and not ipm_done:
+            if 1 < local_active.size <= opt.ipm_max_system and not ipm_done:
                 # the gap check that may hand over to the finisher comes when CD has
                 # run its epochs, not up to a doubling of them later (the check
                 # schedule's): past that many epochs CD crawls
-                due = _kernel_ipm_epochs(local_active.size) - n_iter
+                due = _kernel_ipm_epochs(local_active.size, opt) - n_iter
                 if due > 0:
                     budget = min(budget, due)
             epochs, pg_ok = kernel_epochs(
@@ -458,14 +409,14 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         rel_gap = gap / max(abs(dual), TINY)
         if problem.status is not None:
             problem.status.record(n_iter, rel_gap)
-        ipm_fits = 1 < la.size <= IPM_MAX_SYSTEM
-        small = la.size**3 / 3 <= IPM_SMALL_FLOPS
+        ipm_fits = 1 < la.size <= opt.ipm_max_system
+        small = la.size**3 / 3 <= opt.ipm_small_flops
         # Once CD has found which variables sit at a bound, one linear solve on the
         # others usually finishes the job (CD crawls there at large C), and exactly:
         # where the finisher cannot run, tried after a few epochs, or at once on small
         # problems (accurate references), and again whenever the interior set changes.
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
-        newton_fresh = (0 < interior.size <= NEWTON_MAX_SYSTEM
+        newton_fresh = (0 < interior.size <= newton_max
                         and not np.array_equal(interior, newton_tried))
         # The interior-point finisher takes over once CD has had its epochs, or
         # earlier, once CD's rate since the last check says it would need more epochs
@@ -473,15 +424,16 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # last interval's rate, not the one since an earlier check as in linear mode:
         # the first checks' fast progress would hide for hundreds of epochs that CD
         # now crawls
-        slow = (n_iter >= IPM_AFTER_EPOCHS and _epochs_to_tol(
-            gap_history[-1:], n_iter, rel_gap, tol) > _kernel_ipm_epochs(la.size))
+        slow = (n_iter >= opt.ipm_after_epochs and _epochs_to_tol(
+            gap_history[-1:], n_iter, rel_gap, tol) > _kernel_ipm_epochs(la.size, opt))
         gap_history.append((n_iter, rel_gap))
-        # While the finisher may still run, few Newton steps (NEWTON_STEPS_BEFORE_IPM)
+        # While the finisher may still run, few Newton steps (newton_steps_before_ipm)
         finisher_ahead = ipm_fits and not ipm_done and local_active.size > 1
-        newton_budget = NEWTON_STEPS_BEFORE_IPM if finisher_ahead else NEWTON_MAX_STEPS
+        newton_budget = (opt.newton_steps_before_ipm if finisher_ahead
+                         else opt.newton_max_steps)
         if newton_fresh and n_newton < newton_budget and (
-                rel_gap > tol and n_iter >= NEWTON_AFTER_EPOCHS
-                or small and rel_gap > IPM_TOL):
+                rel_gap > tol and n_iter >= opt.newton_after_epochs
+                or small and rel_gap > opt.ipm_tol):
             newton_tried, n_newton = interior, n_newton + 1
             if newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
                                    newton):
@@ -489,7 +441,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                     eps_pg *= 0.1
                 continue
         # the interior-point method polishes small problems that Newton did not finish
-        polish = (ipm_fits and not ipm_done and small and rel_gap > IPM_TOL
+        polish = (ipm_fits and not ipm_done and small and rel_gap > opt.ipm_tol
                   and (rel_gap > tol or not np.array_equal(interior, newton_tried)))
         if rel_gap <= tol and not polish:
             converged = True
@@ -510,11 +462,11 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 local_active = local_active[keep[local_active]]
                 events.append((to_lo.size, to_hi.size, local_active.size))
         if ipm_fits and not ipm_done and local_active.size > 1 and (
-                polish or slow or n_iter >= _kernel_ipm_epochs(local_active.size)):
+                polish or slow or n_iter >= _kernel_ipm_epochs(local_active.size, opt)):
             ipm_done = True
             to_lo, to_hi = _ipm_finish_kernel(Q, a, g, lo, hi, local_active, p_f, d,
                                               problem.sqnorm[free], tol, const_fixed_quad,
-                                              p_held, dynamic_screen)
+                                              p_held, dynamic_screen, opt)
             if to_lo.size or to_hi.size:
                 keep = np.ones(a.size, dtype=bool)
                 keep[to_lo] = keep[to_hi] = False
@@ -530,14 +482,14 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
 
 
-def _kernel_ipm_epochs(n_active: int) -> int:
+def _kernel_ipm_epochs(n_active: int, opt: DualCDOptions) -> int:
     """Kernel mode: the epochs of CD after which the interior-point finisher takes
     over an unconverged solve of ``n_active`` variables."""
-    return max(IPM_AFTER_EPOCHS, KERNEL_IPM_EPOCHS_PER_VARIABLE * n_active)
+    return max(opt.ipm_after_epochs, opt.kernel_ipm_epochs_per_variable * n_active)
 
 
 def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
-                       p_held, dynamic_screen):
+                       p_held, dynamic_screen, opt: DualCDOptions):
     """Finish the kernel solve over local indices ``la`` by the interior-point method,
     updating ``a`` and the gradient ``g`` in place; returns the local indices its gap
     balls fixed at each bound.
@@ -548,17 +500,17 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
     hard-margin problem most variables sit at 0 or C), instead of every variable of
     ``la``, which dominates the cost of the small solves this finishes. The held
     variables that violate their optimality condition at its answer join the set and
-    it runs again, up to :data:`IPM_WORKING_SET_ROUNDS` times; then, if some still
+    it runs again, up to ``opt.ipm_working_set_rounds`` times; then, if some still
     violate, over all of ``la``. Only that last run's screening is reported: a working
     set's gap balls are those of a problem with the held variables fixed."""
     at_lo, at_hi = a[la] <= lo[la], a[la] >= hi[la]
     settled = (at_lo & (g[la] > 0.0)) | (at_hi & (g[la] < 0.0))
     work = la[~settled]
-    if 0 < work.size <= IPM_WORKING_SET_SHARE * la.size:
-        for _ in range(IPM_WORKING_SET_ROUNDS):
+    if 0 < work.size <= opt.ipm_working_set_share * la.size:
+        for _ in range(opt.ipm_working_set_rounds):
             if work.size > 1:
                 _ipm_run(Q, a, g, lo, hi, work, p_f, d, sqnorm_f, tol, const_fixed_quad,
-                         p_held, None)
+                         p_held, None, opt.ipm_tol)
             held = np.setdiff1d(la, work, assume_unique=True)
             gh = g[held]
             back = held[(np.maximum(-lo[held] * gh, -hi[held] * gh) + a[held] * gh) > 0.0]
@@ -566,17 +518,18 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
                 empty = np.empty(0, dtype=la.dtype)
                 return empty, empty
             work = np.union1d(work, back)
-            if work.size > IPM_WORKING_SET_SHARE * la.size:
+            if work.size > opt.ipm_working_set_share * la.size:
                 break
     d_lo, d_hi = _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
-                          p_held, dynamic_screen)
+                          p_held, dynamic_screen, opt.ipm_tol)
     return la[d_lo], la[d_hi]
 
 
 def _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad, p_held,
-             dynamic_screen):
+             dynamic_screen, finish_tol):
     """One interior-point run over local indices ``la``, the others held (see
-    :func:`_ipm_finish_kernel`); returns the masks over ``la`` its gap balls fixed at
+    :func:`_ipm_finish_kernel`), to a relative gap of ``finish_tol`` or a hundredth of
+    ``tol``, whichever is smaller; returns the masks over ``la`` its gap balls fixed at
     each bound (none unless ``dynamic_screen``)."""
     rest = a.copy()
     rest[la] = 0.0
@@ -585,7 +538,7 @@ def _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad, p_hel
     Q_la = np.ascontiguousarray(Q[np.ix_(la, la)])
     lo_l, hi_l = lo[la], hi[la]
     p_outside = float(p_f @ rest) + p_held
-    ipm_tol = min(0.01 * tol, IPM_TOL)
+    ipm_tol = min(0.01 * tol, finish_tol)
     if dynamic_screen in (None, gap_ball_screen):
         # the compiled twin: on the small problems it finishes, the Python version's
         # time goes to call overhead between factorisations. Its iterates screen with

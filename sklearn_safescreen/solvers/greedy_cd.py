@@ -41,7 +41,7 @@ from ..problems.constants import TINY
 from ._greedy_fast import CONVERGED, NEED_ROW, LoopOutcome, greedy_updates
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule, hard_margin_gap
 from .greedy_options import DEFAULT_OPTIONS, GreedyOptions
-from .newton import NEWTON_MAX_SYSTEM, NewtonCache
+from .newton import NewtonCache, newton_options
 from .row_cache import (
     CachedBlock,
     KernelRowView,
@@ -392,11 +392,12 @@ class _GreedySolve:
         the interior set is not the last one tried. Whether it moved them."""
         opt, a, g, lo, hi = self.opt, self.a, self.g, self.lo, self.hi
         interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
-        if interior.size > NEWTON_MAX_SYSTEM:
+        max_system = newton_options(self.problem).max_system
+        if interior.size > max_system:
             # beyond the largest system: a Newton step on the most violating interior
             # variables, the others held
-            keep = np.argpartition(-np.abs(g[interior]), NEWTON_MAX_SYSTEM - 1)
-            interior = np.sort(interior[keep[:NEWTON_MAX_SYSTEM]])
+            keep = np.argpartition(-np.abs(g[interior]), max_system - 1)
+            interior = np.sort(interior[keep[:max_system]])
         W = self.cache.W
         if not (self.tol < self.rel_gap <= self.newton_below
                 and self.n_newton < opt.newton_max_steps and 0 < interior.size

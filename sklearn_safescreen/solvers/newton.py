@@ -15,6 +15,7 @@ threads.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import LinAlgWarning
@@ -22,30 +23,52 @@ from scipy.linalg import LinAlgWarning
 from .._utils.openmp import current_n_threads
 from ..problems.box_qp import BoxQP
 from ..problems.kernels import add_rows
+from ._options import check_option_values
 from ._tiled_fast import tiled_cho_solve, tiled_cholesky
 
-#: Kernel mode: largest interior set a Newton step factorises (a factor of
-#: ``8 * NEWTON_MAX_SYSTEM**2`` bytes, 512 MB). Above it coordinate descent does the last
-#: decades of a solve alone, which on large interiors crawls, and a step on part of the
-#: set, the others held, can raise the objective at first; so the limit is as large as a
-#: fit's memory comfortably affords (``doc/benchmarks.md``, "Kernel SafeSVC profile").
-NEWTON_MAX_SYSTEM = 8000
+
+@dataclass(frozen=True)
+class NewtonOptions:
+    """Tuning values of the Newton steps' kept factor (:class:`NewtonCache`), which the
+    kernel solvers (:mod:`.dual_cd`, :mod:`.greedy_cd`) read from the cache they use.
+
+    None of them changes what a solve converges to: a Newton step is judged by the gap
+    check that follows it. Each attribute's description says why it has its value; the
+    measurements behind them are in the section "Kernel SafeSVC profile" of
+    doc/benchmarks.md.
+
+    Attributes
+    ----------
+    max_system : int
+        Kernel mode: largest interior set a Newton step factorises (a factor of
+        ``8 * max_system**2`` bytes). Above it coordinate descent does the last decades
+        of a solve alone, which on large interiors crawls, and a step on part of the
+        set, the others held, can raise the objective at first; so the limit is as
+        large as a fit's memory comfortably affords.
+    keep_system : int
+        Factors of at most this many variables are kept between the fits of a path
+        (:meth:`NewtonCache.end_fit`), where a warm-started fit's interior set is mostly
+        the last one's; larger ones serve the rounds of one fit only, so that a path
+        does not hold a large factor between fits.
+    update_fraction : float
+        A Newton system whose interior set differs from the last factorised one by at
+        most this fraction of its size is solved with that factor, bordered (k+1
+        triangular solve pairs, 2 k m^2 flops, against m^3 / 3 for a new
+        factorisation). The flop count alone would allow a larger k; but the bordered
+        solves are level-2 BLAS, memory-bound, while a factorisation is level-3, and a
+        larger fraction gained nothing in that profile.
+    """
+
+    max_system: int = 8000
+    keep_system: int = 2500
+    update_fraction: float = 0.05
+
+    def __post_init__(self) -> None:
+        check_option_values(self, at_least_one=("max_system",))
 
 
-#: Factors of at most this many variables (``8 * 2500**2`` bytes, 50 MB) are kept
-#: between the fits of a path (:meth:`NewtonCache.end_fit`), where a warm-started fit's
-#: interior set is mostly the last one's; larger ones serve the rounds of one fit only,
-#: so that a path does not hold a large factor between fits.
-NEWTON_KEEP_SYSTEM = 2500
-
-
-#: A Newton system whose interior set differs from the last factorised one by at most
-#: this fraction of its size is solved with that factor, bordered (k+1 triangular solve
-#: pairs, 2 k m^2 flops, against m^3 / 3 for a new factorisation). The flop count alone
-#: would allow a larger k; the bordered solves are level-2 BLAS, memory-bound, while a
-#: factorisation is level-3, and a larger fraction gained nothing (``doc/benchmarks.md``,
-#: "Kernel SafeSVC profile").
-NEWTON_UPDATE_FRACTION = 0.05
+#: The options a :class:`NewtonCache` uses unless it is given others.
+DEFAULT_OPTIONS = NewtonOptions()
 
 
 class NewtonCache:
@@ -58,11 +81,19 @@ class NewtonCache:
     (within a round the free variables barely change, and along a path they move
     gradually with C), so they cost a few triangular solves with
     this factor, bordered (:func:`bordered_solve`), instead of a new O(m^3)
-    factorisation. A factor holds at most ``NEWTON_MAX_SYSTEM`` squared doubles (512 MB)
-    within a fit and ``NEWTON_KEEP_SYSTEM`` squared (50 MB) between fits; not pickled.
+    factorisation. A factor holds at most ``options.max_system`` squared doubles within
+    a fit and ``options.keep_system`` squared between fits; not pickled (its options
+    are).
+
+    Parameters
+    ----------
+    options : NewtonOptions, optional
+        The tuning values of the steps this cache serves; :data:`DEFAULT_OPTIONS` when
+        None.
     """
 
-    def __init__(self):
+    def __init__(self, options: NewtonOptions | None = None):
+        self.options = DEFAULT_OPTIONS if options is None else options
         self.clear()
         #: the memory of the factor, reused by the next factorisations (a fresh block's
         #: first touch faults in every page of it, system time of the order of the
@@ -84,8 +115,8 @@ class NewtonCache:
 
     def end_fit(self, keep: bool) -> None:
         """After a fit: keep the factor for the next fit of a path only if ``keep`` and
-        it is small (``NEWTON_KEEP_SYSTEM``)."""
-        large = self.idx is not None and self.idx.size > NEWTON_KEEP_SYSTEM \
+        it is small (``options.keep_system``)."""
+        large = self.idx is not None and self.idx.size > self.options.keep_system \
             and 8.0 * self.idx.size**2 > self.keep_bytes
         if not keep or large:
             self.clear()
@@ -95,9 +126,10 @@ class NewtonCache:
             self.block = None
 
     def __getstate__(self):
-        return {}
+        return {"options": self.options}
 
     def __setstate__(self, state):
+        self.options = state.get("options", DEFAULT_OPTIONS)
         self.clear()
         self.rows = None
         self.block = None
@@ -108,7 +140,7 @@ class NewtonCache:
         the one kept from the last solve when it is of the same kernel, samples and
         signs. Along a path whose fits screen nothing (small problems whose kernel the
         cache holds whole) every fit's solve would otherwise gather the same block
-        again; it does not depend on C. Blocks of at most ``NEWTON_KEEP_SYSTEM``
+        again; it does not depend on C. Blocks of at most ``options.keep_system``
         samples are kept, as factors are."""
         kept, sign = self.block, problem.sign[free]
         if (kept is not None and kept[0] is problem.kernel and np.array_equal(kept[1], free)
@@ -117,7 +149,7 @@ class NewtonCache:
         Q = signed_block(problem, free, free)
         Q.flags.writeable = False  # shared by the next solves: no solve may write it
         self.block = ((problem.kernel, free.copy(), sign, Q)
-                      if free.size <= NEWTON_KEEP_SYSTEM else None)
+                      if free.size <= self.options.keep_system else None)
         return Q
 
     def solve(self, problem: BoxQP, Q: np.ndarray, free: np.ndarray, interior: np.ndarray,
@@ -128,7 +160,8 @@ class NewtonCache:
         if self.idx is not None:
             in_new = np.isin(self.idx, idx, assume_unique=True)
             added = idx[~np.isin(idx, self.idx, assume_unique=True)]
-            if (~in_new).sum() + added.size <= NEWTON_UPDATE_FRACTION * self.idx.size:
+            if ((~in_new).sum() + added.size
+                    <= self.options.update_fraction * self.idx.size):
                 step = bordered_solve(problem, self.idx, self.factor, ~in_new, added,
                                        idx, rhs)
                 if step is not None:
@@ -150,9 +183,15 @@ class NewtonCache:
             # room for the larger systems that usually follow (untouched, it costs
             # no memory)
             self._workspace = np.empty(max(k * k, min((3 * k // 2) ** 2,
-                                                      NEWTON_MAX_SYSTEM ** 2)))
+                                                      self.options.max_system ** 2)))
         out = self._workspace[:k * k].reshape(k, k)
         return Q.gather_into(out, interior, interior).T
+
+
+def newton_options(problem: BoxQP) -> NewtonOptions:
+    """The Newton options of ``problem``'s kept :class:`NewtonCache`, or
+    :data:`DEFAULT_OPTIONS` when it keeps none (its steps then use a fresh cache)."""
+    return problem.newton.options if problem.newton is not None else DEFAULT_OPTIONS
 
 
 def cholesky_factor(block: np.ndarray) -> np.ndarray:

@@ -31,32 +31,72 @@ keeps its rows from one iteration to the next).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..problems.box_qp import BoxQP
 from ..problems.constants import TINY
+from ._options import check_option_values
 from .dual_cd import DynamicScreen, SolveResult, _solve_linear, solve_box_qp
 
-#: Undecided samples below which the plain solver is used directly. Every round of
-#: working sets pays a full-problem pass (margins, gap and gap balls) on top of its
-#: inner solve; on a small undecided set the plain solver's epochs cost about as much
-#: as that pass, so the rounds only add work. They pay when the undecided set is large
-#: beside the samples near the margin, which the working set holds (``doc/benchmarks.md``,
-#: "Screening on against off"; git has the runs).
-WS_MIN_PROBLEM = 2000
-#: Smallest working set: small beside ``WS_MIN_PROBLEM``, so that the first inner solve
-#: is cheap and the doubling reaches the needed size in a few rounds.
-WS_INITIAL = 100
-#: Inner solves aim this much below ``tol``, so that the heuristic part of the gap does
-#: not make the outer loop stall on the inner solver's residual.
-INNER_TOL_FACTOR = 0.1
+
+@dataclass(frozen=True)
+class WorkingSetOptions:
+    """Tuning values of the working-set solvers (:func:`solve_working_set`,
+    :func:`solve_plain_then_working_set`, and :func:`prefer_working_sets`, with which
+    the caller chooses them).
+
+    None of them changes what a solve converges to: the stopping rule and the only
+    permanent decisions are the full problem's gap and gap balls. Each attribute's
+    description says why it has its value.
+
+    Attributes
+    ----------
+    min_problem : int
+        Undecided samples below which the plain solver is used directly. Every round
+        of working sets pays a full-problem pass (margins, gap and gap balls) on top of
+        its inner solve; on a small undecided set the plain solver's epochs cost about
+        as much as that pass, so the rounds only add work. They pay when the undecided
+        set is large beside the samples near the margin, which the working set holds
+        (doc/benchmarks.md, "Screening on against off").
+    initial : int
+        Smallest working set: small beside ``min_problem``, so that the first inner
+        solve is cheap and the doubling reaches the needed size in a few rounds.
+    inner_tol_factor : float
+        Inner solves aim this much below ``tol``, so that the heuristic part of the gap
+        does not make the outer loop stall on the inner solver's residual.
+    """
+
+    min_problem: int = 2000
+    initial: int = 100
+    inner_tol_factor: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_option_values(self, at_least_one=("initial",),
+                            positive=("inner_tol_factor",))
+
+
+#: The options a solve uses unless it is given others.
+DEFAULT_OPTIONS = WorkingSetOptions()
+
+
+def prefer_working_sets(n_undecided: int,
+                        options: WorkingSetOptions | None = None) -> bool:
+    """Whether a linear-mode solve with ``n_undecided`` undecided samples (and dynamic
+    screening) goes by working sets: on more than ``options.min_problem``
+    (:attr:`WorkingSetOptions.min_problem`)."""
+    options = DEFAULT_OPTIONS if options is None else options
+    return n_undecided > options.min_problem
 
 
 def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: float,
                       max_iter: int, random_state: np.random.RandomState,
-                      dynamic_screen: DynamicScreen) -> SolveResult:
+                      dynamic_screen: DynamicScreen,
+                      options: WorkingSetOptions | None = None) -> SolveResult:
     """Solve a linear-mode problem by screening-driven working sets; same contract as
-    ``solve_box_qp``.
+    ``solve_box_qp``, with ``options`` (:class:`WorkingSetOptions`,
+    :data:`DEFAULT_OPTIONS` when None) the working sets' tuning values.
 
     The returned ``fixed`` holds the variables fixed on entry plus those fixed by the
     full-problem gap balls (and, in the final round, by the plain solver's own dynamic
@@ -65,12 +105,13 @@ def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, t
     if not problem.linear:
         raise ValueError("working sets are for linear problems; kernel problems use "
                          "solvers.greedy_cd.solve_kernel_greedy")
+    options = DEFAULT_OPTIONS if options is None else options
     n = problem.n_samples
     lo, hi, p = problem.lo, problem.hi, problem.p
     alpha = alpha.astype(np.float64, copy=True)
     fixed = fixed | (hi <= lo)
     q = problem.margins(alpha)
-    n_iter, events, ws_size = 0, [], WS_INITIAL
+    n_iter, events, ws_size = 0, [], options.initial
     gap = rel_gap = np.inf
     converged = False
     while True:
@@ -99,12 +140,13 @@ def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, t
             events.append((int(lo_m.sum()), int(hi_m.sum()), int(n - fixed.sum())))
             active = np.flatnonzero(~fixed)
             terms = problem.gap_terms(alpha, q[active], active)
-        work = _working_set(problem, alpha, q, active, terms, ws_size)
+        work = _working_set(problem, alpha, q, active, terms, ws_size,
+                            options.min_problem)
         last_round = work.size == active.size
         inner_fixed = fixed.copy() if last_round else np.ones(n, dtype=bool)
         inner_fixed[work] = False
         res = _inner_solve(problem, alpha, q, inner_fixed, work,
-                           tol=tol if last_round else INNER_TOL_FACTOR * tol,
+                           tol=tol if last_round else options.inner_tol_factor * tol,
                            max_iter=max(max_iter - n_iter, 1), random_state=random_state,
                            dynamic_screen=dynamic_screen)
         n_iter += res.n_iter
@@ -121,10 +163,12 @@ def solve_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, t
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events, margins=q)
 
 
-def _working_set(problem: BoxQP, alpha, q, active, terms, size: int) -> np.ndarray:
+def _working_set(problem: BoxQP, alpha, q, active, terms, size: int,
+                 min_problem: int) -> np.ndarray:
     """Interior samples, then violators (largest gap term first), then the samples
-    closest to their hinge point (``|q_i - p_i| / ||z_i||``)."""
-    if active.size <= max(size, WS_MIN_PROBLEM // 2):
+    closest to their hinge point (``|q_i - p_i| / ||z_i||``); every active sample when
+    they are at most ``size`` or half of ``min_problem``."""
+    if active.size <= max(size, min_problem // 2):
         return active
     a = alpha[active]
     interior = (a > problem.lo[active]) & (a < problem.hi[active])
@@ -157,11 +201,12 @@ def _move(problem: BoxQP, alpha, q, idx, values) -> np.ndarray:
 def solve_plain_then_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *,
                                  tol: float, max_iter: int,
                                  random_state: np.random.RandomState,
-                                 dynamic_screen: DynamicScreen) -> SolveResult:
+                                 dynamic_screen: DynamicScreen,
+                                 options: WorkingSetOptions | None = None) -> SolveResult:
     """From a far start point (a cold fit): the plain solver while coordinate descent
     makes fast progress, then working sets from the point it reached, where the
     interior set and the violators are already nearly right. Same contract as
-    ``solve_box_qp``."""
+    ``solve_box_qp``; ``options`` as in :func:`solve_working_set`."""
     first = solve_box_qp(problem, alpha, fixed, tol=tol, max_iter=max_iter,
                          random_state=random_state, dynamic_screen=dynamic_screen,
                          stop_when_slow=True)
@@ -169,7 +214,8 @@ def solve_plain_then_working_set(problem: BoxQP, alpha: np.ndarray, fixed: np.nd
         return first
     rest = solve_working_set(problem, first.alpha, first.fixed, tol=tol,
                              max_iter=max(max_iter - first.n_iter, 1),
-                             random_state=random_state, dynamic_screen=dynamic_screen)
+                             random_state=random_state, dynamic_screen=dynamic_screen,
+                             options=options)
     return SolveResult(rest.alpha, rest.fixed, rest.gap, rest.rel_gap,
                        first.n_iter + rest.n_iter, rest.converged,
                        first.dynamic + rest.dynamic, margins=rest.margins)

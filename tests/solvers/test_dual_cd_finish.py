@@ -12,6 +12,9 @@ import pytest
 
 from sklearn_safescreen.solvers import dual_cd
 
+#: the tuning values the solves below use
+OPT = dual_cd.DEFAULT_OPTIONS
+
 
 def _problem(n: int, d: int):
     return SimpleNamespace(n_samples=n, X=np.empty((0, d)))
@@ -23,16 +26,17 @@ TOL = 1e-6
 @pytest.mark.parametrize("n, active, rel_gap, finished", [
     (500, 500, 2 * TOL, True),  # small problem: finished whatever the gap
     (500, 20, 0.5 * TOL, True),
-    (500, 500, 0.5 * dual_cd.IPM_TOL, False),  # already exact
+    (500, 500, 0.5 * OPT.ipm_tol, False),  # already exact
     (2000, 100, 100 * TOL, True),  # made small by screening, CD far from tol
     (2000, 100, 2 * TOL, False),  # ... near tol: CD goes on
     (2000, 100, 0.5 * TOL, False),  # ... past it
     (2000, 2000, 100 * TOL, False),  # large: only when CD is slow (elsewhere)
 ])
 def test_which_solves_are_finished_at_once(n, active, rel_gap, finished):
-    d = 31  # 500 x 31^2 < IPM_SMALL_FLOPS < 2000 x 31^2 > 100 x 31^2
-    assert 500 * d**2 <= dual_cd.IPM_SMALL_FLOPS < 2000 * d**2
-    assert dual_cd._polish(_problem(n, d), np.arange(active), rel_gap, TOL) is finished
+    d = 31  # 500 x 31^2 < ipm_small_flops < 2000 x 31^2 > 100 x 31^2
+    assert 500 * d**2 <= OPT.ipm_small_flops < 2000 * d**2
+    assert dual_cd._polish(_problem(n, d), np.arange(active), rel_gap, TOL,
+                           OPT) is finished
 
 
 def _digits_pair_problem(C: float, gamma: float):
@@ -75,7 +79,7 @@ def test_kernel_solve_hands_over_to_the_finisher_once_cd_crawls(screen):
                                max_iter=10_000, random_state=np.random.RandomState(0),
                                dynamic_screen=gap_ball_screen if screen else None)
     assert res.converged and res.rel_gap <= tol
-    assert res.n_iter < dual_cd._kernel_ipm_epochs(n) // 2
+    assert res.n_iter < dual_cd._kernel_ipm_epochs(n, OPT) // 2
     assert _relative_gap(problem, res.alpha) <= tol
     if not screen:
         assert not res.fixed.any() and not res.dynamic
@@ -112,8 +116,8 @@ def test_kernel_finisher_on_a_working_set_reaches_the_optimum(monkeypatch, scale
     la = np.arange(n)
     to_lo, to_hi = dual_cd._ipm_finish_kernel(
         Q, a, g, problem.lo, problem.hi, la, problem.p, np.zeros(n), problem.sqnorm,
-        1e-6, 0.0, 0.0, None)
+        1e-6, 0.0, 0.0, None, OPT)
     assert not to_lo.size and not to_hi.size
-    assert sizes[0] <= dual_cd.IPM_WORKING_SET_SHARE * n
+    assert sizes[0] <= OPT.ipm_working_set_share * n
     np.testing.assert_allclose(g, Q @ a - problem.p, atol=1e-9)
     assert _relative_gap(problem, a) <= 1e-9

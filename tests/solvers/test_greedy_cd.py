@@ -26,7 +26,7 @@ from sklearn_safescreen.screening.balls import gap_ball_screen
 from sklearn_safescreen.solvers import greedy_cd, row_cache
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
 from sklearn_safescreen.solvers.greedy_cd import RowCache, solve_kernel_greedy
-from sklearn_safescreen.solvers.newton import NewtonCache
+from sklearn_safescreen.solvers.newton import NewtonCache, NewtonOptions
 
 GAMMA = 0.5
 
@@ -804,11 +804,11 @@ def test_newton_steps_beyond_the_largest_system_take_a_subset(monkeypatch):
         return step(problem, cache, a, g, lo, hi, interior)
 
     monkeypatch.setattr(greedy_cd, "_newton_step", recording_step)
-    monkeypatch.setattr(greedy_cd, "NEWTON_MAX_SYSTEM", 25)
     _options(monkeypatch, newton_below_gap=np.inf)
     X, y = noisy_data(seed=4, n=500, d=4)
     n = y.size
-    problem = _problem(X, y, 30.0, _rows_mb(60, n), newton=NewtonCache())
+    problem = _problem(X, y, 30.0, _rows_mb(60, n),
+                       newton=NewtonCache(NewtonOptions(max_system=25)))
     truth = solve_svm_dual(30.0, Q=_signed_gram(X, y))
     res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
                               max_iter=100000, random_state=None)

@@ -27,8 +27,9 @@ C_GRID = (0.01, 1.0, 10.0, 1000.0)
 TOLS = (1e-4, 1e-6, 1e-8)
 #: A tighter tol's objective can exceed a looser one's by at most its own certified gap;
 #: these problems are small enough for the interior-point finisher to polish every fit
-#: to a gap of ~1e-11 whatever tol (``IPM_SMALL_FLOPS``), so only that residual and the
-#: round-off of the objective (sums of ~500 terms, 1e-13 relative) separate them.
+#: to a gap of ~1e-11 whatever tol (``DualCDOptions.ipm_small_flops``), so only that
+#: residual and the round-off of the objective (sums of ~500 terms, 1e-13 relative)
+#: separate them.
 ROUND_OFF = 1e-9
 #: Objective versus the reference solvers at tol=1e-8: both are exact up to their
 #: stopping rules; 1e-6 relative is far below any real difference found (factors of 3).

@@ -4,6 +4,8 @@ against the plain solver."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from _box_models import check_against_truth, kernel_problem, linear_problem
@@ -18,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_safescreen import SafeSVC
-from sklearn_safescreen.engine import box_qp_reduced as engine_box_qp
 from sklearn_safescreen.screening.balls import gap_ball_screen
 from sklearn_safescreen.solvers import dual_cd, working_set
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
@@ -97,8 +98,8 @@ def test_screened_path_equals_unscreened_on_working_set_sizes(seed, log_c, kerne
     C1 = C0 * (3.0 if up else 1 / 3.0)
     params = dict(kernel=kernel, gamma=0.3, tol=1e-10, random_state=0)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(working_set, "WS_MIN_PROBLEM", SMALL_WS_MIN)
-        mp.setattr(engine_box_qp, "WS_MIN_PROBLEM", SMALL_WS_MIN)
+        mp.setattr(working_set, "DEFAULT_OPTIONS",
+                   replace(working_set.DEFAULT_OPTIONS, min_problem=SMALL_WS_MIN))
         model = SafeSVC(C=C0, warm_start=True, **params).fit(X, y)
         model.set_params(C=C1).fit(X, y)
     plain = SafeSVC(C=C1, screening=None, **params).fit(X, y)
@@ -111,8 +112,9 @@ def test_screened_path_equals_unscreened_on_working_set_sizes(seed, log_c, kerne
 def test_plain_then_working_set_equals_exact_solution(C, monkeypatch):
     """The cold-fit solver: plain coordinate descent until it slows down, then working
     sets from there (forced here on a small problem), from every sample at C."""
-    monkeypatch.setattr(dual_cd, "STOP_WHEN_SLOW_MIN", 10)
-    monkeypatch.setattr(dual_cd, "IPM_SMALL_FLOPS", 0)  # no immediate polish
+    # stop_when_slow on a small problem; ipm_small_flops 0: no immediate polish
+    monkeypatch.setattr(dual_cd, "DEFAULT_OPTIONS", replace(
+        dual_cd.DEFAULT_OPTIONS, stop_when_slow_min=10, ipm_small_flops=0))
     X, y = noisy_data(seed=6, n=1500, d=8)
     problem = linear_problem(X, y, C)
     truth = solve_svm_dual(C, Z=augment(X, 1.0) * y[:, None])

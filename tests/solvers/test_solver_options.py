@@ -1,0 +1,92 @@
+"""The tuning values of dual coordinate descent (solvers/dual_cd_options.py), of the
+Newton steps' kept factor, of the working sets and of the doubly sparse solver: each one
+frozen object whose bad values fail where they are given, and whose values the solver
+reads (a solve given other options behaves as they say)."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import FrozenInstanceError, replace
+
+import numpy as np
+import pytest
+from _box_models import linear_problem
+from _svm_truth import noisy_data
+
+from sklearn_safescreen.screening.balls import gap_ball_screen
+from sklearn_safescreen.solvers import doubly_sparse_cd, dual_cd, newton, working_set
+from sklearn_safescreen.solvers.doubly_sparse_cd import DoublySparseCDOptions
+from sklearn_safescreen.solvers.dual_cd_options import DualCDOptions
+from sklearn_safescreen.solvers.newton import NewtonCache, NewtonOptions
+from sklearn_safescreen.solvers.working_set import WorkingSetOptions, prefer_working_sets
+
+
+@pytest.mark.parametrize("cls, bad_values", [
+    (DualCDOptions, [(dict(ipm_max_finishes=-1), ValueError),
+                     (dict(ipm_tol=float("nan")), ValueError),
+                     (dict(ipm_max_system=2500.0), TypeError),
+                     (dict(stop_when_slow_min=True), TypeError),
+                     (dict(ipm_working_set_share="half"), TypeError)]),
+    (NewtonOptions, [(dict(max_system=0), ValueError),
+                     (dict(update_fraction=-0.01), ValueError),
+                     (dict(keep_system=1.5), TypeError)]),
+    (WorkingSetOptions, [(dict(initial=0), ValueError),
+                         (dict(inner_tol_factor=0.0), ValueError),
+                         (dict(min_problem=None), TypeError)]),
+    (DoublySparseCDOptions, [(dict(check_every=0), ValueError),
+                             (dict(anderson_depth=0), ValueError),
+                             (dict(anderson_depth=2.0), TypeError)]),
+])
+def test_options_are_frozen_and_checked(cls, bad_values):
+    options = cls()
+    name = next(iter(bad_values[0][0]))
+    with pytest.raises(FrozenInstanceError):
+        setattr(options, name, 1)
+    for bad, error in bad_values:
+        with pytest.raises(error, match=f"{cls.__name__}.{next(iter(bad))}"):
+            cls(**bad)
+    # a valid change keeps every other default
+    changed = replace(options, **{name: 7})
+    assert getattr(changed, name) == 7
+    assert all(getattr(changed, k) == getattr(options, k)
+               for k in options.__dataclass_fields__ if k != name)
+
+
+def test_default_options_are_the_solvers_defaults():
+    assert dual_cd.DEFAULT_OPTIONS == DualCDOptions()
+    assert newton.DEFAULT_OPTIONS == NewtonOptions()
+    assert working_set.DEFAULT_OPTIONS == WorkingSetOptions()
+    assert doubly_sparse_cd.DEFAULT_OPTIONS == DoublySparseCDOptions()
+
+
+def test_a_solve_reads_the_options_it_is_given():
+    """``stop_when_slow`` returns early only on more undecided variables than
+    ``stop_when_slow_min``: with the default (thousands) this problem runs to the end;
+    given a low threshold (and no immediate polish) the same solve stops slow."""
+    X, y = noisy_data(seed=6, n=1500, d=8)
+    C = 30.0
+    problem = linear_problem(X, y, C)
+    n = y.size
+    kwargs = dict(tol=1e-9, max_iter=100000, dynamic_screen=gap_ball_screen,
+                  stop_when_slow=True)
+    default = dual_cd.solve_box_qp(problem, np.full(n, C), np.zeros(n, bool),
+                                   random_state=np.random.RandomState(0), **kwargs)
+    assert not default.stopped_slow and default.converged
+    low = DualCDOptions(stop_when_slow_min=10, ipm_small_flops=0)
+    res = dual_cd.solve_box_qp(problem, np.full(n, C), np.zeros(n, bool),
+                               random_state=np.random.RandomState(0), options=low, **kwargs)
+    assert res.stopped_slow and not res.converged
+
+
+def test_working_sets_are_chosen_above_their_threshold():
+    threshold = WorkingSetOptions().min_problem
+    assert prefer_working_sets(threshold + 1) and not prefer_working_sets(threshold)
+    assert prefer_working_sets(11, WorkingSetOptions(min_problem=10))
+
+
+def test_newton_cache_keeps_its_options_through_a_pickle():
+    """The factor is not pickled, the options it was made with are."""
+    options = NewtonOptions(max_system=50, keep_system=20)
+    cache = pickle.loads(pickle.dumps(NewtonCache(options)))
+    assert cache.options == options and cache.factor is None
+    assert NewtonCache().options is newton.DEFAULT_OPTIONS
