@@ -155,7 +155,8 @@ def check_weighted_classes(weights: np.ndarray, y_ind: np.ndarray,
     positive = weights > 0
     if not positive.any():
         raise ValueError("all sample weights are zero: there is nothing to fit")
-    weighted = np.unique(y_ind[positive])
+    # (counted, not sorted: this runs at every fit of a path)
+    weighted = np.flatnonzero(np.bincount(y_ind[positive], minlength=classes.size))
     if weighted.size < 2:
         labels = classes.tolist()
         only = labels[weighted[0]]
