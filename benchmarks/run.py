@@ -116,6 +116,10 @@ def walk(est, X, y, values=None, **grid):
         _path.time = wall_clock
     res.n_warned = sum(issubclass(w.category, (ConvergenceWarning, PrecisionWarning))
                        for w in caught)
+    # the walked estimator keeps its kernel caches for a warm start; the row needs only
+    # the solutions, and a kept cache would make the next repetition allocate beside it
+    # (a user's single path never pays for two)
+    res.estimator = None
     return res
 
 
