@@ -42,6 +42,7 @@ from ._greedy_fast import CONVERGED, NEED_ROW, LoopOutcome, greedy_updates
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule, hard_margin_gap
 from .greedy_options import DEFAULT_OPTIONS, GreedyOptions
 from .newton import NewtonCache, newton_options
+from .pending_margins import PendingMargins
 from .row_cache import (
     CachedBlock,
     KernelRowView,
@@ -184,7 +185,7 @@ class _GreedySolve:
         # compute most rows several times over before the cache holds them
         self.uncached_gain = (opt.uncached_partner_gain if opt.partner_any and not cold
                               else np.inf)
-        self.pending_margins = _PendingMargins(problem, alpha, start_margins)
+        self.pending_margins = PendingMargins(problem, alpha, start_margins)
         self.fixed = fixed = fixed | (problem.hi <= problem.lo)
         free = np.flatnonzero(~fixed)
         interior = free[(alpha[free] > problem.lo[free]) & (alpha[free] < problem.hi[free])]
@@ -532,40 +533,6 @@ def _narrowed(a, g, lo, hi, la, capacity: int) -> np.ndarray:
     if k >= la.size:
         return np.sort(la)
     return np.sort(la[np.argpartition(push, k - 1)[:k]])
-
-
-class _PendingMargins:
-    """``Q alpha`` over the pending variables, each time from the last values known for
-    them updated by the variables that moved since (when that is fewer kernel values
-    than the product over every nonzero variable), else afresh."""
-
-    def __init__(self, problem: BoxQP, alpha: np.ndarray, margins: np.ndarray | None):
-        self.problem = problem
-        self.alpha_at = alpha.copy()
-        self.q = np.zeros(alpha.size) if margins is None else margins.copy()
-        self.known = np.full(alpha.size, margins is not None)
-
-    def gradient(self, alpha: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """``(Q alpha - p)[rows]``; the values become the known ones."""
-        problem, s, K = self.problem, self.problem.sign, self.problem.kernel
-        nz = np.flatnonzero(alpha)
-        moved = np.flatnonzero(alpha != self.alpha_at)
-        q = np.empty(rows.size)
-        known = self.known[rows]
-        if moved.size < nz.size and known.any():
-            r = rows[known]
-            q[known] = self.q[r] + s[r] * K.matvec(
-                r, moved, s[moved] * (alpha[moved] - self.alpha_at[moved]))
-        else:
-            known[:] = False
-        if not known.all():
-            r = rows[~known]
-            q[~known] = s[r] * K.matvec(r, nz, s[nz] * alpha[nz])
-        self.alpha_at = alpha.copy()
-        self.known[:] = False
-        self.known[rows] = True
-        self.q[rows] = q
-        return q - problem.p[rows]
 
 
 def _add_columns(problem, cache, alpha, extra, g_extra, arrays, active):

@@ -27,6 +27,7 @@ from sklearn_safescreen.solvers import greedy_cd, row_cache
 from sklearn_safescreen.solvers.dual_cd import solve_box_qp
 from sklearn_safescreen.solvers.greedy_cd import RowCache, solve_kernel_greedy
 from sklearn_safescreen.solvers.newton import NewtonCache, NewtonOptions
+from sklearn_safescreen.solvers.pending_margins import PendingMargins
 
 GAMMA = 0.5
 
@@ -473,7 +474,7 @@ def test_pending_margins_are_updated_by_the_moved_variables_only():
     Q = _signed_gram(X, y)
     rng = np.random.RandomState(0)
     alpha = np.where(rng.rand(n) < 0.6, 1.0, 0.0)
-    pending = greedy_cd._PendingMargins(problem, alpha, None)
+    pending = PendingMargins(problem, alpha, None)
     rows = np.flatnonzero(rng.rand(n) < 0.5)
     np.testing.assert_allclose(pending.gradient(alpha, rows), (Q @ alpha - 1.0)[rows],
                                atol=1e-12)
@@ -489,7 +490,7 @@ def test_pending_margins_are_updated_by_the_moved_variables_only():
     cost = problem.kernel.n_evaluations - before
     assert cost <= (5 + 3) * n  # (the kernel's cache stores whole rows of the moved)
     fresh = _problem(X, y, 1.0, _rows_mb(20, n))
-    greedy_cd._PendingMargins(fresh, alpha, None).gradient(alpha, rows2)
+    PendingMargins(fresh, alpha, None).gradient(alpha, rows2)
     assert cost < 0.25 * fresh.kernel.n_evaluations
 
 
@@ -870,7 +871,7 @@ def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch,
     cached rows: at C = 10 the solve starts with pending variables."""
     _options(monkeypatch, early_pending_check=early)
     events = []
-    newton, gradient = greedy_cd._newton_step, greedy_cd._PendingMargins.gradient
+    newton, gradient = greedy_cd._newton_step, PendingMargins.gradient
 
     def recording_newton(*args):
         events.append("newton")
@@ -881,7 +882,7 @@ def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch,
         return gradient(self, *args)
 
     monkeypatch.setattr(greedy_cd, "_newton_step", recording_newton)
-    monkeypatch.setattr(greedy_cd._PendingMargins, "gradient", recording_check)
+    monkeypatch.setattr(PendingMargins, "gradient", recording_check)
     X, y = noisy_data(seed=1, n=400, d=5, flip=0.1)
     n = y.size
     Q = _signed_gram(X, y)
