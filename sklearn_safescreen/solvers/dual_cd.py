@@ -41,7 +41,8 @@ from ..problems.constants import SCREEN_RTOL, TINY
 from ..problems.kernels import add_rows, check_kernel_memory
 from ..screening.balls import gap_ball_screen
 from ._cd_fast import kernel_epochs, linear_epochs, signed_row_dots
-from ._ipm_fast import ipm_dense_kernel, ipm_low_rank_dense
+from ._ipm_fast import ipm_low_rank_dense
+from ._ipm_kernel_fast import ipm_dense_kernel
 from .box_ipm import DenseTerm, LowRankTerm, box_qp_ipm, snap_to_bounds
 from .dual_cd_options import DEFAULT_OPTIONS, DualCDOptions
 from .newton import NewtonCache, newton_on_interior

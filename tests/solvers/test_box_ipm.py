@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn_safescreen.solvers._ipm_fast import ipm_dense_kernel, ipm_low_rank_dense
+from sklearn_safescreen.solvers._ipm_fast import ipm_low_rank_dense
+from sklearn_safescreen.solvers._ipm_kernel_fast import ipm_dense_kernel
 
 from sklearn_safescreen.screening.balls import SCREEN_RTOL, gap_ball_screen
 from sklearn_safescreen.solvers.box_ipm import DenseTerm, LowRankTerm, box_qp_ipm
