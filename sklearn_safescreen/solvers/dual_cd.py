@@ -120,11 +120,11 @@ def solve_box_qp(problem: BoxQP, alpha: np.ndarray, fixed: np.ndarray, *, tol: f
                          dynamic_screen, const_fixed_quad, options)
 
 
-def _check_schedule(n_iter: int) -> int:
+def _check_schedule(n_iter: int, cap: int = DEFAULT_OPTIONS.check_max_epochs) -> int:
     """Epochs before the next gap check: doubling (1, 1, 2, 4, ...), capped, so that
     dynamic screening acts early and checks cost O(log epochs) on slow problems; a call
     also returns as soon as the projected gradient converges (LIBLINEAR's criterion)."""
-    return int(min(max(n_iter, 1), 500))
+    return int(min(max(n_iter, 1), cap))
 
 
 def _apply_dynamic(dynamic_screen, active, q_act, problem, gap):
@@ -154,7 +154,7 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     dense, data, indices, indptr, is_sparse = rows
     w = problem.primal_weights(alpha)
     active = np.flatnonzero(~fixed).astype(np.int64)
-    n_iter, eps_pg, events, n_finish = 0, 0.1, [], 0
+    n_iter, eps_pg, events, n_finish = 0, opt.pg_tol_start, [], 0
     gap = rel_gap = np.inf
     converged, gap_history = False, []
     # The finisher's best point, and whether the last finish failed to improve on it
@@ -168,8 +168,9 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             epochs, pg_ok = linear_epochs(
                 dense, data, indices, indptr, is_sparse, problem.sign, problem.p,
                 problem.lo, problem.hi, problem.sqnorm, alpha, w, active,
-                min(_check_schedule(n_iter), max(max_iter - n_iter, 1)), eps_pg,
-                rng.randint(2**31 - 1))
+                min(_check_schedule(n_iter, opt.check_max_epochs),
+                    max(max_iter - n_iter, 1)),
+                eps_pg, rng.randint(2**31 - 1))
             n_iter += epochs
         else:
             # measure the finisher's point before any CD epoch: at large C on unscaled
@@ -234,7 +235,7 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             n_finish += 1
             w = problem.primal_weights(alpha)  # without CD's drift (see above)
             w, to_lo, to_hi = _ipm_finish_linear(problem, alpha, w, active, tol,
-                                                 dynamic_screen, opt.ipm_tol)
+                                                 dynamic_screen, opt)
             finished = True
             if to_lo.size or to_hi.size:
                 fixed[to_lo] = fixed[to_hi] = True
@@ -242,7 +243,7 @@ def _solve_linear(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 events.append((to_lo.size, to_hi.size, active.size))
             continue
         if pg_ok:
-            eps_pg *= 0.1
+            eps_pg *= opt.pg_tol_shrink
     if not converged and best is not None and best[0] < rel_gap:
         rel_gap, gap, alpha, fixed, w, n_events = best
         events = events[:n_events]
@@ -315,9 +316,11 @@ def _epochs_to_tol(history, n_iter: int, rel_gap: float, tol: float) -> float:
     return max(np.log(rel_gap / tol), 0.0) / rate
 
 
-def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen, finish_tol):
+def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen,
+                       opt: DualCDOptions):
     """Finish the solve over ``active`` with the interior-point method (in place), to
-    a relative gap of ``finish_tol`` or a hundredth of ``tol``, whichever is smaller.
+    a relative gap of ``opt.ipm_tol`` or ``opt.ipm_tol_factor * tol``, whichever is
+    smaller.
 
     Returns the new ``w`` and the indices the IPM's gap balls fixed at each bound.
     """
@@ -327,12 +330,12 @@ def _ipm_finish_linear(problem, alpha, w, active, tol, dynamic_screen, finish_to
     w_rest = w - np.asarray(Z.T @ alpha[active]).ravel()
     p_outside = float(p @ alpha) - float(p[active] @ alpha[active])
     lo, hi = problem.lo[active], problem.hi[active]
-    ipm_tol = min(0.01 * tol, finish_tol)
+    ipm_tol = min(opt.ipm_tol_factor * tol, opt.ipm_tol)
     if not sp.issparse(Z) and dynamic_screen in (None, gap_ball_screen):
         # the compiled twin: small finishes are dominated by call overhead in Python
         a, d_lo, d_hi, _ = ipm_low_rank_dense(
             Z, w_rest, p[active], lo, hi, problem.sqnorm[active], p_outside, ipm_tol,
-            alpha[active], dynamic_screen is not None, SCREEN_RTOL, 80)
+            alpha[active], dynamic_screen is not None, SCREEN_RTOL, opt.ipm_max_iter)
     else:
         a, d_lo, d_hi, _ = box_qp_ipm(LowRankTerm(Z, w_rest), p[active], lo, hi,
                                       problem.sqnorm[active], p_outside=p_outside,
@@ -379,13 +382,13 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     g = Q @ a + d - p_f
     local_active = np.flatnonzero(lo < hi).astype(np.int64)
     p_held = float(problem.p[fixed] @ alpha[fixed])
-    n_iter, eps_pg, events, ipm_done = 0, 0.1, [], False
+    n_iter, eps_pg, events, ipm_done = 0, opt.pg_tol_start, [], False
     gap = rel_gap = np.inf
     converged, newton_tried, n_newton, gap_history = False, None, 0, []
     while True:
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
         if local_active.size and n_iter < max_iter:
-            budget = min(_check_schedule(n_iter), max(max_iter - n_iter, 1))
+            budget = min(_check_schedule(n_iter, opt.check_max_epochs), max(max_iter - n_iter, 1))
             if 1 < local_active.size <= opt.ipm_max_system and not ipm_done:
                 # the gap check that may hand over to the finisher comes when CD has
                 # run its epochs, not up to a doubling of them later (the check
@@ -439,7 +442,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
             if newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
                                    newton):
                 if pg_ok:
-                    eps_pg *= 0.1
+                    eps_pg *= opt.pg_tol_shrink
                 continue
         # the interior-point method polishes small problems that Newton did not finish
         polish = (ipm_fits and not ipm_done and small and rel_gap > opt.ipm_tol
@@ -475,7 +478,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
                 events.append((to_lo.size, to_hi.size, local_active.size))
             continue
         if pg_ok:
-            eps_pg *= 0.1
+            eps_pg *= opt.pg_tol_shrink
     alpha[free] = a
     dyn_fixed = np.ones(free.size, dtype=bool)
     dyn_fixed[local_active] = False
@@ -511,7 +514,7 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
         for _ in range(opt.ipm_working_set_rounds):
             if work.size > 1:
                 _ipm_run(Q, a, g, lo, hi, work, p_f, d, sqnorm_f, tol, const_fixed_quad,
-                         p_held, None, opt.ipm_tol)
+                         p_held, None, opt)
             held = np.setdiff1d(la, work, assume_unique=True)
             gh = g[held]
             back = held[(np.maximum(-lo[held] * gh, -hi[held] * gh) + a[held] * gh) > 0.0]
@@ -522,16 +525,16 @@ def _ipm_finish_kernel(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_q
             if work.size > opt.ipm_working_set_share * la.size:
                 break
     d_lo, d_hi = _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad,
-                          p_held, dynamic_screen, opt.ipm_tol)
+                          p_held, dynamic_screen, opt)
     return la[d_lo], la[d_hi]
 
 
 def _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad, p_held,
-             dynamic_screen, finish_tol):
+             dynamic_screen, opt: DualCDOptions):
     """One interior-point run over local indices ``la``, the others held (see
-    :func:`_ipm_finish_kernel`), to a relative gap of ``finish_tol`` or a hundredth of
-    ``tol``, whichever is smaller; returns the masks over ``la`` its gap balls fixed at
-    each bound (none unless ``dynamic_screen``)."""
+    :func:`_ipm_finish_kernel`), to a relative gap of ``opt.ipm_tol`` or
+    ``opt.ipm_tol_factor * tol``, whichever is smaller; returns the masks over ``la``
+    its gap balls fixed at each bound (none unless ``dynamic_screen``)."""
     rest = a.copy()
     rest[la] = 0.0
     offset = Q[la] @ rest + d[la]  # margins from everything outside the working set
@@ -539,7 +542,7 @@ def _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad, p_hel
     Q_la = np.ascontiguousarray(Q[np.ix_(la, la)])
     lo_l, hi_l = lo[la], hi[la]
     p_outside = float(p_f @ rest) + p_held
-    ipm_tol = min(0.01 * tol, finish_tol)
+    ipm_tol = min(opt.ipm_tol_factor * tol, opt.ipm_tol)
     if dynamic_screen in (None, gap_ball_screen):
         # the compiled twin: on the small problems it finishes, the Python version's
         # time goes to call overhead between factorisations. Its iterates screen with
@@ -549,7 +552,7 @@ def _ipm_run(Q, a, g, lo, hi, la, p_f, d, sqnorm_f, tol, const_fixed_quad, p_hel
         # when the solve screens
         x, d_lo, d_hi, _ = ipm_dense_kernel(
             Q_la, offset, outside_quad, p_f[la], lo_l, hi_l, sqnorm_f[la], p_outside,
-            ipm_tol, a[la], True, SCREEN_RTOL, 80)
+            ipm_tol, a[la], True, SCREEN_RTOL, opt.ipm_max_iter)
         if dynamic_screen is None:
             d_lo[:] = d_hi[:] = False
     else:

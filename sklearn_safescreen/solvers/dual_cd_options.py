@@ -91,6 +91,25 @@ class DualCDOptions:
         kernels (a nearly linear RBF at large C). One step is kept: from a cold start
         its jump settles most bounds, after which CD's rate tells the finisher's
         hand-over early.
+    check_max_epochs : int
+        Most epochs between two gap checks. The checks' spacing doubles (1, 1, 2, 4,
+        ...) so that dynamic screening acts early and checking costs O(log epochs); the
+        cap keeps a slow solve checking its gap, and screening, at regular intervals.
+    pg_tol_start : float
+        The projected-gradient tolerance of CD's first call (LIBLINEAR's stopping
+        criterion): loose, because the duality gap, not this, decides convergence; a
+        call that stops on it early costs only a gap check.
+    pg_tol_shrink : float
+        The factor that tolerance is multiplied by each time a call stops on it while
+        the gap is still above ``tol``: one decade a time, as LIBLINEAR shrinks it.
+    ipm_max_iter : int
+        Iterations of one compiled interior-point finish: a Mehrotra run on these small
+        systems converges in a few tens, so the cap only ends a run that round-off has
+        stalled (its best iterate is kept).
+    ipm_tol_factor : float
+        A finish aims at this fraction of ``tol`` (or at ``ipm_tol`` if that is smaller):
+        the certificate recomputes the gap on the full problem with its own rounding,
+        and the margin keeps a finished solve from missing ``tol`` there.
     """
 
     ipm_after_epochs: int = 10
@@ -107,6 +126,11 @@ class DualCDOptions:
     newton_after_epochs: int = 5
     newton_max_steps: int = 10
     newton_steps_before_ipm: int = 1
+    check_max_epochs: int = 500
+    pg_tol_start: float = 0.1
+    pg_tol_shrink: float = 0.1
+    ipm_max_iter: int = 80
+    ipm_tol_factor: float = 0.01
 
     def __post_init__(self) -> None:
         check_option_values(self)
