@@ -171,7 +171,9 @@ def run(quick: bool, lsvc_max_iter: int, tol: float) -> tuple[list[str], dict]:
         lines.append(f"| {C:.4g} | {rates[k]:.1%} | {fit_times[k]:.3f} | "
                      f"{fit_times_gs[k]:.3f} | {fit_times_l[k]:.3f} | {scores[k]:.4f} |")
     lines.append("")
-    summary = {"times": times, "diff": diff, "same_best": same_best}
+    # CPU times of this process: meaningful for the searches on one job (n_jobs=1)
+    summary = {"times": times, "cpu": cpu, "diff": diff, "diff_lsvc": diff_l,
+               "same_best": same_best}
     return lines, summary
 
 

@@ -301,11 +301,16 @@ def _onedal_svc():
     return OneDalSVC
 
 
-def bench_scale(sizes, repeats: int = 2):
-    """(f): per size, the best of ``repeats`` runs of each side at every value."""
-    Cs = np.logspace(-1, 2, 10)
+SCALE_CS = np.logspace(-1, 2, 10)
+
+
+def scale_times(sizes, repeats: int = 2) -> dict:
+    """(f)'s measurements: per size ``n``, ``(best, agree)``: each side's best CPU time
+    of ``repeats`` runs at every value of :data:`SCALE_CS` (``best["path"]``,
+    ``["path6"]`` at tol=1e-6, ``["svc"]``, ``["onedal"]``, inf when not installed) and
+    the fraction of test predictions equal to SVC's at each value."""
+    Cs = SCALE_CS
     onedal = _onedal_svc()
-    load0 = os.getloadavg()[0]
     results = {}
     # one thread on every side: BLAS, and SafeSVC's OpenMP loops (the fit reads
     # threadpoolctl's OpenMP limit of the calling thread)
@@ -338,6 +343,14 @@ def bench_scale(sizes, repeats: int = 2):
                           f"{best['path6'][k]:.2f} s, SVC {best['svc'][k]:.2f} s, oneDAL "
                           f"{best['onedal'][k]:.2f} s", flush=True)
             results[n] = (best, agree)
+    return results
+
+
+def bench_scale(sizes, repeats: int = 2):
+    """(f): per size, the best of ``repeats`` runs of each side at every value."""
+    Cs = SCALE_CS
+    load0 = os.getloadavg()[0]
+    results = scale_times(sizes, repeats)
     load1 = os.getloadavg()[0]
     lines = [
         SCALE_SECTION,
