@@ -101,18 +101,19 @@ def run_core(X, y, lams, out=None, rule="simultaneous"):
     settings = StepSettings(rule=rule, tol=1e-9, max_iter=500)
     rows = []
     for lam in lams:
+        report = path.new_report()
         t0 = time.process_time()
-        res = path.fit(lam, settings, path.new_report()).reference
+        step = path.fit(lam, settings, report)
         elapsed = time.process_time() - t0
-        model = path.model
-        screened = [e for e in res.events if e.moment == "reference"]
+        res, model, counts = step.reference, path.model, report.counts
+        screened = [e for e in report.events if e.moment == "reference"]
         row = dict(lam=float(lam), time=elapsed,
-                   objective=float(primal(X, y, res.w, lam)), gap=float(res.gap),
-                   rel_gap=float(res.rel_gap), support=int(np.count_nonzero(res.w)),
-                   lps=int(res.n_iter), features=res.screened_features,
-                   at_zero=res.at_zero, at_box=res.at_box,
+                   objective=float(primal(X, y, res.w, lam)), gap=float(step.gap),
+                   rel_gap=float(step.rel_gap), support=int(np.count_nonzero(res.w)),
+                   lps=int(step.n_iter), features=counts["features"].n_screened,
+                   at_zero=counts["samples"].n_lower, at_box=counts["samples"].n_upper,
                    rule_time=float(sum(e.rule_time for e in screened)),
-                   screened=bool(screened), repairs=res.n_repairs,
+                   screened=bool(screened), repairs=step.n_repairs,
                    model=None if model is None else list(model.size),
                    pivots=None if model is None else model.iterations)
         rows.append(row)
