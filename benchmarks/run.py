@@ -866,10 +866,11 @@ def readme_table(rows: list[dict], old: str) -> str:
     return "\n".join(lines)
 
 
-def write_readme(rows: list[dict], readme: Path = README) -> None:
+def write_readme(rows: list[dict], readme: Path | None = None) -> None:
     """Replace README.md's results table, between :data:`README_START` and
     :data:`README_END`, by :func:`readme_table` of ``rows``; the rest of the file is
     kept."""
+    readme = README if readme is None else readme
     old = readme.read_text()
     i, j = old.find(README_START), old.find(README_END)
     if i < 0 or j < i:
@@ -879,8 +880,9 @@ def write_readme(rows: list[dict], readme: Path = README) -> None:
     readme.write_text(old[:i + len(README_START)] + "\n\n" + table + "\n\n" + old[j:])
 
 
-def write_doc(text: str, doc: Path = DOC) -> None:
+def write_doc(text: str, doc: Path | None = None) -> None:
     """Replace what lies between :data:`START` and :data:`END` in ``doc``."""
+    doc = DOC if doc is None else doc
     old = doc.read_text()
     i, j = old.find(START), old.find(END)
     if i < 0 or j < i:
