@@ -877,7 +877,8 @@ def write_readme(rows: list[dict], readme: Path | None = None) -> None:
         raise SystemExit(f"{readme} has no results table markers ({README_START!r} ... "
                          f"{README_END!r})")
     table = readme_table(rows, old[i + len(README_START):j])
-    readme.write_text(old[:i + len(README_START)] + "\n\n" + table + "\n\n" + old[j:])
+    # the markers are HTML comments, each a block of its own: no blank lines needed
+    readme.write_text(old[:i + len(README_START)] + "\n" + table + "\n" + old[j:])
 
 
 def write_doc(text: str, doc: Path | None = None) -> None:
