@@ -206,9 +206,7 @@ class BoxQPPath(HardMargin, OfferedReferences):
                   f"iter={result.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
         # the next step's reference: compensated margins, gap and their error bounds
         # (kernel mode: the certificate's margins, compensated already)
-        self.reference = problem.reference(
-            C, reduced.alpha, None if reduced.margin_error is None
-            else (reduced.margins, reduced.margin_error))
+        self.reference = reduced.reference()
         # a fit whose gap met tol is certified unless the gap's own error bound exceeds
         # tol; one that did not is limited by the resolution of float64 if its floor
         # (error bound and resolution of the dual point) exceeds tol
