@@ -388,7 +388,9 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     while True:
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
         if local_active.size and n_iter < max_iter:
-            budget = min(_check_schedule(n_iter, opt.check_max_epochs), max(max_iter - n_iter, 1))
+            budget = min(max(_check_schedule(n_iter, opt.check_max_epochs),
+                             _kernel_check_epochs(local_active.size, opt)),
+                         max(max_iter - n_iter, 1))
             if 1 < local_active.size <= opt.ipm_max_system and not ipm_done:
                 # the gap check that may hand over to the finisher comes when CD has
                 # run its epochs, not up to a doubling of them later (the check
@@ -484,6 +486,19 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     dyn_fixed[local_active] = False
     fixed[free[dyn_fixed]] = True
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _kernel_check_epochs(n_active: int, opt: DualCDOptions) -> int:
+    """Kernel mode: the fewest epochs between two gap checks over ``n_active``
+    variables, so that the epochs cost at least ``opt.kernel_check_flops`` (an epoch
+    is up to ``n_active**2`` multiply-adds; a check's vector operations cost about that
+    much whatever the size); never more than ``opt.check_max_epochs``. One epoch on a
+    problem the finisher polishes whatever its gap (``opt.ipm_small_flops``): its first
+    check hands it over, and epochs before that would be wasted."""
+    if n_active**3 / 3 <= opt.ipm_small_flops:
+        return 1
+    return int(min(max(-(-opt.kernel_check_flops // max(n_active, 1) ** 2), 1),
+                   opt.check_max_epochs))
 
 
 def _kernel_ipm_epochs(n_active: int, opt: DualCDOptions) -> int:

@@ -95,6 +95,14 @@ class DualCDOptions:
         Most epochs between two gap checks. The checks' spacing doubles (1, 1, 2, 4,
         ...) so that dynamic screening acts early and checking costs O(log epochs); the
         cap keeps a slow solve checking its gap, and screening, at regular intervals.
+    kernel_check_flops : float
+        Kernel mode: the gap checks are spaced by at least the epochs whose kernel-row
+        updates reach this many multiply-adds (``n**2`` an epoch over ``n`` active
+        variables): a check is a fixed run of vector operations, whose cost does not
+        shrink with the problem, so on a small problem (a one-vs-one pair of a few
+        hundred samples) checking after each of the first epochs (the schedule above)
+        costs more than the epochs; coordinate descent's projected-gradient test still
+        ends a call early once its tolerance is met.
     pg_tol_start : float
         The projected-gradient tolerance of CD's first call (LIBLINEAR's stopping
         criterion): loose, because the duality gap, not this, decides convergence; a
@@ -127,6 +135,7 @@ class DualCDOptions:
     newton_max_steps: int = 10
     newton_steps_before_ipm: int = 1
     check_max_epochs: int = 500
+    kernel_check_flops: float = 1e6
     pg_tol_start: float = 0.1
     pg_tol_shrink: float = 0.1
     ipm_max_iter: int = 80

@@ -90,3 +90,46 @@ def test_newton_cache_keeps_its_options_through_a_pickle():
     cache = pickle.loads(pickle.dumps(NewtonCache(options)))
     assert cache.options == options and cache.factor is None
     assert NewtonCache().options is newton.DEFAULT_OPTIONS
+
+
+def test_kernel_gap_checks_are_spaced_by_the_epochs_cost(monkeypatch):
+    """Kernel mode: the checks are at least ``ceil(kernel_check_flops / n**2)`` epochs
+    apart (capped by ``check_max_epochs``), unless the finisher's hand-over comes first
+    or polishes the problem at once; a problem of a few hundred samples then makes
+    fewer checks for the same gap."""
+    from _box_models import kernel_problem
+
+    opt = DualCDOptions(kernel_check_flops=1e6)
+    assert dual_cd._kernel_check_epochs(250, opt) == 16
+    assert dual_cd._kernel_check_epochs(1000, opt) == 1
+    assert dual_cd._kernel_check_epochs(160, opt) == 40
+    # a problem the finisher polishes at once is handed over at the first check
+    assert dual_cd._kernel_check_epochs(100, opt) == 1
+    assert dual_cd._kernel_check_epochs(160, replace(opt, ipm_small_flops=0,
+                                                     check_max_epochs=30)) == 30
+    assert dual_cd._kernel_check_epochs(250, DualCDOptions(kernel_check_flops=0)) == 1
+    X, y = noisy_data(seed=3, n=200, d=4)
+    n = y.size
+    budgets = []
+    epochs = dual_cd.kernel_epochs
+
+    def counted(Q, lo, hi, a, g, la, budget, *args):
+        budgets.append(budget)
+        return epochs(Q, lo, hi, a, g, la, budget, *args)
+
+    monkeypatch.setattr(dual_cd, "kernel_epochs", counted)
+    results = {}
+    for flops in (0.0, 1e6):
+        budgets.clear()
+        res = dual_cd.solve_box_qp(kernel_problem(X, y, 10.0, 0.5), np.zeros(n),
+                                   np.zeros(n, bool), tol=1e-6, max_iter=10000,
+                                   random_state=np.random.RandomState(0),
+                                   options=DualCDOptions(kernel_check_flops=flops))
+        assert res.converged
+        results[flops] = (res, list(budgets))
+    spaced = dual_cd._kernel_check_epochs(n, DualCDOptions(kernel_check_flops=1e6))
+    # (later calls may end at the finisher's hand-over, which comes first)
+    assert results[1e6][1][0] == spaced > 1 == results[0.0][1][0]
+    assert len(results[1e6][1]) < len(results[0.0][1])
+    np.testing.assert_allclose(results[1e6][0].alpha, results[0.0][0].alpha,
+                               atol=1e-3 * np.abs(results[0.0][0].alpha).max())
