@@ -259,12 +259,18 @@ def _polish(problem, active: np.ndarray, rel_gap: float, tol: float,
     the short way there (one epoch and the finisher, where CD alone would need many
     epochs at its linear rate), but near it or past it a few epochs are far cheaper
     than a finish, whose Newton steps each cost several epochs (``doc/benchmarks.md``,
-    "Screening on against off"; git has the runs)."""
+    "Screening on against off"; git has the runs). The short way only where screening
+    left few variables against the samples (``opt.screened_polish_width``): a Newton
+    step costs ``d`` epochs over the active variables, and where they are not far fewer
+    than the samples (a problem of a few hundred samples, such as a one-vs-one pair)
+    CD's remaining epochs cost less than the finisher's steps."""
     if not rel_gap > opt.ipm_tol:
         return False
-    flops = problem.X.shape[1] ** 2
+    d = problem.X.shape[1]
+    flops = d**2
     return (problem.n_samples * flops <= opt.ipm_small_flops
             or (active.size * flops <= opt.ipm_small_flops
+                and active.size * d <= opt.screened_polish_width * problem.n_samples
                 and rel_gap > opt.cd_near_tol * tol))
 
 

@@ -56,6 +56,15 @@ class DualCDOptions:
         epochs and the finisher is the short way, while within a small factor of it one
         or two epochs are cheaper than a finish (doc/benchmarks.md, "Screening on
         against off").
+    screened_polish_width : float
+        ... and whose active variables times the features are at most this many times
+        the samples: the finisher's run (a few tens of Newton steps, each about ``d``
+        epochs over the active variables, in level-3 BLAS, several times cheaper a flop)
+        then costs some tens of epochs of the unscreened problem, which CD far from
+        ``tol`` would exceed; much wider, CD's remaining epochs cost less (a problem of
+        a few hundred samples and tens of features, such as a one-vs-one pair, where
+        the finisher's steps cost tens of its epochs each). At the sizes where
+        screening pays, ``ipm_small_flops`` binds first.
     ipm_tol : float
         Relative gap the finisher aims at: far below ``tol``, because the solution is
         the next screening reference and the gap inflation of an inexact reference
@@ -126,6 +135,7 @@ class DualCDOptions:
     ipm_max_system: int = 2500
     ipm_small_flops: float = 1e6
     cd_near_tol: float = 10.0
+    screened_polish_width: float = 4.0
     ipm_tol: float = 1e-12
     kernel_ipm_epochs_per_variable: int = 1
     ipm_working_set_share: float = 0.5

@@ -133,3 +133,27 @@ def test_kernel_gap_checks_are_spaced_by_the_epochs_cost(monkeypatch):
     assert len(results[1e6][1]) < len(results[0.0][1])
     np.testing.assert_allclose(results[1e6][0].alpha, results[0.0][0].alpha,
                                atol=1e-3 * np.abs(results[0.0][0].alpha).max())
+
+
+def test_screened_polish_needs_few_active_variables_against_the_samples():
+    """Linear mode: a problem that screening made small is finished by the
+    interior-point method only while its active variables times the features are at
+    most ``screened_polish_width`` times the samples; a small problem always is."""
+    X, y = noisy_data(seed=1, n=250, d=64)
+    problem = linear_problem(X, y, 1.0)  # (the intercept: 65 features, as digits)
+    d = problem.X.shape[1]
+    opt = DualCDOptions()
+    tol, far = 1e-4, 1e3 * 1e-4
+    assert problem.n_samples * d**2 > opt.ipm_small_flops  # not small itself
+    wide = np.arange(200)  # 200 * 65 > 4 * 250: CD's epochs are the cheaper way
+    narrow = np.arange(15)  # 15 * 65 <= 4 * 250
+    assert not dual_cd._polish(problem, wide, far, tol, opt)
+    assert dual_cd._polish(problem, narrow, far, tol, opt)
+    assert dual_cd._polish(problem, wide, far, tol, replace(opt, screened_polish_width=1e9))
+    assert not dual_cd._polish(problem, narrow, far, tol,
+                               replace(opt, screened_polish_width=0.5 * 15 * d / 250))
+    # near tol CD's few epochs are cheaper whatever the width
+    assert not dual_cd._polish(problem, narrow, 2.0 * tol, tol, opt)
+    # a problem whose Newton system is small is polished whatever the active set
+    small = linear_problem(X[:, :4], y, 1.0)
+    assert dual_cd._polish(small, wide, far, tol, opt)
