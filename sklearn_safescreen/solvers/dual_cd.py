@@ -444,7 +444,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         newton_budget = (opt.newton_steps_before_ipm if finisher_ahead
                          else opt.newton_max_steps)
         if newton_fresh and n_newton < newton_budget and (
-                rel_gap > tol and n_iter >= opt.newton_after_epochs
+                rel_gap > tol and n_iter >= _kernel_newton_epochs(la.size, opt)
                 or small and rel_gap > opt.ipm_tol):
             newton_tried, n_newton = interior, n_newton + 1
             if newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
@@ -505,6 +505,15 @@ def _kernel_check_epochs(n_active: int, opt: DualCDOptions) -> int:
         return 1
     return int(min(max(-(-opt.kernel_check_flops // max(n_active, 1) ** 2), 1),
                    opt.check_max_epochs))
+
+
+def _kernel_newton_epochs(n_active: int, opt: DualCDOptions) -> int:
+    """Kernel mode: the epochs of CD after which a Newton step on the interior
+    variables is tried: ``opt.newton_after_epochs``, or more on a small problem, until
+    the epochs (``n_active**2`` multiply-adds each) have cost ``opt.kernel_newton_flops``,
+    about what the step's fixed run of calls costs (CD often ends before)."""
+    return int(max(opt.newton_after_epochs,
+                   -(-opt.kernel_newton_flops // max(n_active, 1) ** 2)))
 
 
 def _kernel_ipm_epochs(n_active: int, opt: DualCDOptions) -> int:

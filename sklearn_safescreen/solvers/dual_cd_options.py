@@ -89,6 +89,13 @@ class DualCDOptions:
         Kernel mode: epochs after which a Newton step on the interior variables is
         tried (each time the interior set changes): a few epochs first settle which
         variables are interior, so that the step is taken on a set likely to hold.
+    kernel_newton_flops : float
+        ... and, on a small problem, once the epochs have cost this many multiply-adds
+        (``n**2`` an epoch over ``n`` variables): a step's factorisation is cheap there,
+        but its run of calls costs about this much whatever the size, while coordinate
+        descent on a few hundred variables often converges in fewer epochs (a step
+        tried at once would then be wasted). Problems the finisher polishes at once
+        (``ipm_small_flops``) take their step at once.
     newton_max_steps : int
         Kernel mode: Newton steps per solve, at most: with clipping, the interior set
         could otherwise cycle.
@@ -142,6 +149,7 @@ class DualCDOptions:
     ipm_working_set_rounds: int = 3
     stop_when_slow_min: int = 2000
     newton_after_epochs: int = 5
+    kernel_newton_flops: float = 1.5e6
     newton_max_steps: int = 10
     newton_steps_before_ipm: int = 1
     check_max_epochs: int = 500

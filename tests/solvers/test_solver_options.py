@@ -157,3 +157,35 @@ def test_screened_polish_needs_few_active_variables_against_the_samples():
     # a problem whose Newton system is small is polished whatever the active set
     small = linear_problem(X[:, :4], y, 1.0)
     assert dual_cd._polish(small, wide, far, tol, opt)
+
+
+def test_kernel_newton_steps_wait_for_the_epochs_cost(monkeypatch):
+    """Kernel mode: a Newton step is tried after ``newton_after_epochs`` epochs, or on a
+    small problem after the epochs that cost ``kernel_newton_flops``; a solve given a
+    later threshold takes fewer steps (here: converges without one)."""
+    from _box_models import kernel_problem
+
+    opt = DualCDOptions(kernel_newton_flops=1.5e6, newton_after_epochs=5)
+    assert dual_cd._kernel_newton_epochs(250, opt) == 24
+    assert dual_cd._kernel_newton_epochs(2000, opt) == 5
+    assert dual_cd._kernel_newton_epochs(250, replace(opt, kernel_newton_flops=0)) == 5
+    X, y = noisy_data(seed=2, n=200, d=4)
+    n = y.size
+    calls = []
+    step = dual_cd.newton_on_interior
+
+    def counted(*args):
+        calls.append(1)
+        return step(*args)
+
+    monkeypatch.setattr(dual_cd, "newton_on_interior", counted)
+    steps = {}
+    for flops in (0.0, 1e9):
+        calls.clear()
+        res = dual_cd.solve_box_qp(kernel_problem(X, y, 1.0, 0.5), np.zeros(n),
+                                   np.zeros(n, bool), tol=1e-4, max_iter=10000,
+                                   random_state=np.random.RandomState(0),
+                                   options=DualCDOptions(kernel_newton_flops=flops))
+        assert res.converged
+        steps[flops] = len(calls)
+    assert steps[0.0] > 0 and steps[1e9] < steps[0.0]
