@@ -410,14 +410,18 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         else:
             pg_ok = True
         la = local_active
-        gap = float((np.maximum(-lo[la] * g[la], -hi[la] * g[la]) + a[la] * g[la]).sum())
+        # (every free variable active, as on a path that does not screen: the arrays
+        # themselves, the same values in the same order as gathered over la)
+        whole = la.size == a.size
+        a_l, g_l, lo_l, hi_l = (a, g, lo, hi) if whole else (a[la], g[la], lo[la], hi[la])
+        gap = float((np.maximum(-lo_l * g_l, -hi_l * g_l) + a_l * g_l).sum())
         q_f = g + p_f
         # a'Qa = a_F'(q_F - d) + 2 a_F'd + const  with q_F - d = Q_FF a_F
         quad = a @ (q_f - d) + 2.0 * a @ d + const_fixed_quad
         dual = -0.5 * quad + p_f @ a + p_held
         if (problem.hinge and la.size and not held_idx.size
-                and np.count_nonzero(a[la]) == np.count_nonzero(a)):
-            gap = min(gap, hard_margin_gap(q_f[la], quad, dual))
+                and (whole or np.count_nonzero(a_l) == np.count_nonzero(a))):
+            gap = min(gap, hard_margin_gap(q_f if whole else q_f[la], quad, dual))
         rel_gap = gap / max(abs(dual), TINY)
         if problem.status is not None:
             problem.status.record(n_iter, rel_gap)
@@ -427,7 +431,8 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # others usually finishes the job (CD crawls there at large C), and exactly:
         # where the finisher cannot run, tried after a few epochs, or at once on small
         # problems (accurate references), and again whenever the interior set changes.
-        interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
+        inside = (a_l > lo_l) & (a_l < hi_l)
+        interior = np.flatnonzero(inside) if whole else la[inside]
         newton_fresh = (0 < interior.size <= newton_max
                         and not np.array_equal(interior, newton_tried))
         # The interior-point finisher takes over once CD has had its epochs, or
