@@ -97,6 +97,7 @@ class BoxQPPath(HardMargin, OfferedReferences):
         #: a dual point of another problem on the same samples offered for the next
         #: fit (:meth:`offer_reference`)
         self._offer: tuple[float, np.ndarray] | None = None
+        self._hm_parts = None  # the reference's C-free gap (ReducedBoxQP.hard_margin_parts)
         every_row = data.kernel is not None and data.kernel.cache_capacity >= data.n_samples
         self.policy = NoScreening(KERNEL_CACHED) if every_row else EveryStep()
 
@@ -207,6 +208,7 @@ class BoxQPPath(HardMargin, OfferedReferences):
         # the next step's reference: compensated margins, gap and their error bounds
         # (kernel mode: the certificate's margins, compensated already)
         self.reference = reduced.reference()
+        self._hm_parts = reduced.hard_margin_parts(self.reference)
         # a fit whose gap met tol is certified unless the gap's own error bound exceeds
         # tol; one that did not is limited by the resolution of float64 if its floor
         # (error bound and resolution of the dual point) exceeds tol

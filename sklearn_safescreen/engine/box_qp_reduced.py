@@ -146,9 +146,11 @@ class ReducedBoxQP:
         rel_gap = certified_gap / max(abs(problem.dual_objective(alpha, margins)), TINY)
         gap_error = (problem.gap_error(alpha, margins, margin_error, terms)
                      if measured is None else measured[1])
-        wrong = proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
-                                  screened & (alpha <= problem.lo),
-                                  screened & (alpha >= problem.hi), margin_error, gap_error)
+        # (nothing fixed, as on a path that does not screen: no decision to disprove)
+        wrong = (proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
+                                   screened & (alpha <= problem.lo),
+                                   screened & (alpha >= problem.hi), margin_error, gap_error)
+                 if screened.any() else screened)
         loose = screened & (terms > 0)
         self.terms, self.gap = terms, gap
         self._certified = (terms, gap_error, hm_gap, hm_error)
@@ -165,13 +167,16 @@ class ReducedBoxQP:
             return problem.reference(self.C, self.alpha, None if self.margin_error is None
                                      else (self.margins, self.margin_error))
         terms, gap_error, hm_gap, hm_error = self._certified
-        gap = max(float(terms.sum()), 0.0)
-        hard_margin = max(hm_gap, 0.0) + hm_error
-        if hard_margin < gap + gap_error:
-            # both bound D*_C - D(alpha): the rules and the certificate take the smaller
-            gap, gap_error = max(hm_gap, 0.0), hm_error
-        return BoxQPReference(self.C, self.alpha, self.margins, gap, self.margin_error,
-                              gap_error, hard_margin)
+        return reference_from(self.C, self.alpha, self.margins, self.margin_error, terms,
+                              gap_error, hm_gap, hm_error)
+
+    def hard_margin_parts(self, ref: BoxQPReference) -> tuple | None:
+        """``(ref, hm_gap, hm_error)``: the hard-margin gap of the reference
+        :meth:`reference` returned and the bound of its error, which do not depend on
+        ``C`` (:meth:`~..problems.box_qp.BoxQP.hard_margin_gap`); None in linear mode."""
+        if self.margin_error is None or self._certified is None:
+            return None
+        return (ref, *self._certified[2:])
 
     def release(self, which: np.ndarray, proven: bool) -> None:
         self.fixed &= ~which
@@ -222,6 +227,21 @@ class ReducedBoxQP:
             fixed = fixed | (lo_m & at_lo) | (hi_m & at_hi)
         screened = fixed & self.movable
         return int((screened & at_lo).sum()), int((screened & at_hi).sum())
+
+
+def reference_from(C: float, alpha: np.ndarray, margins: np.ndarray,
+                   margin_error: np.ndarray, terms: np.ndarray, gap_error: float,
+                   hm_gap: float, hm_error: float) -> BoxQPReference:
+    """The reference :meth:`~..problems.box_qp.BoxQP.reference` makes at ``alpha``
+    from these figures of it (its margins and their bound, the gap terms at ``C``, the
+    gap's error bound and the hard-margin gap with its bound), without computing them
+    again."""
+    gap = max(float(terms.sum()), 0.0)
+    hard_margin = max(hm_gap, 0.0) + hm_error
+    if hard_margin < gap + gap_error:
+        # both bound D*_C - D(alpha): the rules and the certificate take the smaller
+        gap, gap_error = max(hm_gap, 0.0), hm_error
+    return BoxQPReference(C, alpha, margins, gap, margin_error, gap_error, hard_margin)
 
 
 def _dynamic_rule():

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..problems.constants import TINY, UNIT_ROUNDOFF
 from ..screening.balls import _reference_radius
+from .box_qp_reduced import reference_from
 from .protocol import StepOutcome
 from .report import ScreeningEvent, ScreeningReport
 
@@ -50,8 +51,19 @@ class HardMargin:
         ref = self.reference
         if np.isfinite(C):
             problem = self.data.problem(C, newton=self.newton)
-            ref = self.reference = problem.reference(C, ref.alpha,
-                                                     (ref.margins, ref.margin_error))
+            parts = self._hm_parts
+            if parts is not None and parts[0] is ref:
+                # the same point at another C: only its gap terms change (the
+                # hard-margin gap is C-free), as BoxQP.reference would find
+                terms = problem.gap_terms(ref.alpha, ref.margins)
+                gap_error = problem.gap_error(ref.alpha, ref.margins, ref.margin_error,
+                                              terms)
+                ref = reference_from(C, ref.alpha, ref.margins, ref.margin_error, terms,
+                                     gap_error, *parts[1:])
+                self._hm_parts = (ref, *parts[1:])
+            else:
+                ref = problem.reference(C, ref.alpha, (ref.margins, ref.margin_error))
+            self.reference = ref
         else:
             problem = self.data.problem(ref.C, newton=self.newton)
         dual = abs(float(ref.alpha.sum() - 0.5 * ref.alpha @ ref.margins))

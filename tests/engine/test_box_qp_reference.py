@@ -38,3 +38,24 @@ def test_reference_from_the_certificate_is_the_full_computation(monkeypatch, ker
     assert seen
     # kernel mode takes the certificate's figures (its margins are compensated)
     assert all(seen) if kernel == "rbf" else not any(seen)
+
+
+def test_hard_margin_answers_carry_the_full_reference():
+    """Fits answered by the hard-margin gap take the reference to their C with its
+    C-free hard-margin gap kept: the reference is the one ``BoxQP.reference`` computes
+    at that C, bit for bit."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((80, 3))
+    y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, 1, 0)  # separable
+    model = SafeSVC(kernel="rbf", gamma=0.5, warm_start=True)
+    answered = 0
+    for C in np.logspace(0, 6, 10):
+        model.set_params(C=C).fit(X, y)
+        path = model._path.paths[0]
+        ref = path.reference
+        full = path.data.problem(ref.C).reference(ref.C, ref.alpha,
+                                                  (ref.margins, ref.margin_error))
+        for name in ("C", "gap", "gap_error", "hard_margin"):
+            assert getattr(ref, name) == getattr(full, name), name
+        answered += any(e.rule == "hard_margin" for e in model.screening_report_.events)
+    assert answered >= 2
