@@ -124,8 +124,7 @@ class BoxQPPath(HardMargin, OfferedReferences):
         rng, verbose = settings.rng(), settings.verbose
         decision = self.policy.decide(settings.mode) if settings.screens else None
         if decision is not None and not decision.screen:
-            report.add(skipped_event(rule, C, self.data.n_samples, decision.reason,
-                                     self.name))
+            report.add(skipped_event(rule, C, self.data.n_samples, decision.reason, self.name))
             if verbose:
                 print(f"[{self.label}]{' ' + self.name if self.name else ''} "
                       f"C={C:<10.4g} screening skipped: {decision.reason}")
@@ -138,8 +137,9 @@ class BoxQPPath(HardMargin, OfferedReferences):
             grid = _internal_grid(self.reference.C, C)
         else:
             grid = [C]
-        # at C = inf the hard-margin walk above decides the steps: an offer is dropped
-        if self._take_offer(C, report, answered=not grid or np.isinf(C),
+        # an offer is dropped at C = inf (the hard-margin walk above decides the steps)
+        # and on a step that does not screen (_take_offer: only screening repays it)
+        if self._take_offer(C, report, answered=not grid or np.isinf(C) or rule is None,
                             verbose=verbose):
             grid = [C]
         outcome = None

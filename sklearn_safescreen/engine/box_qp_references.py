@@ -175,7 +175,12 @@ class OfferedReferences:
         the own reference. The offer's margins cost one product with the kernel
         over the offered point's support, reported as a ``kernel-seed`` event (its
         time, and in the note the gaps compared). ``answered``: the own reference is
-        already the exact answer (a closed form): the offer is dropped unused."""
+        already the exact answer (a closed form), or the step does not screen: the
+        offer is dropped unused. It is a screening reference; without screening it
+        could only change the start point, from the own reference (the solution at
+        the previous ``C``, or a cold fit's closed form) to a point whose margins and
+        gap cost that product, which the warm start does not repay when every kernel
+        row is cached (the paths that do not screen)."""
         offer, self._offer = self._offer, None
         if offer is None or answered:
             return False
