@@ -97,6 +97,7 @@ class BoxQPPath(HardMargin, OfferedReferences):
         #: a dual point of another problem on the same samples offered for the next
         #: fit (:meth:`offer_reference`)
         self._offer: tuple[float, np.ndarray] | None = None
+        self._hm_parts = None  # the reference's C-free gap (ReducedBoxQP.hard_margin_parts)
         every_row = data.kernel is not None and data.kernel.cache_capacity >= data.n_samples
         self.policy = NoScreening(KERNEL_CACHED) if every_row else EveryStep()
 
@@ -123,8 +124,7 @@ class BoxQPPath(HardMargin, OfferedReferences):
         rng, verbose = settings.rng(), settings.verbose
         decision = self.policy.decide(settings.mode) if settings.screens else None
         if decision is not None and not decision.screen:
-            report.add(skipped_event(rule, C, self.data.n_samples, decision.reason,
-                                     self.name))
+            report.add(skipped_event(rule, C, self.data.n_samples, decision.reason, self.name))
             if verbose:
                 print(f"[{self.label}]{' ' + self.name if self.name else ''} "
                       f"C={C:<10.4g} screening skipped: {decision.reason}")
@@ -137,8 +137,9 @@ class BoxQPPath(HardMargin, OfferedReferences):
             grid = _internal_grid(self.reference.C, C)
         else:
             grid = [C]
-        # at C = inf the hard-margin walk above decides the steps: an offer is dropped
-        if self._take_offer(C, report, answered=not grid or np.isinf(C),
+        # an offer is dropped at C = inf (the hard-margin walk above decides the steps)
+        # and on a step that does not screen (_take_offer: only screening repays it)
+        if self._take_offer(C, report, answered=not grid or np.isinf(C) or rule is None,
                             verbose=verbose):
             grid = [C]
         outcome = None
@@ -206,9 +207,8 @@ class BoxQPPath(HardMargin, OfferedReferences):
                   f"iter={result.n_iter:<5d} time={time.perf_counter() - t0:.3f}s")
         # the next step's reference: compensated margins, gap and their error bounds
         # (kernel mode: the certificate's margins, compensated already)
-        self.reference = problem.reference(
-            C, reduced.alpha, None if reduced.margin_error is None
-            else (reduced.margins, reduced.margin_error))
+        self.reference = reduced.reference()
+        self._hm_parts = reduced.hard_margin_parts(self.reference)
         # a fit whose gap met tol is certified unless the gap's own error bound exceeds
         # tol; one that did not is limited by the resolution of float64 if its floor
         # (error bound and resolution of the dual point) exceeds tol

@@ -52,6 +52,10 @@ class ReducedBoxQP:
         self.movable = problem.lo < problem.hi
         self.margins = self.margin_error = None
         self._reduced_gap = np.inf
+        #: the full problem's gap terms and the bound of their sum's error at the
+        #: current margins, when already computed (:meth:`_kernel_margins`), and the
+        #: last certificate's parts (:meth:`reference`)
+        self._measured = self._certified = None
 
     def _solver(self):
         """Kernel mode: the greedy two-variable solver with its row cache when the
@@ -82,6 +86,7 @@ class ReducedBoxQP:
             extra["start_margins"] = problem.margins_from(self.alpha, ref.alpha,
                                                           ref.margins, self.C / ref.C)
         self._reference = None  # valid for the start point only
+        self._measured = self._certified = None  # (of the point the solve moves from)
         res = solver(problem, self.alpha, self.fixed, tol=tol, max_iter=max_iter,
                      random_state=self.rng,
                      dynamic_screen=_dynamic_rule() if self.dynamic else None, **extra)
@@ -115,14 +120,18 @@ class ReducedBoxQP:
             if update is not None:
                 q, error = update
                 dual = abs(problem.dual_objective(alpha, q))
-                gap_error = problem.gap_error(alpha, q, error, problem.gap_terms(alpha, q))
+                terms = problem.gap_terms(alpha, q)
+                gap_error = problem.gap_error(alpha, q, error, terms)
                 if gap_error <= INCREMENTAL_GAP_ERROR * tol * max(dual, TINY):
+                    # the certificate reads these very figures of these margins
+                    self._measured = (terms, gap_error)
                     return q, error
         return problem.accurate_margins(alpha)
 
     def certify(self) -> Certificate:
         problem, alpha, margins = self.problem, self.alpha, self.margins
-        terms = problem.gap_terms(alpha, margins)
+        measured, self._measured = self._measured, None
+        terms = problem.gap_terms(alpha, margins) if measured is None else measured[0]
         gap = float(terms.sum())
         screened = self.fixed & self.movable
         # a proof of a wrong decision must survive the round-off of these margins and
@@ -135,13 +144,39 @@ class ReducedBoxQP:
         hm_gap, hm_error = problem.hard_margin_gap(alpha, margins, margin_error)
         certified_gap = min(gap, hm_gap + hm_error)
         rel_gap = certified_gap / max(abs(problem.dual_objective(alpha, margins)), TINY)
-        wrong = proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
-                                  screened & (alpha <= problem.lo),
-                                  screened & (alpha >= problem.hi), margin_error,
-                                  problem.gap_error(alpha, margins, margin_error, terms))
+        gap_error = (problem.gap_error(alpha, margins, margin_error, terms)
+                     if measured is None else measured[1])
+        # (nothing fixed, as on a path that does not screen: no decision to disprove)
+        wrong = (proven_violations(margins, problem.p, problem.sqnorm, self._reduced_gap,
+                                   screened & (alpha <= problem.lo),
+                                   screened & (alpha >= problem.hi), margin_error, gap_error)
+                 if screened.any() else screened)
         loose = screened & (terms > 0)
         self.terms, self.gap = terms, gap
+        self._certified = (terms, gap_error, hm_gap, hm_error)
         return Certificate(gap, rel_gap, wrong, int(wrong.sum()), loose, int(loose.sum()))
+
+    def reference(self) -> BoxQPReference:
+        """The certified point as the next step's reference: kernel mode from the
+        certificate's own figures (its compensated margins, their bound, the gap terms,
+        the gap's error bound and the hard-margin gap, computed once for both), as
+        :meth:`~..problems.box_qp.BoxQP.reference` computes them; linear mode (plain
+        margins) by that method, from compensated margins."""
+        problem = self.problem
+        if self.margin_error is None or self._certified is None:
+            return problem.reference(self.C, self.alpha, None if self.margin_error is None
+                                     else (self.margins, self.margin_error))
+        terms, gap_error, hm_gap, hm_error = self._certified
+        return reference_from(self.C, self.alpha, self.margins, self.margin_error, terms,
+                              gap_error, hm_gap, hm_error)
+
+    def hard_margin_parts(self, ref: BoxQPReference) -> tuple | None:
+        """``(ref, hm_gap, hm_error)``: the hard-margin gap of the reference
+        :meth:`reference` returned and the bound of its error, which do not depend on
+        ``C`` (:meth:`~..problems.box_qp.BoxQP.hard_margin_gap`); None in linear mode."""
+        if self.margin_error is None or self._certified is None:
+            return None
+        return (ref, *self._certified[2:])
 
     def release(self, which: np.ndarray, proven: bool) -> None:
         self.fixed &= ~which
@@ -192,6 +227,21 @@ class ReducedBoxQP:
             fixed = fixed | (lo_m & at_lo) | (hi_m & at_hi)
         screened = fixed & self.movable
         return int((screened & at_lo).sum()), int((screened & at_hi).sum())
+
+
+def reference_from(C: float, alpha: np.ndarray, margins: np.ndarray,
+                   margin_error: np.ndarray, terms: np.ndarray, gap_error: float,
+                   hm_gap: float, hm_error: float) -> BoxQPReference:
+    """The reference :meth:`~..problems.box_qp.BoxQP.reference` makes at ``alpha``
+    from these figures of it (its margins and their bound, the gap terms at ``C``, the
+    gap's error bound and the hard-margin gap with its bound), without computing them
+    again."""
+    gap = max(float(terms.sum()), 0.0)
+    hard_margin = max(hm_gap, 0.0) + hm_error
+    if hard_margin < gap + gap_error:
+        # both bound D*_C - D(alpha): the rules and the certificate take the smaller
+        gap, gap_error = max(hm_gap, 0.0), hm_error
+    return BoxQPReference(C, alpha, margins, gap, margin_error, gap_error, hard_margin)
 
 
 def _dynamic_rule():

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..problems.constants import TINY, UNIT_ROUNDOFF
 from ..screening.balls import _reference_radius
+from .box_qp_reduced import reference_from
 from .protocol import StepOutcome
 from .report import ScreeningEvent, ScreeningReport
 
@@ -50,8 +51,19 @@ class HardMargin:
         ref = self.reference
         if np.isfinite(C):
             problem = self.data.problem(C, newton=self.newton)
-            ref = self.reference = problem.reference(C, ref.alpha,
-                                                     (ref.margins, ref.margin_error))
+            parts = self._hm_parts
+            if parts is not None and parts[0] is ref:
+                # the same point at another C: only its gap terms change (the
+                # hard-margin gap is C-free), as BoxQP.reference would find
+                terms = problem.gap_terms(ref.alpha, ref.margins)
+                gap_error = problem.gap_error(ref.alpha, ref.margins, ref.margin_error,
+                                              terms)
+                ref = reference_from(C, ref.alpha, ref.margins, ref.margin_error, terms,
+                                     gap_error, *parts[1:])
+                self._hm_parts = (ref, *parts[1:])
+            else:
+                ref = problem.reference(C, ref.alpha, (ref.margins, ref.margin_error))
+            self.reference = ref
         else:
             problem = self.data.problem(ref.C, newton=self.newton)
         dual = abs(float(ref.alpha.sum() - 0.5 * ref.alpha @ ref.margins))
@@ -163,7 +175,12 @@ class OfferedReferences:
         the own reference. The offer's margins cost one product with the kernel
         over the offered point's support, reported as a ``kernel-seed`` event (its
         time, and in the note the gaps compared). ``answered``: the own reference is
-        already the exact answer (a closed form): the offer is dropped unused."""
+        already the exact answer (a closed form), or the step does not screen: the
+        offer is dropped unused. It is a screening reference; without screening it
+        could only change the start point, from the own reference (the solution at
+        the previous ``C``, or a cold fit's closed form) to a point whose margins and
+        gap cost that product, which the warm start does not repay when every kernel
+        row is cached (the paths that do not screen)."""
         offer, self._offer = self._offer, None
         if offer is None or answered:
             return False

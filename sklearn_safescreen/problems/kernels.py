@@ -466,11 +466,17 @@ class KernelMatrix:
 def check_kernel_memory(n_free: int, n_factor: int = 0) -> None:
     """Refuse a dense ``n_free x n_free`` kernel block, with a Cholesky factor of up to
     ``n_factor`` variables beside it, that would not fit in half the available
-    memory."""
+    memory (blocks of at most ``BLOCK_BYTES`` pass unprobed)."""
+    need = 8.0 * (n_free * n_free + n_factor * n_factor)
+    if need <= BLOCK_BYTES:
+        # no larger than the transient kernel blocks a product allocates without a
+        # probe, while the probe (a read of the system's memory figures) costs more
+        # than a small solve: a path of small problems would pay it at every step
+        return
     what = (f"the kernel solver's dense {n_free} x {n_free} float64 kernel block"
             + (f" and Newton factor of up to {n_factor} variables" if n_factor else ""))
     memory.check_memory(
-        8.0 * (n_free * n_free + n_factor * n_factor), what,
+        need, what,
         "use kernel='linear', fewer samples, or a path whose screening leaves fewer free "
         "samples", fraction=0.5)
 

@@ -259,12 +259,18 @@ def _polish(problem, active: np.ndarray, rel_gap: float, tol: float,
     the short way there (one epoch and the finisher, where CD alone would need many
     epochs at its linear rate), but near it or past it a few epochs are far cheaper
     than a finish, whose Newton steps each cost several epochs (``doc/benchmarks.md``,
-    "Screening on against off"; git has the runs)."""
+    "Screening on against off"; git has the runs). The short way only where screening
+    left few variables against the samples (``opt.screened_polish_width``): a Newton
+    step costs ``d`` epochs over the active variables, and where they are not far fewer
+    than the samples (a problem of a few hundred samples, such as a one-vs-one pair)
+    CD's remaining epochs cost less than the finisher's steps."""
     if not rel_gap > opt.ipm_tol:
         return False
-    flops = problem.X.shape[1] ** 2
+    d = problem.X.shape[1]
+    flops = d**2
     return (problem.n_samples * flops <= opt.ipm_small_flops
             or (active.size * flops <= opt.ipm_small_flops
+                and active.size * d <= opt.screened_polish_width * problem.n_samples
                 and rel_gap > opt.cd_near_tol * tol))
 
 
@@ -388,7 +394,9 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     while True:
         # a Newton or interior-point step continues the loop: no epoch beyond max_iter
         if local_active.size and n_iter < max_iter:
-            budget = min(_check_schedule(n_iter, opt.check_max_epochs), max(max_iter - n_iter, 1))
+            budget = min(max(_check_schedule(n_iter, opt.check_max_epochs),
+                             _kernel_check_epochs(local_active.size, opt)),
+                         max(max_iter - n_iter, 1))
             if 1 < local_active.size <= opt.ipm_max_system and not ipm_done:
                 # the gap check that may hand over to the finisher comes when CD has
                 # run its epochs, not up to a doubling of them later (the check
@@ -402,14 +410,18 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         else:
             pg_ok = True
         la = local_active
-        gap = float((np.maximum(-lo[la] * g[la], -hi[la] * g[la]) + a[la] * g[la]).sum())
+        # (every free variable active, as on a path that does not screen: the arrays
+        # themselves, the same values in the same order as gathered over la)
+        whole = la.size == a.size
+        a_l, g_l, lo_l, hi_l = (a, g, lo, hi) if whole else (a[la], g[la], lo[la], hi[la])
+        gap = float((np.maximum(-lo_l * g_l, -hi_l * g_l) + a_l * g_l).sum())
         q_f = g + p_f
         # a'Qa = a_F'(q_F - d) + 2 a_F'd + const  with q_F - d = Q_FF a_F
         quad = a @ (q_f - d) + 2.0 * a @ d + const_fixed_quad
         dual = -0.5 * quad + p_f @ a + p_held
         if (problem.hinge and la.size and not held_idx.size
-                and np.count_nonzero(a[la]) == np.count_nonzero(a)):
-            gap = min(gap, hard_margin_gap(q_f[la], quad, dual))
+                and (whole or np.count_nonzero(a_l) == np.count_nonzero(a))):
+            gap = min(gap, hard_margin_gap(q_f if whole else q_f[la], quad, dual))
         rel_gap = gap / max(abs(dual), TINY)
         if problem.status is not None:
             problem.status.record(n_iter, rel_gap)
@@ -419,7 +431,8 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         # others usually finishes the job (CD crawls there at large C), and exactly:
         # where the finisher cannot run, tried after a few epochs, or at once on small
         # problems (accurate references), and again whenever the interior set changes.
-        interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
+        inside = (a_l > lo_l) & (a_l < hi_l)
+        interior = np.flatnonzero(inside) if whole else la[inside]
         newton_fresh = (0 < interior.size <= newton_max
                         and not np.array_equal(interior, newton_tried))
         # The interior-point finisher takes over once CD has had its epochs, or
@@ -436,7 +449,7 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
         newton_budget = (opt.newton_steps_before_ipm if finisher_ahead
                          else opt.newton_max_steps)
         if newton_fresh and n_newton < newton_budget and (
-                rel_gap > tol and n_iter >= opt.newton_after_epochs
+                rel_gap > tol and n_iter >= _kernel_newton_epochs(la.size, opt)
                 or small and rel_gap > opt.ipm_tol):
             newton_tried, n_newton = interior, n_newton + 1
             if newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
@@ -484,6 +497,28 @@ def _solve_kernel(problem, alpha, fixed, tol, max_iter, rng, dynamic_screen,
     dyn_fixed[local_active] = False
     fixed[free[dyn_fixed]] = True
     return SolveResult(alpha, fixed, gap, rel_gap, n_iter, converged, events)
+
+
+def _kernel_check_epochs(n_active: int, opt: DualCDOptions) -> int:
+    """Kernel mode: the fewest epochs between two gap checks over ``n_active``
+    variables, so that the epochs cost at least ``opt.kernel_check_flops`` (an epoch
+    is up to ``n_active**2`` multiply-adds; a check's vector operations cost about that
+    much whatever the size); never more than ``opt.check_max_epochs``. One epoch on a
+    problem the finisher polishes whatever its gap (``opt.ipm_small_flops``): its first
+    check hands it over, and epochs before that would be wasted."""
+    if n_active**3 / 3 <= opt.ipm_small_flops:
+        return 1
+    return int(min(max(-(-opt.kernel_check_flops // max(n_active, 1) ** 2), 1),
+                   opt.check_max_epochs))
+
+
+def _kernel_newton_epochs(n_active: int, opt: DualCDOptions) -> int:
+    """Kernel mode: the epochs of CD after which a Newton step on the interior
+    variables is tried: ``opt.newton_after_epochs``, or more on a small problem, until
+    the epochs (``n_active**2`` multiply-adds each) have cost ``opt.kernel_newton_flops``,
+    about what the step's fixed run of calls costs (CD often ends before)."""
+    return int(max(opt.newton_after_epochs,
+                   -(-opt.kernel_newton_flops // max(n_active, 1) ** 2)))
 
 
 def _kernel_ipm_epochs(n_active: int, opt: DualCDOptions) -> int:

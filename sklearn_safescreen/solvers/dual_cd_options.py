@@ -56,6 +56,15 @@ class DualCDOptions:
         epochs and the finisher is the short way, while within a small factor of it one
         or two epochs are cheaper than a finish (doc/benchmarks.md, "Screening on
         against off").
+    screened_polish_width : float
+        ... and whose active variables times the features are at most this many times
+        the samples: the finisher's run (a few tens of Newton steps, each about ``d``
+        epochs over the active variables, in level-3 BLAS, several times cheaper a flop)
+        then costs some tens of epochs of the unscreened problem, which CD far from
+        ``tol`` would exceed; much wider, CD's remaining epochs cost less (a problem of
+        a few hundred samples and tens of features, such as a one-vs-one pair, where
+        the finisher's steps cost tens of its epochs each). At the sizes where
+        screening pays, ``ipm_small_flops`` binds first.
     ipm_tol : float
         Relative gap the finisher aims at: far below ``tol``, because the solution is
         the next screening reference and the gap inflation of an inexact reference
@@ -80,6 +89,13 @@ class DualCDOptions:
         Kernel mode: epochs after which a Newton step on the interior variables is
         tried (each time the interior set changes): a few epochs first settle which
         variables are interior, so that the step is taken on a set likely to hold.
+    kernel_newton_flops : float
+        ... and, on a small problem, once the epochs have cost this many multiply-adds
+        (``n**2`` an epoch over ``n`` variables): a step's factorisation is cheap there,
+        but its run of calls costs about this much whatever the size, while coordinate
+        descent on a few hundred variables often converges in fewer epochs (a step
+        tried at once would then be wasted). Problems the finisher polishes at once
+        (``ipm_small_flops``) take their step at once.
     newton_max_steps : int
         Kernel mode: Newton steps per solve, at most: with clipping, the interior set
         could otherwise cycle.
@@ -95,6 +111,14 @@ class DualCDOptions:
         Most epochs between two gap checks. The checks' spacing doubles (1, 1, 2, 4,
         ...) so that dynamic screening acts early and checking costs O(log epochs); the
         cap keeps a slow solve checking its gap, and screening, at regular intervals.
+    kernel_check_flops : float
+        Kernel mode: the gap checks are spaced by at least the epochs whose kernel-row
+        updates reach this many multiply-adds (``n**2`` an epoch over ``n`` active
+        variables): a check is a fixed run of vector operations, whose cost does not
+        shrink with the problem, so on a small problem (a one-vs-one pair of a few
+        hundred samples) checking after each of the first epochs (the schedule above)
+        costs more than the epochs; coordinate descent's projected-gradient test still
+        ends a call early once its tolerance is met.
     pg_tol_start : float
         The projected-gradient tolerance of CD's first call (LIBLINEAR's stopping
         criterion): loose, because the duality gap, not this, decides convergence; a
@@ -118,15 +142,18 @@ class DualCDOptions:
     ipm_max_system: int = 2500
     ipm_small_flops: float = 1e6
     cd_near_tol: float = 10.0
+    screened_polish_width: float = 4.0
     ipm_tol: float = 1e-12
     kernel_ipm_epochs_per_variable: int = 1
     ipm_working_set_share: float = 0.5
     ipm_working_set_rounds: int = 3
     stop_when_slow_min: int = 2000
     newton_after_epochs: int = 5
+    kernel_newton_flops: float = 1.5e6
     newton_max_steps: int = 10
     newton_steps_before_ipm: int = 1
     check_max_epochs: int = 500
+    kernel_check_flops: float = 1e6
     pg_tol_start: float = 0.1
     pg_tol_shrink: float = 0.1
     ipm_max_iter: int = 80

@@ -42,12 +42,33 @@ def test_kernel_memory_refusal_counts_the_newton_factor(monkeypatch):
     from sklearn_safescreen._utils import memory
     from sklearn_safescreen.problems import kernels
 
-    monkeypatch.setattr(memory, "available_memory", lambda: 2 * 8 * 1000 * 1000)
-    kernels.check_kernel_memory(700, 700)  # 7.8 MB of 8 MB: fits
-    with pytest.raises(MemoryError, match=r"1000 x 1000 float64 kernel block and Newton "
-                                          r"factor of up to 500 variables would need about "
-                                          r"0\.01 GiB, more than 50% of the 0\.01 GiB"):
-        kernels.check_kernel_memory(1000, 500)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2 * 8 * 3000 * 3000)
+    kernels.check_kernel_memory(2100, 2100)  # 70.6 MB of 72 MB: fits
+    with pytest.raises(MemoryError, match=r"3000 x 3000 float64 kernel block and Newton "
+                                          r"factor of up to 1500 variables would need about "
+                                          r"0\.08 GiB, more than 50% of the 0\.13 GiB"):
+        kernels.check_kernel_memory(3000, 1500)
+
+
+def test_small_kernel_blocks_are_not_probed(monkeypatch):
+    """A block and factor within ``BLOCK_BYTES`` (the size of the transient blocks
+    allocated unprobed) skip the memory probe; one byte-row more is probed."""
+    from sklearn_safescreen._utils import memory
+    from sklearn_safescreen.problems import kernels
+
+    probes = []
+
+    def probe():
+        probes.append(1)
+        return 0  # no memory at all: a probed block is refused
+
+    monkeypatch.setattr(memory, "available_memory", probe)
+    n = int(np.sqrt(kernels.BLOCK_BYTES / 16))  # block and factor of n: within
+    kernels.check_kernel_memory(n, n)
+    assert not probes
+    with pytest.raises(MemoryError):
+        kernels.check_kernel_memory(n + 1, n + 1)
+    assert probes
 
 
 
