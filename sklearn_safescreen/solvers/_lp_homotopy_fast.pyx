@@ -51,12 +51,14 @@ cdef class HomotopyCore:
     cdef Py_ssize_t _left
     cdef bint lines_fresh
     # the basis's factor: the dense inverse, or (``factor="lu"``) the sparse factor with
-    # its buffers over the samples (the entering column's FTRAN ``xs``; the two cost
-    # vectors ``c1``, ``c0`` whose BTRAN gives the dual lines)
+    # its buffers over the samples (the entering column's FTRAN ``xs``; the dual lines
+    # over every sample, ``c1`` and ``c0``, the BTRANs of the two cost vectors, solved
+    # at a fresh factor and updated by each pivot; ``rho``, the pivot's row of the
+    # basis inverse)
     cdef public bint lu_mode
     cdef DenseInverse inv
     cdef SparseFactor lu
-    cdef double[::1] xs, c1, c0
+    cdef double[::1] xs, c1, c0, rho
 
     def __init__(self, Z, Zc, double[::1] s, double slope_rtol, double tie_rtol,
                  double pivot_rtol, bint lu=False):
@@ -89,6 +91,7 @@ cdef class HomotopyCore:
         if lu:
             self.lu = SparseFactor(self.Z, km)
             self.xs, self.c1, self.c0 = np.zeros(n), np.zeros(n), np.zeros(n)
+            self.rho = np.zeros(n)
         else:
             self.inv = DenseInverse(km)
         self.refresh_below()
@@ -167,7 +170,8 @@ cdef class HomotopyCore:
     # ---------------------------------------------------------- dual lines ---
     cdef void _lu_dual_lines(self) noexcept nogil:
         """u, v from the duals of the two cost vectors (1 on the features' slots; s_i
-        on the slots of the hinge slacks of the samples below the margin)."""
+        on the slots of the hinge slacks of the samples below the margin), solved
+        from scratch (then kept, over every sample, for :meth:`_lu_update_lines`)."""
         cdef Py_ssize_t i, l
         for i in range(self.n):
             self.c1[i] = 0.0
@@ -178,20 +182,83 @@ cdef class HomotopyCore:
             if self.status[i] == L_STATUS:
                 self.c0[self.lu.slotS[i]] = self.s[i]
         self.lu.btran2(&self.c1[0], &self.c0[0])
+        self._lu_read_lines()
+
+    cdef void _lu_read_lines(self) noexcept nogil:
+        """u, v: the dual lines on the margin set. Off it they are the costs of the
+        basic slack (surplus) of each sample, exactly: 0 for both lines, but s_i on
+        the second for a sample below the margin (what an update leaves there differs
+        only by round-off, which is dropped)."""
+        cdef Py_ssize_t i, l
+        for i in range(self.n):
+            if self.status[i] != E_STATUS:
+                self.c1[i] = 0.0
+                self.c0[i] = self.s[i] if self.status[i] == L_STATUS else 0.0
         for l in range(self.k):
             self.u[l] = self.c1[self.E[l]]
             self.v[l] = -self.c0[self.E[l]]
+
+    cdef void _lu_update_lines(self, int kind, Py_ssize_t index, int sign,
+                               Py_ssize_t rs) noexcept nogil:
+        """The dual lines (``c1``, ``c0``, over the samples) through the pivot whose
+        entering column's FTRAN is ``xs`` and whose leaving variable holds slot ``rs``,
+        before the factor takes the pivot: the dual of a basis whose column in slot r
+        is exchanged moves along the old basis inverse's row r, y' = y + (c_q - a_q^T
+        y) / x_r B^{-T} e_r, the entering variable's reduced cost over its pivot
+        element (for each line, with its cost: 1 for a feature on the first, s_i for a
+        hinge slack on the second). One BTRAN with a unit vector, where solving the
+        lines takes one with the two cost vectors; a fresh factor solves them anew
+        (:meth:`refactor`), so that the updates' round-off lasts no longer than the
+        factor's."""
+        cdef Py_ssize_t i, p, j
+        cdef double d1, d0, z, piv = self.xs[rs]
+        cdef const Py_ssize_t* cptr
+        cdef const Py_ssize_t* cind
+        cdef const double* cdat
+        cdef double* y1 = &self.c1[0]
+        cdef double* y0 = &self.c0[0]
+        cdef double* rho = &self.rho[0]
+        if kind == FEATURE:
+            j = index
+            d1, d0 = 1.0, 0.0
+            cptr, cind, cdat = &self.Z.c_ptr[0], &self.Z.c_ind[0], &self.Z.c_data[0]
+            for p in range(cptr[j], cptr[j + 1]):
+                z = sign * cdat[p]
+                d1 -= z * y1[cind[p]]
+                d0 -= z * y0[cind[p]]
+        else:
+            # the hinge slack (column e_i, cost s_i) or the surplus (-e_i, cost 0) of
+            # margin sample i
+            i = self.E[index]
+            if kind == BELOW:
+                d1, d0 = -y1[i], self.s[i] - y0[i]
+            else:
+                d1, d0 = y1[i], y0[i]
+        self.lu.btran_unit(rs, rho)
+        d1 = d1 / piv
+        d0 = d0 / piv
+        for i in range(self.n):
+            z = rho[i]
+            if z != 0.0:
+                y1[i] += d1 * z
+                y0[i] += d0 * z
+                rho[i] = 0.0
 
     cdef void _dual_lines(self) noexcept nogil:
         """u = G^T 1, v = G^T (sgn * cL[A]): the margin set's dual is lam n u - v
         (computed once per basis: a pivot or a refactorisation marks them stale)."""
         cdef Py_ssize_t l
-        if self.k == 0 or self.lines_fresh:
+        if self.lines_fresh:
             return
-        self.lines_fresh = True
         if self.lu_mode:
+            # also with an empty support: the lines over every sample are what the
+            # pivots update
+            self.lines_fresh = True
             self._lu_dual_lines()
             return
+        if self.k == 0:
+            return
+        self.lines_fresh = True
         for l in range(self.k):
             self.rhs2[l, 0] = 1.0
             self.rhs2[l, 1] = self.sgn[l] * self.cL[self.A[l]]
@@ -379,6 +446,9 @@ cdef class HomotopyCore:
         if self.lu_mode:
             self.lu.make_room()
         with nogil:
+            if self.lu_mode:
+                # the current basis's lines, which the pivot updates
+                self._dual_lines()
             self._column(kind, index, sign)
             # the ratio test: t_A decreases at alpha, 1 - m (below) at dm, m - 1 (above)
             # at -dm
@@ -432,6 +502,10 @@ cdef class HomotopyCore:
                 self.m[i] += theta * self.dm[i]
             self._update_factor(kind, index, sign, leave_kind, p, r)
             self._update(kind, index, sign, theta, leave_kind, p, r)
+            if self.lu_mode:
+                # the updated lines, on the new margin set
+                self._lu_read_lines()
+                self.lines_fresh = True
         if leave_kind == FEATURE:
             return FEATURE, int(self._left)
         return SAMPLE, int(r)
@@ -444,9 +518,11 @@ cdef class HomotopyCore:
         the entering column; a row and a column removed; a row replaced)."""
         cdef int k = <int>self.k
         cdef bint enter_feature = kind == FEATURE, leave_feature = leave_kind == FEATURE
+        cdef Py_ssize_t rs
         if self.lu_mode:
-            self.lu.push_eta(self.lu.slotA[p] if leave_feature else self.lu.slotS[r],
-                             &self.xs[0], index if enter_feature else -1, sign)
+            rs = self.lu.slotA[p] if leave_feature else self.lu.slotS[r]
+            self._lu_update_lines(kind, index, sign, rs)
+            self.lu.push_eta(rs, &self.xs[0], index if enter_feature else -1, sign)
             self.lu.move_slots(enter_feature, leave_feature, p, r,
                                -1 if enter_feature else self.E[index], k)
         elif enter_feature and leave_feature:
@@ -583,6 +659,27 @@ cdef class HomotopyCore:
             self._ftran_py(x)
             G[:, e] = x[slots]
         return G
+
+    def dual_lines_check(self):
+        """``(kept, solved)``: the dual lines ``(u, v)`` as the core holds them
+        (with the sparse factor, updated by the pivots since the last factorisation)
+        and solved from scratch with the current factor, which the core's state keeps
+        (for tests)."""
+        k = self.k
+        with nogil:
+            self._dual_lines()
+        kept = (np.array(self.u[:k]), np.array(self.v[:k]))
+        if not self.lu_mode:
+            return kept, kept
+        saved = (np.array(self.c1), np.array(self.c0))
+        with nogil:
+            self._lu_dual_lines()
+        solved = (np.array(self.u[:k]), np.array(self.v[:k]))
+        np.asarray(self.c1)[:] = saved[0]
+        np.asarray(self.c0)[:] = saved[1]
+        np.asarray(self.u)[:k] = kept[0]
+        np.asarray(self.v)[:k] = kept[1]
+        return kept, solved
 
     def _ftran_py(self, double[::1] x):
         with nogil:
