@@ -46,6 +46,9 @@ cdef class HomotopyCore:
     cdef double[::1] sgn, t, m, cL
     cdef signed char[::1] status
     cdef double[::1] u, v, g, hh, alpha, dm, cvec, tmpk
+    # the pricing's candidate ties: their crossings and global indices
+    cdef double[::1] cand_c
+    cdef Py_ssize_t[::1] cand_g
     cdef double[::1, :] rhs2, uv
     cdef double slope_rtol, tie_rtol, pivot_rtol
     cdef Py_ssize_t _left
@@ -57,7 +60,7 @@ cdef class HomotopyCore:
     # basis inverse)
     cdef public bint lu_mode
     cdef DenseInverse inv
-    cdef SparseFactor lu
+    cdef readonly SparseFactor lu
     cdef double[::1] xs, c1, c0, rho
 
     def __init__(self, Z, Zc, double[::1] s, double slope_rtol, double tie_rtol,
@@ -83,6 +86,8 @@ cdef class HomotopyCore:
         self.u, self.v, self.alpha = uv[:, 0], uv[:, 1], np.zeros(km)
         self.cvec, self.tmpk = np.zeros(km), np.zeros(km)
         self.g, self.hh = np.zeros(d), np.zeros(d)
+        self.cand_c = np.zeros(2 * d + 2 * km)
+        self.cand_g = np.zeros(2 * d + 2 * km, dtype=np.intp)
         self.dm = np.zeros(n)
         self.k = 0
         self.lam = INFINITY
@@ -290,12 +295,25 @@ cdef class HomotopyCore:
         return gap
 
     # ----------------------------------------------------------- dual side ---
+    cdef inline void _note(self, double c, Py_ssize_t gi, double* top,
+                           Py_ssize_t* nc) noexcept nogil:
+        """A crossing ``c`` of variable ``gi`` (the global order): the largest so far
+        in ``top``; kept as a candidate tie if within the tie tolerance of that (the
+        tolerance's threshold only rises with ``top``, so that every crossing tied with
+        the final largest one is kept, with the crossings that led up to it)."""
+        if c > top[0]:
+            top[0] = c
+        if c >= top[0] - self.tie_rtol * max(fabs(top[0]), 1e-300):
+            self.cand_c[nc[0]] = c
+            self.cand_g[nc[0]] = gi
+            nc[0] += 1
+
     def next_event(self, double lam_stop):
         """``(found, lam, kind, index, sign, gap)``: the next breakpoint's entering
         variable (index: the feature, or the margin sample's position), or found=False
         when the basis is optimal down to ``lam_stop`` (or 0)."""
-        cdef Py_ssize_t j, e, d = self.d, n = self.n, best = -1, gi
-        cdef double top = -INFINITY, c, d1, d0, tol_f, tol_s, umax = 0.0, lam_next, tie
+        cdef Py_ssize_t j, e, d = self.d, n = self.n, best = -1, nc = 0, q
+        cdef double top = -INFINITY, d1, d0, tol_f, tol_s, umax = 0.0, lam_next, tie
         cdef double gap
         cdef int kind = -1, sign = 0
         with nogil:
@@ -306,32 +324,25 @@ cdef class HomotopyCore:
             for e in range(self.k):
                 umax = max(umax, fabs(self.u[e]))
             tol_s = self.slope_rtol * n * max(1.0, umax)
-            # pass 1: the largest crossing
+            # the largest crossing, and the candidates for a tie with it
             for j in range(d):
                 if self.posA[j] >= 0:
                     continue
                 d0 = self.cL[j] - self.hh[j]  # h_j
                 d1 = n * (1.0 - self.g[j])
                 if d1 > tol_f:
-                    c = d0 / d1
-                    if c > top:
-                        top = c
+                    self._note(d0 / d1, j, &top, &nc)
                 d1 = n * (1.0 + self.g[j])
                 if d1 > tol_f:
-                    c = -d0 / d1
-                    if c > top:
-                        top = c
+                    self._note(-d0 / d1, d + j, &top, &nc)
             for e in range(self.k):
                 d1 = -n * self.u[e]
                 if d1 > tol_s:
-                    c = -(self.s[self.E[e]] + self.v[e]) / d1
-                    if c > top:
-                        top = c
+                    self._note(-(self.s[self.E[e]] + self.v[e]) / d1,
+                               2 * d + self.E[e], &top, &nc)
                 d1 = n * self.u[e]
                 if d1 > tol_s:
-                    c = self.v[e] / d1
-                    if c > top:
-                        top = c
+                    self._note(self.v[e] / d1, 2 * d + n + self.E[e], &top, &nc)
         if not top > -INFINITY or top <= lam_stop or top <= 0.0:
             # the last basis's gap at the path's end, or (a path down to 0, where both
             # objectives of a separable problem vanish) at half its last breakpoint
@@ -346,37 +357,19 @@ cdef class HomotopyCore:
             return False, 0.0, -1, -1, 0, gap
         tie = top - self.tie_rtol * max(fabs(top), 1e-300)
         with nogil:
-            # pass 2: among the ties, the smallest global index (Bland)
+            # among the ties, the smallest global index (Bland)
             best = -1
-            for j in range(d):
-                if self.posA[j] >= 0:
-                    continue
-                d0 = self.cL[j] - self.hh[j]
-                d1 = n * (1.0 - self.g[j])
-                if d1 > tol_f and d0 / d1 >= tie:
-                    best, kind, sign = j, FEATURE, 1
-                    break
-            for j in range(d):
-                if best >= 0 and best <= d + j:
-                    break
-                if self.posA[j] >= 0:
-                    continue
-                d0 = self.cL[j] - self.hh[j]
-                d1 = n * (1.0 + self.g[j])
-                if d1 > tol_f and -d0 / d1 >= tie:
-                    best, kind, sign = d + j, FEATURE, -1
-                    break
-            for e in range(self.k):
-                d1 = -n * self.u[e]
-                gi = 2 * d + self.E[e]
-                if d1 > tol_s and -(self.s[self.E[e]] + self.v[e]) / d1 >= tie:
-                    if best < 0 or gi < best:
-                        best, kind, sign = gi, BELOW, 0
-                d1 = n * self.u[e]
-                gi = 2 * d + n + self.E[e]
-                if d1 > tol_s and self.v[e] / d1 >= tie:
-                    if best < 0 or gi < best:
-                        best, kind, sign = gi, ABOVE, 0
+            for q in range(nc):
+                if self.cand_c[q] >= tie and (best < 0 or self.cand_g[q] < best):
+                    best = self.cand_g[q]
+            if best < d:
+                kind, sign = FEATURE, 1
+            elif best < 2 * d:
+                kind, sign = FEATURE, -1
+            elif best < 2 * d + n:
+                kind = BELOW
+            else:
+                kind = ABOVE
             lam_next = min(top, self.lam)
             gap = self._gap(lam_next)
         if kind == FEATURE:
