@@ -51,16 +51,24 @@ DENSE_TAIL = 0.85
 DENSE_TAIL_MIN = 16
 
 
-def _tail_start(L, U, k):
+def _entries(T):
+    """A CSC factor's entries as ``(rows, cols)`` (read from its arrays, no copy of
+    the matrix)."""
+    rows = T.indices.astype(np.intp)
+    cols = np.repeat(np.arange(T.shape[1], dtype=np.intp), np.diff(T.indptr))
+    return rows, cols
+
+
+def _tail_start(Lrc, Urc, k):
     """Where the factors' dense trailing block starts: the first j0 whose block
-    ``[j0:, j0:]`` of L and U together is at least ``DENSE_TAIL`` full (k if none, or if
-    smaller than ``DENSE_TAIL_MIN``). Counts only."""
+    ``[j0:, j0:]`` of L and U (their entries ``(rows, cols)``) together is at least
+    ``DENSE_TAIL`` full (k if none, or if smaller than ``DENSE_TAIL_MIN``). Counts
+    only."""
     if k < DENSE_TAIL_MIN:
         return k
-    L, U = L.tocoo(), U.tocoo()
     # an entry lies in the block from j0 on iff min(row, col) >= j0; the diagonal is
     # in both factors, and counted once
-    first = np.concatenate([np.minimum(L.row, L.col), np.minimum(U.row, U.col)])
+    first = np.concatenate([np.minimum(*Lrc), np.minimum(*Urc)])
     counts = np.bincount(first, minlength=k)[:k] - 1
     inside = np.cumsum(counts[::-1])[::-1]
     m = k - np.arange(k)
@@ -68,13 +76,12 @@ def _tail_start(L, U, k):
     return int(ok[0]) if len(ok) else k
 
 
-def _split_diagonal(T, bint lower, Py_ssize_t j0):
-    """A triangular CSC factor as its diagonal, its strict part outside the trailing
-    block from ``j0`` (CSC arrays) and that block, dense (Fortran order)."""
-    T = T.tocsc()
+def _split_diagonal(T, rc, bint lower, Py_ssize_t j0):
+    """A triangular CSC factor (its entries ``rc``, :func:`_entries`) as its
+    diagonal, its strict part outside the trailing block from ``j0`` (CSC arrays) and
+    that block, dense (Fortran order)."""
     k = T.shape[0]
-    cols = np.repeat(np.arange(k, dtype=np.intp), np.diff(T.indptr))
-    rows = T.indices.astype(np.intp)
+    rows, cols = rc
     diag = np.zeros(k)
     on = rows == cols
     diag[cols[on]] = T.data[on]
@@ -145,10 +152,11 @@ cdef class SparseFactor:
             self.DL = self.DU = np.zeros((1, 1), order="F")
             return
         L, U = lu.L, lu.U
-        j0 = _tail_start(L, U, k0)
+        Lrc, Urc = _entries(L), _entries(U)
+        j0 = _tail_start(Lrc, Urc, k0)
         self.j0 = j0
-        self.Ld, self.Lp, self.Li, self.Lx, DL = _split_diagonal(L, True, j0)
-        self.Ud, self.Up, self.Ui, self.Ux, DU = _split_diagonal(U, False, j0)
+        self.Ld, self.Lp, self.Li, self.Lx, DL = _split_diagonal(L, Lrc, True, j0)
+        self.Ud, self.Up, self.Ui, self.Ux, DU = _split_diagonal(U, Urc, False, j0)
         # never an empty buffer (BLAS is not called on one, but its address is taken)
         self.DL = DL if k0 > j0 else np.zeros((1, 1), order="F")
         self.DU = DU if k0 > j0 else np.zeros((1, 1), order="F")
@@ -169,7 +177,7 @@ cdef class SparseFactor:
         sgn = np.asarray(sgn, dtype=np.float64)
         lu = None
         if len(A):
-            M = sp.csc_matrix(self.Z.csr[E][:, A] @ sp.diags(sgn))
+            M = self._margin_matrix(A, E, sgn)
             try:
                 lu = splu(M, permc_spec="COLAMD", relax=1, panel_size=1)
             except RuntimeError as exc:
@@ -195,6 +203,33 @@ cdef class SparseFactor:
         slot_of_feat[A] = E
         self.slot_of_feat = slot_of_feat
         self.n_eta = self.eta_nnz = self.eta_work = 0
+
+    def _margin_matrix(self, A, E, sgn):
+        """``M0 = Z[E][:, A] diag(sgn)``, CSC with sorted rows, gathered from Z's
+        columns ``A`` through the samples' positions in ``E`` (no copy of Z's rows)."""
+        import scipy.sparse as sp
+
+        k = len(A)
+        cptr = np.asarray(self.Z.c_ptr)
+        starts = cptr[A]
+        lens = cptr[A + 1] - starts
+        offsets = np.zeros(k, dtype=np.intp)
+        np.cumsum(lens[:-1], out=offsets[1:])
+        at = np.arange(int(lens.sum()), dtype=np.intp) + np.repeat(starts - offsets,
+                                                                   lens)
+        pos = np.full(self.n, -1, dtype=np.intp)
+        pos[E] = np.arange(k, dtype=np.intp)
+        rows = pos[np.asarray(self.Z.c_ind)[at]]
+        keep = rows >= 0
+        cols = np.repeat(np.arange(k, dtype=np.intp), lens)[keep]
+        indptr = np.zeros(k + 1, dtype=np.intp)
+        np.cumsum(np.bincount(cols, minlength=k), out=indptr[1:])
+        M = sp.csc_matrix((np.asarray(self.Z.c_data)[at][keep] * sgn[cols], rows[keep],
+                           indptr), shape=(k, k))
+        # as the matrix product would make it: no explicit zero
+        M.eliminate_zeros()
+        M.sort_indices()
+        return M
 
     def full(self):
         """Whether a fresh factor is cheaper than carrying on: every update adds its
