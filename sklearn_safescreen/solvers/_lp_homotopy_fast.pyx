@@ -195,10 +195,14 @@ cdef class HomotopyCore:
         the second for a sample below the margin (what an update leaves there differs
         only by round-off, which is dropped)."""
         cdef Py_ssize_t i, l
+        cdef double* y1 = &self.c1[0]
+        cdef double* y0 = &self.c0[0]
+        cdef const double* sw = &self.s[0]
+        cdef const signed char* st = &self.status[0]
         for i in range(self.n):
-            if self.status[i] != E_STATUS:
-                self.c1[i] = 0.0
-                self.c0[i] = self.s[i] if self.status[i] == L_STATUS else 0.0
+            if st[i] != E_STATUS:
+                y1[i] = 0.0
+                y0[i] = sw[i] if st[i] == L_STATUS else 0.0
         for l in range(self.k):
             self.u[l] = self.c1[self.E[l]]
             self.v[l] = -self.c0[self.E[l]]
@@ -274,17 +278,20 @@ cdef class HomotopyCore:
         """Relative gap of the current basis at lam (the dual lines must be current)."""
         cdef double primal = 0.0, dual = 0.0, ln = lam * self.n, x
         cdef Py_ssize_t i, l
+        cdef const double* m = &self.m[0]
+        cdef const double* sw = &self.s[0]
+        cdef const signed char* st = &self.status[0]
         for l in range(self.k):
             primal += ln * self.t[l]
             dual += ln * self.u[l] - self.v[l]
         for i in range(self.n):
             # the hinge of every sample (not only those below the margin): a margin that
             # drifted to the wrong side shows in the gap
-            x = 1.0 - self.m[i]
+            x = 1.0 - m[i]
             if x > 0.0:
-                primal += self.s[i] * x
-            if self.status[i] == L_STATUS:
-                dual += self.s[i]
+                primal += sw[i] * x
+            if st[i] == L_STATUS:
+                dual += sw[i]
         return fabs(primal - dual) / max(fabs(primal), 1e-300)
 
     def gap_at(self, double lam):
@@ -316,6 +323,10 @@ cdef class HomotopyCore:
         cdef double top = -INFINITY, d1, d0, tol_f, tol_s, umax = 0.0, lam_next, tie
         cdef double gap
         cdef int kind = -1, sign = 0
+        cdef const Py_ssize_t* posA = &self.posA[0]
+        cdef const double* cL = &self.cL[0]
+        cdef const double* hh = &self.hh[0]
+        cdef const double* g = &self.g[0]
         with nogil:
             self._dual_lines()
             self.Z.rows_T2(self.k, &self.E[0], &self.u[0], &self.v[0], &self.g[0],
@@ -326,13 +337,13 @@ cdef class HomotopyCore:
             tol_s = self.slope_rtol * n * max(1.0, umax)
             # the largest crossing, and the candidates for a tie with it
             for j in range(d):
-                if self.posA[j] >= 0:
+                if posA[j] >= 0:
                     continue
-                d0 = self.cL[j] - self.hh[j]  # h_j
-                d1 = n * (1.0 - self.g[j])
+                d0 = cL[j] - hh[j]  # h_j
+                d1 = n * (1.0 - g[j])
                 if d1 > tol_f:
                     self._note(d0 / d1, j, &top, &nc)
-                d1 = n * (1.0 + self.g[j])
+                d1 = n * (1.0 + g[j])
                 if d1 > tol_f:
                     self._note(-d0 / d1, d + j, &top, &nc)
             for e in range(self.k):
@@ -393,25 +404,31 @@ cdef class HomotopyCore:
         active features and ``dm`` of the margins."""
         cdef Py_ssize_t i, l, k = self.k
         cdef double dirn
+        cdef double* dm = &self.dm[0]
+        cdef double* xs
+        cdef const Py_ssize_t* slotS
+        cdef const signed char* st = &self.status[0]
         for i in range(self.n):
-            self.dm[i] = 0.0
+            dm[i] = 0.0
         if self.lu_mode:
             # its FTRAN into xs, read through the slots
+            xs = &self.xs[0]
             for i in range(self.n):
-                self.xs[i] = 0.0
+                xs[i] = 0.0
             if kind == FEATURE:
-                self.Z.add_col(index, <double>sign, &self.xs[0])
+                self.Z.add_col(index, <double>sign, xs)
             else:
                 # the hinge slack (column e_i) or the surplus (-e_i) of margin sample i
-                self.xs[self.E[index]] = 1.0 if kind == BELOW else -1.0
-            self.lu.ftran(&self.xs[0])
+                xs[self.E[index]] = 1.0 if kind == BELOW else -1.0
+            self.lu.ftran(xs)
             for l in range(k):
-                self.alpha[l] = self.xs[self.lu.slotA[l]]
+                self.alpha[l] = xs[self.lu.slotA[l]]
+            slotS = &self.lu.slotS[0]
             for i in range(self.n):
-                if self.status[i] == L_STATUS:
-                    self.dm[i] = self.xs[self.lu.slotS[i]]
-                elif self.status[i] == R_STATUS:
-                    self.dm[i] = -self.xs[self.lu.slotS[i]]
+                if st[i] == L_STATUS:
+                    dm[i] = xs[slotS[i]]
+                elif st[i] == R_STATUS:
+                    dm[i] = -xs[slotS[i]]
             if kind != FEATURE:
                 # the sample leaving the margin: below at rate 1, or above
                 self.dm[self.E[index]] = -1.0 if kind == BELOW else 1.0
@@ -436,6 +453,12 @@ cdef class HomotopyCore:
         cdef Py_ssize_t best, gi
         cdef double scale = 0.0, ptol, theta = INFINITY, x, rate, tie
         cdef int leave_kind = -1
+        # the loops read the arrays through local pointers (see _lp_sparse_factor)
+        cdef double* al = &self.alpha[0]
+        cdef double* tt = &self.t[0]
+        cdef double* dm = &self.dm[0]
+        cdef double* m = &self.m[0]
+        cdef const signed char* st = &self.status[0]
         if self.lu_mode:
             self.lu.make_room()
         with nogil:
@@ -446,21 +469,21 @@ cdef class HomotopyCore:
             # the ratio test: t_A decreases at alpha, 1 - m (below) at dm, m - 1 (above)
             # at -dm
             for l in range(k):
-                scale = max(scale, fabs(self.alpha[l]))
+                scale = max(scale, fabs(al[l]))
             for i in range(n):
-                if self.status[i] != E_STATUS:
-                    scale = max(scale, fabs(self.dm[i]))
+                if st[i] != E_STATUS:
+                    scale = max(scale, fabs(dm[i]))
             ptol = self.pivot_rtol * scale
             for l in range(k):
-                if self.alpha[l] > ptol:
-                    x = max(self.t[l], 0.0) / self.alpha[l]
+                if al[l] > ptol:
+                    x = max(tt[l], 0.0) / al[l]
                     if x < theta:
                         theta = x
             for i in range(n):
-                if self.status[i] == L_STATUS:
-                    rate, x = self.dm[i], 1.0 - self.m[i]
-                elif self.status[i] == R_STATUS:
-                    rate, x = -self.dm[i], self.m[i] - 1.0
+                if st[i] == L_STATUS:
+                    rate, x = dm[i], 1.0 - m[i]
+                elif st[i] == R_STATUS:
+                    rate, x = -dm[i], m[i] - 1.0
                 else:
                     continue
                 if rate > ptol:
@@ -474,15 +497,15 @@ cdef class HomotopyCore:
             tie = theta + self.tie_rtol * max(theta, 1.0)
             best = -1
             for l in range(k):
-                if self.alpha[l] > ptol and max(self.t[l], 0.0) / self.alpha[l] <= tie:
+                if al[l] > ptol and max(tt[l], 0.0) / al[l] <= tie:
                     gi = self.A[l] if self.sgn[l] > 0 else d + self.A[l]
                     if best < 0 or gi < best:
                         best, p, leave_kind = gi, l, FEATURE
             for i in range(n):
-                if self.status[i] == L_STATUS:
-                    rate, x, gi = self.dm[i], 1.0 - self.m[i], 2 * d + i
-                elif self.status[i] == R_STATUS:
-                    rate, x, gi = -self.dm[i], self.m[i] - 1.0, 2 * d + n + i
+                if st[i] == L_STATUS:
+                    rate, x, gi = dm[i], 1.0 - m[i], 2 * d + i
+                elif st[i] == R_STATUS:
+                    rate, x, gi = -dm[i], m[i] - 1.0, 2 * d + n + i
                 else:
                     continue
                 if rate > ptol and max(x, 0.0) / rate <= tie:
@@ -490,9 +513,9 @@ cdef class HomotopyCore:
                         best, r, leave_kind = gi, i, SAMPLE
             # the step
             for l in range(k):
-                self.t[l] = max(self.t[l] - theta * self.alpha[l], 0.0)
+                tt[l] = max(tt[l] - theta * al[l], 0.0)
             for i in range(n):
-                self.m[i] += theta * self.dm[i]
+                m[i] += theta * dm[i]
             self._update_factor(kind, index, sign, leave_kind, p, r)
             self._update(kind, index, sign, theta, leave_kind, p, r)
             if self.lu_mode:
