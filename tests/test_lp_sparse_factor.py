@@ -86,6 +86,16 @@ def _check_solves(factor, basis, rng):
     for y, c in ((y1, c1), (y0, c0)):
         ref = np.linalg.solve(B.T, c)
         assert np.abs(y - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
+    # a row of the inverse, for a slot in S and one in F (a slack alone in its slot)
+    touched = np.flatnonzero([w[0] == "f" or factor.is_touched(i)
+                              for i, w in enumerate(basis.slots)])
+    others = np.setdiff1d(np.arange(basis.n), touched)
+    for pool in (touched, others):
+        if len(pool):
+            r = int(rng.choice(pool))
+            ref = np.linalg.solve(B.T, np.eye(basis.n)[r])
+            row = factor.btran_unit_py(r)
+            assert np.abs(row - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
 
 
 def _exchange(factor, basis, rng):
@@ -229,6 +239,27 @@ def test_path_on_sparse_data_with_many_refactorisations():
             1.0 - yy * (X @ w), 0.0).mean()
         opt = solve_full(X, yy, np.ones(len(yy)), p.lam)
         assert abs(mine - opt.value) <= 1e-9 * opt.value
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_updated_dual_lines_equal_solved_ones_along_a_path(seed):
+    """With the sparse factor, each pivot updates the dual lines along a row of the
+    basis inverse instead of solving for them: after every breakpoint of a path (the
+    factor rarely refactorised, so that long runs of updates build up), the lines the
+    core holds equal the lines solved from scratch with its factor."""
+    X, y, _ = make_problem(40 + seed, n=60, d=80, sparse=True, density=0.15)
+    data = LPSVMData(X, y)
+    core = make_core(data, True, factor="lu")
+    core.eta_fill = np.inf
+    follower = PathFollower(core, data, refactor_every=10**9)
+    updated = 0
+    for _ in follower.run(1e-3 * data.lambda_max()):
+        (u, v), (u0, v0) = core.dual_lines_check()
+        scale = max(1.0, np.abs(u0).max(initial=0.0), np.abs(v0).max(initial=0.0))
+        assert np.abs(u - u0).max(initial=0.0) <= 1e-9 * scale
+        assert np.abs(v - v0).max(initial=0.0) <= 1e-9 * scale
+        updated += core.n_eta > 0 and core.k > 0
+    assert follower.n_refactor <= 1 and updated > 50
 
 
 class _CorruptValues:

@@ -46,17 +46,22 @@ cdef class HomotopyCore:
     cdef double[::1] sgn, t, m, cL
     cdef signed char[::1] status
     cdef double[::1] u, v, g, hh, alpha, dm, cvec, tmpk
+    # the pricing's candidate ties: their crossings and global indices
+    cdef double[::1] cand_c
+    cdef Py_ssize_t[::1] cand_g
     cdef double[::1, :] rhs2, uv
     cdef double slope_rtol, tie_rtol, pivot_rtol
     cdef Py_ssize_t _left
     cdef bint lines_fresh
     # the basis's factor: the dense inverse, or (``factor="lu"``) the sparse factor with
-    # its buffers over the samples (the entering column's FTRAN ``xs``; the two cost
-    # vectors ``c1``, ``c0`` whose BTRAN gives the dual lines)
+    # its buffers over the samples (the entering column's FTRAN ``xs``; the dual lines
+    # over every sample, ``c1`` and ``c0``, the BTRANs of the two cost vectors, solved
+    # at a fresh factor and updated by each pivot; ``rho``, the pivot's row of the
+    # basis inverse)
     cdef public bint lu_mode
     cdef DenseInverse inv
-    cdef SparseFactor lu
-    cdef double[::1] xs, c1, c0
+    cdef readonly SparseFactor lu
+    cdef double[::1] xs, c1, c0, rho
 
     def __init__(self, Z, Zc, double[::1] s, double slope_rtol, double tie_rtol,
                  double pivot_rtol, bint lu=False):
@@ -81,6 +86,8 @@ cdef class HomotopyCore:
         self.u, self.v, self.alpha = uv[:, 0], uv[:, 1], np.zeros(km)
         self.cvec, self.tmpk = np.zeros(km), np.zeros(km)
         self.g, self.hh = np.zeros(d), np.zeros(d)
+        self.cand_c = np.zeros(2 * d + 2 * km)
+        self.cand_g = np.zeros(2 * d + 2 * km, dtype=np.intp)
         self.dm = np.zeros(n)
         self.k = 0
         self.lam = INFINITY
@@ -89,6 +96,7 @@ cdef class HomotopyCore:
         if lu:
             self.lu = SparseFactor(self.Z, km)
             self.xs, self.c1, self.c0 = np.zeros(n), np.zeros(n), np.zeros(n)
+            self.rho = np.zeros(n)
         else:
             self.inv = DenseInverse(km)
         self.refresh_below()
@@ -167,7 +175,8 @@ cdef class HomotopyCore:
     # ---------------------------------------------------------- dual lines ---
     cdef void _lu_dual_lines(self) noexcept nogil:
         """u, v from the duals of the two cost vectors (1 on the features' slots; s_i
-        on the slots of the hinge slacks of the samples below the margin)."""
+        on the slots of the hinge slacks of the samples below the margin), solved
+        from scratch (then kept, over every sample, for :meth:`_lu_update_lines`)."""
         cdef Py_ssize_t i, l
         for i in range(self.n):
             self.c1[i] = 0.0
@@ -178,20 +187,87 @@ cdef class HomotopyCore:
             if self.status[i] == L_STATUS:
                 self.c0[self.lu.slotS[i]] = self.s[i]
         self.lu.btran2(&self.c1[0], &self.c0[0])
+        self._lu_read_lines()
+
+    cdef void _lu_read_lines(self) noexcept nogil:
+        """u, v: the dual lines on the margin set. Off it they are the costs of the
+        basic slack (surplus) of each sample, exactly: 0 for both lines, but s_i on
+        the second for a sample below the margin (what an update leaves there differs
+        only by round-off, which is dropped)."""
+        cdef Py_ssize_t i, l
+        cdef double* y1 = &self.c1[0]
+        cdef double* y0 = &self.c0[0]
+        cdef const double* sw = &self.s[0]
+        cdef const signed char* st = &self.status[0]
+        for i in range(self.n):
+            if st[i] != E_STATUS:
+                y1[i] = 0.0
+                y0[i] = sw[i] if st[i] == L_STATUS else 0.0
         for l in range(self.k):
             self.u[l] = self.c1[self.E[l]]
             self.v[l] = -self.c0[self.E[l]]
+
+    cdef void _lu_update_lines(self, int kind, Py_ssize_t index, int sign,
+                               Py_ssize_t rs) noexcept nogil:
+        """The dual lines (``c1``, ``c0``, over the samples) through the pivot whose
+        entering column's FTRAN is ``xs`` and whose leaving variable holds slot ``rs``,
+        before the factor takes the pivot: the dual of a basis whose column in slot r
+        is exchanged moves along the old basis inverse's row r, y' = y + (c_q - a_q^T
+        y) / x_r B^{-T} e_r, the entering variable's reduced cost over its pivot
+        element (for each line, with its cost: 1 for a feature on the first, s_i for a
+        hinge slack on the second). One BTRAN with a unit vector, where solving the
+        lines takes one with the two cost vectors; a fresh factor solves them anew
+        (:meth:`refactor`), so that the updates' round-off lasts no longer than the
+        factor's."""
+        cdef Py_ssize_t i, p, j
+        cdef double d1, d0, z, piv = self.xs[rs]
+        cdef const Py_ssize_t* cptr
+        cdef const Py_ssize_t* cind
+        cdef const double* cdat
+        cdef double* y1 = &self.c1[0]
+        cdef double* y0 = &self.c0[0]
+        cdef double* rho = &self.rho[0]
+        if kind == FEATURE:
+            j = index
+            d1, d0 = 1.0, 0.0
+            cptr, cind, cdat = &self.Z.c_ptr[0], &self.Z.c_ind[0], &self.Z.c_data[0]
+            for p in range(cptr[j], cptr[j + 1]):
+                z = sign * cdat[p]
+                d1 -= z * y1[cind[p]]
+                d0 -= z * y0[cind[p]]
+        else:
+            # the hinge slack (column e_i, cost s_i) or the surplus (-e_i, cost 0) of
+            # margin sample i
+            i = self.E[index]
+            if kind == BELOW:
+                d1, d0 = -y1[i], self.s[i] - y0[i]
+            else:
+                d1, d0 = y1[i], y0[i]
+        self.lu.btran_unit(rs, rho)
+        d1 = d1 / piv
+        d0 = d0 / piv
+        for i in range(self.n):
+            z = rho[i]
+            if z != 0.0:
+                y1[i] += d1 * z
+                y0[i] += d0 * z
+                rho[i] = 0.0
 
     cdef void _dual_lines(self) noexcept nogil:
         """u = G^T 1, v = G^T (sgn * cL[A]): the margin set's dual is lam n u - v
         (computed once per basis: a pivot or a refactorisation marks them stale)."""
         cdef Py_ssize_t l
-        if self.k == 0 or self.lines_fresh:
+        if self.lines_fresh:
             return
-        self.lines_fresh = True
         if self.lu_mode:
+            # also with an empty support: the lines over every sample are what the
+            # pivots update
+            self.lines_fresh = True
             self._lu_dual_lines()
             return
+        if self.k == 0:
+            return
+        self.lines_fresh = True
         for l in range(self.k):
             self.rhs2[l, 0] = 1.0
             self.rhs2[l, 1] = self.sgn[l] * self.cL[self.A[l]]
@@ -202,17 +278,20 @@ cdef class HomotopyCore:
         """Relative gap of the current basis at lam (the dual lines must be current)."""
         cdef double primal = 0.0, dual = 0.0, ln = lam * self.n, x
         cdef Py_ssize_t i, l
+        cdef const double* m = &self.m[0]
+        cdef const double* sw = &self.s[0]
+        cdef const signed char* st = &self.status[0]
         for l in range(self.k):
             primal += ln * self.t[l]
             dual += ln * self.u[l] - self.v[l]
         for i in range(self.n):
             # the hinge of every sample (not only those below the margin): a margin that
             # drifted to the wrong side shows in the gap
-            x = 1.0 - self.m[i]
+            x = 1.0 - m[i]
             if x > 0.0:
-                primal += self.s[i] * x
-            if self.status[i] == L_STATUS:
-                dual += self.s[i]
+                primal += sw[i] * x
+            if st[i] == L_STATUS:
+                dual += sw[i]
         return fabs(primal - dual) / max(fabs(primal), 1e-300)
 
     def gap_at(self, double lam):
@@ -223,14 +302,31 @@ cdef class HomotopyCore:
         return gap
 
     # ----------------------------------------------------------- dual side ---
+    cdef inline void _note(self, double c, Py_ssize_t gi, double* top,
+                           Py_ssize_t* nc) noexcept nogil:
+        """A crossing ``c`` of variable ``gi`` (the global order): the largest so far
+        in ``top``; kept as a candidate tie if within the tie tolerance of that (the
+        tolerance's threshold only rises with ``top``, so that every crossing tied with
+        the final largest one is kept, with the crossings that led up to it)."""
+        if c > top[0]:
+            top[0] = c
+        if c >= top[0] - self.tie_rtol * max(fabs(top[0]), 1e-300):
+            self.cand_c[nc[0]] = c
+            self.cand_g[nc[0]] = gi
+            nc[0] += 1
+
     def next_event(self, double lam_stop):
         """``(found, lam, kind, index, sign, gap)``: the next breakpoint's entering
         variable (index: the feature, or the margin sample's position), or found=False
         when the basis is optimal down to ``lam_stop`` (or 0)."""
-        cdef Py_ssize_t j, e, d = self.d, n = self.n, best = -1, gi
-        cdef double top = -INFINITY, c, d1, d0, tol_f, tol_s, umax = 0.0, lam_next, tie
+        cdef Py_ssize_t j, e, d = self.d, n = self.n, best = -1, nc = 0, q
+        cdef double top = -INFINITY, d1, d0, tol_f, tol_s, umax = 0.0, lam_next, tie
         cdef double gap
         cdef int kind = -1, sign = 0
+        cdef const Py_ssize_t* posA = &self.posA[0]
+        cdef const double* cL = &self.cL[0]
+        cdef const double* hh = &self.hh[0]
+        cdef const double* g = &self.g[0]
         with nogil:
             self._dual_lines()
             self.Z.rows_T2(self.k, &self.E[0], &self.u[0], &self.v[0], &self.g[0],
@@ -239,32 +335,25 @@ cdef class HomotopyCore:
             for e in range(self.k):
                 umax = max(umax, fabs(self.u[e]))
             tol_s = self.slope_rtol * n * max(1.0, umax)
-            # pass 1: the largest crossing
+            # the largest crossing, and the candidates for a tie with it
             for j in range(d):
-                if self.posA[j] >= 0:
+                if posA[j] >= 0:
                     continue
-                d0 = self.cL[j] - self.hh[j]  # h_j
-                d1 = n * (1.0 - self.g[j])
+                d0 = cL[j] - hh[j]  # h_j
+                d1 = n * (1.0 - g[j])
                 if d1 > tol_f:
-                    c = d0 / d1
-                    if c > top:
-                        top = c
-                d1 = n * (1.0 + self.g[j])
+                    self._note(d0 / d1, j, &top, &nc)
+                d1 = n * (1.0 + g[j])
                 if d1 > tol_f:
-                    c = -d0 / d1
-                    if c > top:
-                        top = c
+                    self._note(-d0 / d1, d + j, &top, &nc)
             for e in range(self.k):
                 d1 = -n * self.u[e]
                 if d1 > tol_s:
-                    c = -(self.s[self.E[e]] + self.v[e]) / d1
-                    if c > top:
-                        top = c
+                    self._note(-(self.s[self.E[e]] + self.v[e]) / d1,
+                               2 * d + self.E[e], &top, &nc)
                 d1 = n * self.u[e]
                 if d1 > tol_s:
-                    c = self.v[e] / d1
-                    if c > top:
-                        top = c
+                    self._note(self.v[e] / d1, 2 * d + n + self.E[e], &top, &nc)
         if not top > -INFINITY or top <= lam_stop or top <= 0.0:
             # the last basis's gap at the path's end, or (a path down to 0, where both
             # objectives of a separable problem vanish) at half its last breakpoint
@@ -279,37 +368,19 @@ cdef class HomotopyCore:
             return False, 0.0, -1, -1, 0, gap
         tie = top - self.tie_rtol * max(fabs(top), 1e-300)
         with nogil:
-            # pass 2: among the ties, the smallest global index (Bland)
+            # among the ties, the smallest global index (Bland)
             best = -1
-            for j in range(d):
-                if self.posA[j] >= 0:
-                    continue
-                d0 = self.cL[j] - self.hh[j]
-                d1 = n * (1.0 - self.g[j])
-                if d1 > tol_f and d0 / d1 >= tie:
-                    best, kind, sign = j, FEATURE, 1
-                    break
-            for j in range(d):
-                if best >= 0 and best <= d + j:
-                    break
-                if self.posA[j] >= 0:
-                    continue
-                d0 = self.cL[j] - self.hh[j]
-                d1 = n * (1.0 + self.g[j])
-                if d1 > tol_f and -d0 / d1 >= tie:
-                    best, kind, sign = d + j, FEATURE, -1
-                    break
-            for e in range(self.k):
-                d1 = -n * self.u[e]
-                gi = 2 * d + self.E[e]
-                if d1 > tol_s and -(self.s[self.E[e]] + self.v[e]) / d1 >= tie:
-                    if best < 0 or gi < best:
-                        best, kind, sign = gi, BELOW, 0
-                d1 = n * self.u[e]
-                gi = 2 * d + n + self.E[e]
-                if d1 > tol_s and self.v[e] / d1 >= tie:
-                    if best < 0 or gi < best:
-                        best, kind, sign = gi, ABOVE, 0
+            for q in range(nc):
+                if self.cand_c[q] >= tie and (best < 0 or self.cand_g[q] < best):
+                    best = self.cand_g[q]
+            if best < d:
+                kind, sign = FEATURE, 1
+            elif best < 2 * d:
+                kind, sign = FEATURE, -1
+            elif best < 2 * d + n:
+                kind = BELOW
+            else:
+                kind = ABOVE
             lam_next = min(top, self.lam)
             gap = self._gap(lam_next)
         if kind == FEATURE:
@@ -333,25 +404,31 @@ cdef class HomotopyCore:
         active features and ``dm`` of the margins."""
         cdef Py_ssize_t i, l, k = self.k
         cdef double dirn
+        cdef double* dm = &self.dm[0]
+        cdef double* xs
+        cdef const Py_ssize_t* slotS
+        cdef const signed char* st = &self.status[0]
         for i in range(self.n):
-            self.dm[i] = 0.0
+            dm[i] = 0.0
         if self.lu_mode:
             # its FTRAN into xs, read through the slots
+            xs = &self.xs[0]
             for i in range(self.n):
-                self.xs[i] = 0.0
+                xs[i] = 0.0
             if kind == FEATURE:
-                self.Z.add_col(index, <double>sign, &self.xs[0])
+                self.Z.add_col(index, <double>sign, xs)
             else:
                 # the hinge slack (column e_i) or the surplus (-e_i) of margin sample i
-                self.xs[self.E[index]] = 1.0 if kind == BELOW else -1.0
-            self.lu.ftran(&self.xs[0])
+                xs[self.E[index]] = 1.0 if kind == BELOW else -1.0
+            self.lu.ftran(xs)
             for l in range(k):
-                self.alpha[l] = self.xs[self.lu.slotA[l]]
+                self.alpha[l] = xs[self.lu.slotA[l]]
+            slotS = &self.lu.slotS[0]
             for i in range(self.n):
-                if self.status[i] == L_STATUS:
-                    self.dm[i] = self.xs[self.lu.slotS[i]]
-                elif self.status[i] == R_STATUS:
-                    self.dm[i] = -self.xs[self.lu.slotS[i]]
+                if st[i] == L_STATUS:
+                    dm[i] = xs[slotS[i]]
+                elif st[i] == R_STATUS:
+                    dm[i] = -xs[slotS[i]]
             if kind != FEATURE:
                 # the sample leaving the margin: below at rate 1, or above
                 self.dm[self.E[index]] = -1.0 if kind == BELOW else 1.0
@@ -376,28 +453,37 @@ cdef class HomotopyCore:
         cdef Py_ssize_t best, gi
         cdef double scale = 0.0, ptol, theta = INFINITY, x, rate, tie
         cdef int leave_kind = -1
+        # the loops read the arrays through local pointers (see _lp_sparse_factor)
+        cdef double* al = &self.alpha[0]
+        cdef double* tt = &self.t[0]
+        cdef double* dm = &self.dm[0]
+        cdef double* m = &self.m[0]
+        cdef const signed char* st = &self.status[0]
         if self.lu_mode:
             self.lu.make_room()
         with nogil:
+            if self.lu_mode:
+                # the current basis's lines, which the pivot updates
+                self._dual_lines()
             self._column(kind, index, sign)
             # the ratio test: t_A decreases at alpha, 1 - m (below) at dm, m - 1 (above)
             # at -dm
             for l in range(k):
-                scale = max(scale, fabs(self.alpha[l]))
+                scale = max(scale, fabs(al[l]))
             for i in range(n):
-                if self.status[i] != E_STATUS:
-                    scale = max(scale, fabs(self.dm[i]))
+                if st[i] != E_STATUS:
+                    scale = max(scale, fabs(dm[i]))
             ptol = self.pivot_rtol * scale
             for l in range(k):
-                if self.alpha[l] > ptol:
-                    x = max(self.t[l], 0.0) / self.alpha[l]
+                if al[l] > ptol:
+                    x = max(tt[l], 0.0) / al[l]
                     if x < theta:
                         theta = x
             for i in range(n):
-                if self.status[i] == L_STATUS:
-                    rate, x = self.dm[i], 1.0 - self.m[i]
-                elif self.status[i] == R_STATUS:
-                    rate, x = -self.dm[i], self.m[i] - 1.0
+                if st[i] == L_STATUS:
+                    rate, x = dm[i], 1.0 - m[i]
+                elif st[i] == R_STATUS:
+                    rate, x = -dm[i], m[i] - 1.0
                 else:
                     continue
                 if rate > ptol:
@@ -411,15 +497,15 @@ cdef class HomotopyCore:
             tie = theta + self.tie_rtol * max(theta, 1.0)
             best = -1
             for l in range(k):
-                if self.alpha[l] > ptol and max(self.t[l], 0.0) / self.alpha[l] <= tie:
+                if al[l] > ptol and max(tt[l], 0.0) / al[l] <= tie:
                     gi = self.A[l] if self.sgn[l] > 0 else d + self.A[l]
                     if best < 0 or gi < best:
                         best, p, leave_kind = gi, l, FEATURE
             for i in range(n):
-                if self.status[i] == L_STATUS:
-                    rate, x, gi = self.dm[i], 1.0 - self.m[i], 2 * d + i
-                elif self.status[i] == R_STATUS:
-                    rate, x, gi = -self.dm[i], self.m[i] - 1.0, 2 * d + n + i
+                if st[i] == L_STATUS:
+                    rate, x, gi = dm[i], 1.0 - m[i], 2 * d + i
+                elif st[i] == R_STATUS:
+                    rate, x, gi = -dm[i], m[i] - 1.0, 2 * d + n + i
                 else:
                     continue
                 if rate > ptol and max(x, 0.0) / rate <= tie:
@@ -427,11 +513,15 @@ cdef class HomotopyCore:
                         best, r, leave_kind = gi, i, SAMPLE
             # the step
             for l in range(k):
-                self.t[l] = max(self.t[l] - theta * self.alpha[l], 0.0)
+                tt[l] = max(tt[l] - theta * al[l], 0.0)
             for i in range(n):
-                self.m[i] += theta * self.dm[i]
+                m[i] += theta * dm[i]
             self._update_factor(kind, index, sign, leave_kind, p, r)
             self._update(kind, index, sign, theta, leave_kind, p, r)
+            if self.lu_mode:
+                # the updated lines, on the new margin set
+                self._lu_read_lines()
+                self.lines_fresh = True
         if leave_kind == FEATURE:
             return FEATURE, int(self._left)
         return SAMPLE, int(r)
@@ -444,9 +534,11 @@ cdef class HomotopyCore:
         the entering column; a row and a column removed; a row replaced)."""
         cdef int k = <int>self.k
         cdef bint enter_feature = kind == FEATURE, leave_feature = leave_kind == FEATURE
+        cdef Py_ssize_t rs
         if self.lu_mode:
-            self.lu.push_eta(self.lu.slotA[p] if leave_feature else self.lu.slotS[r],
-                             &self.xs[0], index if enter_feature else -1, sign)
+            rs = self.lu.slotA[p] if leave_feature else self.lu.slotS[r]
+            self._lu_update_lines(kind, index, sign, rs)
+            self.lu.push_eta(rs, &self.xs[0], index if enter_feature else -1, sign)
             self.lu.move_slots(enter_feature, leave_feature, p, r,
                                -1 if enter_feature else self.E[index], k)
         elif enter_feature and leave_feature:
@@ -583,6 +675,27 @@ cdef class HomotopyCore:
             self._ftran_py(x)
             G[:, e] = x[slots]
         return G
+
+    def dual_lines_check(self):
+        """``(kept, solved)``: the dual lines ``(u, v)`` as the core holds them
+        (with the sparse factor, updated by the pivots since the last factorisation)
+        and solved from scratch with the current factor, which the core's state keeps
+        (for tests)."""
+        k = self.k
+        with nogil:
+            self._dual_lines()
+        kept = (np.array(self.u[:k]), np.array(self.v[:k]))
+        if not self.lu_mode:
+            return kept, kept
+        saved = (np.array(self.c1), np.array(self.c0))
+        with nogil:
+            self._lu_dual_lines()
+        solved = (np.array(self.u[:k]), np.array(self.v[:k]))
+        np.asarray(self.c1)[:] = saved[0]
+        np.asarray(self.c0)[:] = saved[1]
+        np.asarray(self.u)[:k] = kept[0]
+        np.asarray(self.v)[:k] = kept[1]
+        return kept, solved
 
     def _ftran_py(self, double[::1] x):
         with nogil:

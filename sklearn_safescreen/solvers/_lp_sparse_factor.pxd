@@ -34,6 +34,8 @@ cdef class SparseFactor:
     cdef void _solve_T2(self, double* c, double* e) noexcept nogil
     cdef void ftran(self, double* x) noexcept nogil
     cdef void btran2(self, double* y1, double* y0) noexcept nogil
+    cdef void _solve_T1(self, double* c) noexcept nogil
+    cdef void btran_unit(self, Py_ssize_t r, double* y) noexcept nogil
     cdef void push_eta(self, Py_ssize_t r, const double* xs, Py_ssize_t j_enter,
                        double sign) noexcept nogil
     cdef void move_slots(self, bint enter_feature, bint leave_feature, Py_ssize_t p,

@@ -51,16 +51,24 @@ DENSE_TAIL = 0.85
 DENSE_TAIL_MIN = 16
 
 
-def _tail_start(L, U, k):
+def _entries(T):
+    """A CSC factor's entries as ``(rows, cols)`` (read from its arrays, no copy of
+    the matrix)."""
+    rows = T.indices.astype(np.intp)
+    cols = np.repeat(np.arange(T.shape[1], dtype=np.intp), np.diff(T.indptr))
+    return rows, cols
+
+
+def _tail_start(Lrc, Urc, k):
     """Where the factors' dense trailing block starts: the first j0 whose block
-    ``[j0:, j0:]`` of L and U together is at least ``DENSE_TAIL`` full (k if none, or if
-    smaller than ``DENSE_TAIL_MIN``). Counts only."""
+    ``[j0:, j0:]`` of L and U (their entries ``(rows, cols)``) together is at least
+    ``DENSE_TAIL`` full (k if none, or if smaller than ``DENSE_TAIL_MIN``). Counts
+    only."""
     if k < DENSE_TAIL_MIN:
         return k
-    L, U = L.tocoo(), U.tocoo()
     # an entry lies in the block from j0 on iff min(row, col) >= j0; the diagonal is
     # in both factors, and counted once
-    first = np.concatenate([np.minimum(L.row, L.col), np.minimum(U.row, U.col)])
+    first = np.concatenate([np.minimum(*Lrc), np.minimum(*Urc)])
     counts = np.bincount(first, minlength=k)[:k] - 1
     inside = np.cumsum(counts[::-1])[::-1]
     m = k - np.arange(k)
@@ -68,13 +76,12 @@ def _tail_start(L, U, k):
     return int(ok[0]) if len(ok) else k
 
 
-def _split_diagonal(T, bint lower, Py_ssize_t j0):
-    """A triangular CSC factor as its diagonal, its strict part outside the trailing
-    block from ``j0`` (CSC arrays) and that block, dense (Fortran order)."""
-    T = T.tocsc()
+def _split_diagonal(T, rc, bint lower, Py_ssize_t j0):
+    """A triangular CSC factor (its entries ``rc``, :func:`_entries`) as its
+    diagonal, its strict part outside the trailing block from ``j0`` (CSC arrays) and
+    that block, dense (Fortran order)."""
     k = T.shape[0]
-    cols = np.repeat(np.arange(k, dtype=np.intp), np.diff(T.indptr))
-    rows = T.indices.astype(np.intp)
+    rows, cols = rc
     diag = np.zeros(k)
     on = rows == cols
     diag[cols[on]] = T.data[on]
@@ -145,10 +152,11 @@ cdef class SparseFactor:
             self.DL = self.DU = np.zeros((1, 1), order="F")
             return
         L, U = lu.L, lu.U
-        j0 = _tail_start(L, U, k0)
+        Lrc, Urc = _entries(L), _entries(U)
+        j0 = _tail_start(Lrc, Urc, k0)
         self.j0 = j0
-        self.Ld, self.Lp, self.Li, self.Lx, DL = _split_diagonal(L, True, j0)
-        self.Ud, self.Up, self.Ui, self.Ux, DU = _split_diagonal(U, False, j0)
+        self.Ld, self.Lp, self.Li, self.Lx, DL = _split_diagonal(L, Lrc, True, j0)
+        self.Ud, self.Up, self.Ui, self.Ux, DU = _split_diagonal(U, Urc, False, j0)
         # never an empty buffer (BLAS is not called on one, but its address is taken)
         self.DL = DL if k0 > j0 else np.zeros((1, 1), order="F")
         self.DU = DU if k0 > j0 else np.zeros((1, 1), order="F")
@@ -169,7 +177,7 @@ cdef class SparseFactor:
         sgn = np.asarray(sgn, dtype=np.float64)
         lu = None
         if len(A):
-            M = sp.csc_matrix(self.Z.csr[E][:, A] @ sp.diags(sgn))
+            M = self._margin_matrix(A, E, sgn)
             try:
                 lu = splu(M, permc_spec="COLAMD", relax=1, panel_size=1)
             except RuntimeError as exc:
@@ -195,6 +203,33 @@ cdef class SparseFactor:
         slot_of_feat[A] = E
         self.slot_of_feat = slot_of_feat
         self.n_eta = self.eta_nnz = self.eta_work = 0
+
+    def _margin_matrix(self, A, E, sgn):
+        """``M0 = Z[E][:, A] diag(sgn)``, CSC with sorted rows, gathered from Z's
+        columns ``A`` through the samples' positions in ``E`` (no copy of Z's rows)."""
+        import scipy.sparse as sp
+
+        k = len(A)
+        cptr = np.asarray(self.Z.c_ptr)
+        starts = cptr[A]
+        lens = cptr[A + 1] - starts
+        offsets = np.zeros(k, dtype=np.intp)
+        np.cumsum(lens[:-1], out=offsets[1:])
+        at = np.arange(int(lens.sum()), dtype=np.intp) + np.repeat(starts - offsets,
+                                                                   lens)
+        pos = np.full(self.n, -1, dtype=np.intp)
+        pos[E] = np.arange(k, dtype=np.intp)
+        rows = pos[np.asarray(self.Z.c_ind)[at]]
+        keep = rows >= 0
+        cols = np.repeat(np.arange(k, dtype=np.intp), lens)[keep]
+        indptr = np.zeros(k + 1, dtype=np.intp)
+        np.cumsum(np.bincount(cols, minlength=k), out=indptr[1:])
+        M = sp.csc_matrix((np.asarray(self.Z.c_data)[at][keep] * sgn[cols], rows[keep],
+                           indptr), shape=(k, k))
+        # as the matrix product would make it: no explicit zero
+        M.eliminate_zeros()
+        M.sort_indices()
+        return M
 
     def full(self):
         """Whether a fresh factor is cheaper than carrying on: every update adds its
@@ -326,6 +361,42 @@ cdef class SparseFactor:
         for i in range(k0):
             c[i] = w[self.perm_r[i]]
             e[i] = h[self.perm_r[i]]
+
+    cdef void _solve_T1(self, double* c) noexcept nogil:
+        """c <- M0^{-T} c: :meth:`_solve_T2` with one right-hand side (a row of the
+        basis inverse, for the dual lines' update)."""
+        cdef Py_ssize_t i, j, p, k0 = self.k0, j0 = self.j0
+        cdef int m = <int>(k0 - j0), one = 1
+        cdef double x
+        cdef double* w = &self.kb2[0]
+        cdef const Py_ssize_t* Lp = &self.Lp[0]
+        cdef const Py_ssize_t* Li = &self.Li[0]
+        cdef const double* Lx = &self.Lx[0]
+        cdef const double* Ld = &self.Ld[0]
+        cdef const Py_ssize_t* Up = &self.Up[0]
+        cdef const Py_ssize_t* Ui = &self.Ui[0]
+        cdef const double* Ux = &self.Ux[0]
+        cdef const double* Ud = &self.Ud[0]
+        for i in range(k0):
+            w[self.perm_c[i]] = c[i]
+        for j in range(k0):
+            x = w[j]
+            for p in range(Up[j], Up[j + 1]):
+                x -= Ux[p] * w[Ui[p]]
+            if j < j0:
+                w[j] = x / Ud[j]
+            else:
+                w[j] = x
+        if m > 0:
+            dtrsv(b"U", b"T", b"N", &m, &self.DU[0, 0], &m, &w[j0], &one)
+            dtrsv(b"L", b"T", b"N", &m, &self.DL[0, 0], &m, &w[j0], &one)
+        for j in range(j0 - 1, -1, -1):
+            x = w[j]
+            for p in range(Lp[j], Lp[j + 1]):
+                x -= Lx[p] * w[Li[p]]
+            w[j] = x / Ld[j]
+        for i in range(k0):
+            c[i] = w[self.perm_r[i]]
 
     cdef void ftran(self, double* x) noexcept nogil:
         """x <- B^{-1} x: in, a vector over the samples (the constraints' rows); out,
@@ -459,6 +530,50 @@ cdef class SparseFactor:
             y1[self.E0[l]] = kb[l]
             y0[self.E0[l]] = kb3[l]
 
+    cdef void btran_unit(self, Py_ssize_t r, double* y) noexcept nogil:
+        """y <- B^{-T} e_r, the basis inverse's row of slot r, over the samples (``y``:
+        n zeros in). :meth:`btran2` for a unit right-hand side, whose rows of F are
+        zero but for r's: if slot r is in F (sample r's slack alone in it), the rows
+        of F give y_r = sig0[r] and the active features' slots lose their entries in
+        Z's row r times it (one row of Z, where :meth:`btran2` takes the products of
+        every active column with the rows of F); if r is in S, the rows of F stay 0.
+        Then the updates over S from the last, then M0^T on E0."""
+        cdef Py_ssize_t l, e, p, q, s, rr, k0 = self.k0
+        cdef double s1, yr
+        cdef double* kb = &self.kb[0]
+        if self.touched[r]:
+            y[r] = 1.0
+        else:
+            yr = <double>self.sig0[r]
+            y[r] = yr
+            for p in range(self.Z.r_ptr[r], self.Z.r_ptr[r + 1]):
+                s = self.slot_of_feat[self.Z.r_ind[p]]
+                if s >= 0:
+                    y[s] -= self.coef_of_slot[s] * self.Z.r_data[p] * yr
+        cdef const Py_ssize_t* eptr = &self.eta_ptr[0]
+        cdef const Py_ssize_t* eind = &self.eta_ind[0]
+        cdef const double* eval = &self.eta_val[0]
+        cdef const Py_ssize_t* bptr = &self.eta_cptr[0]
+        cdef const Py_ssize_t* bind = &self.c_ind[0]
+        cdef const double* bval = &self.c_val[0]
+        for e in range(self.n_eta - 1, -1, -1):
+            rr = self.eta_r[e]
+            s1 = y[rr]
+            for p in range(eptr[e], eptr[e + 1]):
+                s1 -= eval[p] * y[eind[p]]
+            s1 = s1 / self.eta_piv[e]
+            y[rr] = s1
+            if self.eta_kind[e] and s1 != 0.0:
+                for p in range(bptr[e], bptr[e + 1]):
+                    q = bind[p]
+                    y[q] -= bval[p] * s1
+        for l in range(k0):
+            kb[l] = y[self.E0[l]]
+        if k0:
+            self._solve_T1(kb)
+        for l in range(k0):
+            y[self.E0[l]] = kb[l]
+
     cdef void push_eta(self, Py_ssize_t r, const double* xs, Py_ssize_t j_enter,
                        double sign) noexcept nogil:
         """The pivot's entering column (its FTRAN ``xs``; feature ``j_enter`` with
@@ -524,6 +639,21 @@ cdef class SparseFactor:
             raise ValueError("y1 and y0 must have one entry per sample")
         with nogil:
             self.btran2(&y1[0], &y0[0])
+
+    def is_touched(self, Py_ssize_t i):
+        """Whether sample i is in S, the samples the updates touched (for tests)."""
+        return bool(self.touched[i])
+
+    def btran_unit_py(self, Py_ssize_t r):
+        """:meth:`btran_unit` from Python (for tests): the row of slot ``r`` of the
+        basis inverse, over the samples."""
+        if not 0 <= r < self.n:
+            raise ValueError("r must be a slot")
+        y = np.zeros(self.n)
+        cdef double[::1] yv = y
+        with nogil:
+            self.btran_unit(r, &yv[0])
+        return y
 
     def push_py(self, Py_ssize_t r, double[::1] xs, Py_ssize_t j_enter, double sign):
         """:meth:`push_eta` from Python (for tests): ``xs`` must be the entering

@@ -40,9 +40,15 @@ cdef class ZMatrix:
         """out += c Z[i, :]"""
         cdef Py_ssize_t j, p
         cdef const double* row
+        cdef const Py_ssize_t* ind
+        cdef const double* dat
         if self.sparse:
+            if self.r_data.shape[0] == 0:
+                return
+            # local pointers: a store through out could alias the memoryviews' data
+            ind, dat = &self.r_ind[0], &self.r_data[0]
             for p in range(self.r_ptr[i], self.r_ptr[i + 1]):
-                out[self.r_ind[p]] += c * self.r_data[p]
+                out[ind[p]] += c * dat[p]
         else:
             row = &self.Zr[i, 0]
             for j in range(self.d):
@@ -52,9 +58,14 @@ cdef class ZMatrix:
         """out += c Z[:, j]"""
         cdef Py_ssize_t i, p
         cdef const double* col
+        cdef const Py_ssize_t* ind
+        cdef const double* dat
         if self.sparse:
+            if self.c_data.shape[0] == 0:
+                return
+            ind, dat = &self.c_ind[0], &self.c_data[0]
             for p in range(self.c_ptr[j], self.c_ptr[j + 1]):
-                out[self.c_ind[p]] += c * self.c_data[p]
+                out[ind[p]] += c * dat[p]
         else:
             col = &self.Zf[0, j]
             for i in range(self.n):
@@ -98,16 +109,23 @@ cdef class ZMatrix:
         cdef Py_ssize_t e, i, j, p
         cdef double ue, ve, z
         cdef const double* row
+        cdef const Py_ssize_t* ptr = NULL
+        cdef const Py_ssize_t* ind = NULL
+        cdef const double* dat = NULL
         for j in range(self.d):
             g[j] = 0.0
             h[j] = 0.0
+        if self.sparse:
+            if self.r_data.shape[0] == 0:
+                return
+            ptr, ind, dat = &self.r_ptr[0], &self.r_ind[0], &self.r_data[0]
         for e in range(k):
             i = E[e]
             ue, ve = u[e], v[e]
             if self.sparse:
-                for p in range(self.r_ptr[i], self.r_ptr[i + 1]):
-                    j = self.r_ind[p]
-                    z = self.r_data[p]
+                for p in range(ptr[i], ptr[i + 1]):
+                    j = ind[p]
+                    z = dat[p]
                     g[j] += ue * z
                     h[j] += ve * z
             else:
