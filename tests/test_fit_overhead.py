@@ -1,0 +1,79 @@
+"""Per-fit work of the estimators' skeleton that is done once instead of at every fit
+or task: the tasks' seeds, the job dispatch, the step's refusal checks. Each must give
+the models the repeated work gave, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from sklearn.datasets import load_iris
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_safescreen import SafeSVC
+from sklearn_safescreen import base as base_module
+
+ATTRS = ("dual_coef_", "intercept_", "support_", "n_support_", "n_iter_")
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _same_model(a, b):
+    for name in ATTRS:
+        x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+        assert x.dtype == y.dtype and x.shape == y.shape, name
+        assert x.tobytes() == y.tobytes(), name
+
+
+@pytest.mark.parametrize("random_state", [None, 0, 7, 2**32 - 1])
+@pytest.mark.parametrize("n", [1, 2, 3, 45])
+def test_integer_seeds_are_the_generators_first_draws(random_state, n):
+    est = SafeSVC(random_state=random_state)
+    seed = 0 if random_state is None else random_state
+    expected = (np.array([seed]) if n == 1 else
+                np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=n))
+    for _ in range(2):  # the memo answers the second time
+        seeds = est._seeds(n)
+        assert seeds.tolist() == expected.tolist()
+    seeds[0] += 1  # a caller's change does not reach the next fit
+    assert est._seeds(n).tolist() == expected.tolist()
+
+
+def test_a_generator_random_state_still_advances_at_every_fit():
+    rs = np.random.RandomState(3)
+    est = SafeSVC(random_state=rs)
+    first, second = est._seeds(3), est._seeds(3)
+    reference = np.random.RandomState(3)
+    assert first.tolist() == reference.randint(np.iinfo(np.int32).max, size=3).tolist()
+    assert second.tolist() == reference.randint(np.iinfo(np.int32).max, size=3).tolist()
+
+
+def _count_pools(monkeypatch):
+    calls = []
+    real = base_module.Parallel
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("n_jobs"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(base_module, "Parallel", counting)
+    return calls
+
+
+def test_one_worker_runs_the_pairs_in_this_thread_with_the_same_model(iris,
+                                                                       monkeypatch):
+    X, y = iris
+    calls = _count_pools(monkeypatch)
+    sequential = SafeSVC(C=3.0, decision_function_shape="ovo").fit(X, y)
+    assert calls == []
+    pooled = SafeSVC(C=3.0, decision_function_shape="ovo", n_jobs=2).fit(X, y)
+    assert calls == [2]
+    _same_model(sequential, pooled)
+    with parallel_config(n_jobs=2):
+        configured = SafeSVC(C=3.0, decision_function_shape="ovo").fit(X, y)
+    assert calls == [2, None]  # the user's joblib configuration still gets its pool
+    _same_model(sequential, configured)
