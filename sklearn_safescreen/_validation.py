@@ -172,8 +172,28 @@ def check_weighted_classes(weights: np.ndarray, y_ind: np.ndarray,
 EPS = float(np.finfo(np.float64).eps)
 
 
-def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarray,
-                     hinge: bool = False) -> None:
+def resolvable_terms(weights: np.ndarray, sqnorm: np.ndarray) -> tuple[float, float]:
+    """The problem's factors of :func:`check_resolvable`'s figure, which do not depend
+    on ``C``: the sum of the weights and the largest kernel diagonal entry (computed
+    once per problem along a path).
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_samples,)
+        Each sample's multiplier of ``C``.
+    sqnorm : ndarray of shape (n_samples,)
+        The kernel's diagonal (its bias term included).
+
+    Returns
+    -------
+    (float, float)
+    """
+    return float(np.sum(weights)), float(np.max(sqnorm, initial=0.0))
+
+
+def check_resolvable(name: str, C: float, weights: np.ndarray | None,
+                     sqnorm: np.ndarray | None, hinge: bool = False, *,
+                     terms: tuple[float, float] | None = None) -> None:
     r"""Refuse, before any solve, a box-QP dual (SafeSVC, SafeLAD) that float64 cannot
     resolve.
 
@@ -198,8 +218,11 @@ def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarra
     hard margin, has no box and is decided by the path alone). The figure also bounds
     the dual objective's terms, so that every accepted problem's objective and gap are
     finite (``C = 1e300`` used to overflow).
+
+    ``terms``, when given, are :func:`resolvable_terms` of ``weights`` and ``sqnorm``
+    (then not read): along a path they are the same at every ``C``.
     """
-    total, top = float(np.sum(weights)), float(np.max(sqnorm, initial=0.0))
+    total, top = terms if terms is not None else resolvable_terms(weights, sqnorm)
     if total <= 0.0 or top <= 0.0 or (hinge and np.isinf(C)):
         return
     log_figure = np.log10(C) + np.log10(total) + np.log10(top)

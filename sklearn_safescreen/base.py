@@ -22,7 +22,7 @@ import functools
 import hashlib
 import numbers
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -266,6 +266,9 @@ class PathState:
     #: the parameter values the key holds by identity (a callable kernel): kept alive
     #: with the key, so that no other object can take their ids meanwhile
     identities: tuple = ()
+    #: what the family derives once from the paths and reads at every fit on them
+    #: (e.g. the tasks' constants of a step's refusal check)
+    memo: dict = field(default_factory=dict)
 
 
 def problem_params(estimator: BaseEstimator) -> dict[str, Any]:

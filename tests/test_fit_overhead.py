@@ -77,3 +77,25 @@ def test_one_worker_runs_the_pairs_in_this_thread_with_the_same_model(iris,
         configured = SafeSVC(C=3.0, decision_function_shape="ovo").fit(X, y)
     assert calls == [2, None]  # the user's joblib configuration still gets its pool
     _same_model(sequential, configured)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_a_warm_path_still_refuses_an_unresolvable_C_with_the_pairs_figure(iris,
+                                                                         kernel):
+    """The refusal's C-free factors are read once per set of paths: a warm-started fit
+    at a C too large for float64 is refused as a cold one is, with the same message,
+    and the paths' next fit at a resolvable C is unchanged."""
+    X, y = iris
+    with pytest.raises(ValueError) as cold:
+        SafeSVC(C=1e300, kernel=kernel, decision_function_shape="ovo").fit(X, y)
+    est = SafeSVC(C=1.0, kernel=kernel, decision_function_shape="ovo", warm_start=True)
+    est.fit(X, y)
+    assert "resolvable" in est._path.memo
+    with pytest.raises(ValueError) as warm:
+        est.set_params(C=1e300).fit(X, y)
+    assert str(warm.value) == str(cold.value)
+    assert "exceeds 1/eps^2" in str(warm.value)
+    est.set_params(C=2.0).fit(X, y)
+    unrefused = SafeSVC(C=1.0, kernel=kernel, decision_function_shape="ovo",
+                        warm_start=True).fit(X, y)
+    _same_model(est, unrefused.set_params(C=2.0).fit(X, y))
