@@ -12,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen import base as base_module
+from sklearn_safescreen._multiclass import class_pairs, libsvm_layout
 
 ATTRS = ("dual_coef_", "intercept_", "support_", "n_support_", "n_iter_")
 
@@ -99,3 +100,33 @@ def test_a_warm_path_still_refuses_an_unresolvable_C_with_the_pairs_figure(iris,
     unrefused = SafeSVC(C=1.0, kernel=kernel, decision_function_shape="ovo",
                         warm_start=True).fit(X, y)
     _same_model(est, unrefused.set_params(C=2.0).fit(X, y))
+
+
+def _layout_pair_by_pair(coef, y_ind, n_classes):
+    """libsvm's layout written pair by pair, as its description reads."""
+    nonzero = (coef != 0).any(axis=0)
+    blocks = [np.flatnonzero(nonzero & (y_ind == c)) for c in range(n_classes)]
+    support = np.concatenate(blocks).astype(np.int32)
+    n_support = np.array([b.size for b in blocks], dtype=np.int32)
+    starts = np.concatenate([[0], np.cumsum(n_support)])
+    dual = np.zeros((n_classes - 1, support.size))
+    for p, (i, j) in enumerate(class_pairs(n_classes)):
+        dual[j - 1, starts[i]:starts[i + 1]] = coef[p, blocks[i]]
+        dual[i, starts[j]:starts[j + 1]] = coef[p, blocks[j]]
+    return support, n_support, dual
+
+
+@pytest.mark.parametrize("n_classes", [3, 4, 7])
+@pytest.mark.parametrize("n_samples", [0, 6, 200])
+def test_the_gathered_libsvm_layout_is_the_pair_by_pair_one(n_classes, n_samples):
+    rng = np.random.RandomState(n_classes * 1000 + n_samples)
+    y_ind = rng.randint(n_classes, size=n_samples)
+    coef = rng.randn(n_classes * (n_classes - 1) // 2, n_samples)
+    coef *= rng.rand(*coef.shape) < 0.3
+    coef[:, :3] *= -0.0  # signed zeros are copied as they are
+    for p, (i, j) in enumerate(class_pairs(n_classes)):
+        coef[p, (y_ind != i) & (y_ind != j)] = 0.0
+    for got, expected in zip(libsvm_layout(coef, y_ind, n_classes),
+                             _layout_pair_by_pair(coef, y_ind, n_classes), strict=True):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert got.tobytes() == expected.tobytes()
