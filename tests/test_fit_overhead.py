@@ -130,3 +130,33 @@ def test_the_gathered_libsvm_layout_is_the_pair_by_pair_one(n_classes, n_samples
                              _layout_pair_by_pair(coef, y_ind, n_classes), strict=True):
         assert got.dtype == expected.dtype and got.shape == expected.shape
         assert got.tobytes() == expected.tobytes()
+
+
+def test_a_warm_path_resolves_gamma_again_when_the_data_or_gamma_change(iris):
+    """The resolved kernel parameters are remembered with the data's digest and the
+    kernel's parameters: an in-place change of X, other sample weights or another
+    gamma give the parameters a cold fit gives."""
+    X, y = iris
+    X = X.copy()
+
+    def cold_gamma():
+        return SafeSVC().fit(X, y)._kernel_params_
+
+    est = SafeSVC(C=1.0, warm_start=True).fit(X, y)
+    first = est._kernel_params_
+    assert est.fit(X, y)._kernel_params_ == first  # remembered
+    assert "_kernel_memo" in est.__dict__
+    X *= 3.0  # the same object, other content
+    assert est.fit(X, y)._kernel_params_ == cold_gamma() != first
+    sw = np.linspace(0.5, 2.0, y.size)
+    assert (est.fit(X, y, sample_weight=sw)._kernel_params_
+            == SafeSVC().fit(X, y, sample_weight=sw)._kernel_params_
+            != cold_gamma())
+    est.set_params(gamma="auto")
+    assert est.fit(X, y)._kernel_params_ == {"gamma": 1.0 / X.shape[1]}
+    est.set_params(kernel="poly", gamma=0.5, degree=2, coef0=1.0)
+    assert est.fit(X, y)._kernel_params_ == {"gamma": 0.5, "degree": 2, "coef0": 1.0}
+    est.set_params(degree=3)
+    assert est.fit(X, y)._kernel_params_["degree"] == 3
+    est.set_params(warm_start=False).fit(X, y)
+    assert "_kernel_memo" not in est.__dict__  # no warm start, no state kept
