@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._fit_time import Progress, long_fit_message
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import LongFitWarning, PrecisionWarning, warn_user
-from ._validation import check_dense_precomputed, check_resolvable, resolvable_terms
+from ._validation import Resolvability, check_dense_precomputed
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
 from .engine.box_qp import BoxQPPath
 from .engine.protocol import StepSettings
@@ -178,13 +178,11 @@ class BaseBoxQPEstimator(SafeEstimator):
         # each task's own weights: a one-vs-one pair's problem is over its two
         # classes' samples. Their factors of the figure do not depend on C: read once
         # per set of paths, not at every fit of a path
-        terms = state.memo.get("resolvable")
-        if terms is None:
-            terms = state.memo["resolvable"] = [
-                resolvable_terms(p.data.weights, p.data.sqnorm) for p in state.paths]
-        name = self._describe()
-        for p, t in zip(state.paths, terms, strict=True):
-            check_resolvable(name, value, None, None, hinge=p.data.hinge, terms=t)
+        checks = state.memo.get("resolvable")
+        if checks is None:
+            checks = state.memo["resolvable"] = Resolvability.of(
+                (p.data.weights, p.data.sqnorm, p.data.hinge) for p in state.paths)
+        checks.check(self._describe(), value)
 
     def _step_settings(self, state: PathState, value: float) -> StepSettings:
         return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,

@@ -241,3 +241,61 @@ def check_resolvable(name: str, C: float, weights: np.ndarray | None,
             f"intercept's intercept_scaling**2; max K(x_i, x_i) = {top:.3g}, sum of "
             f"weights {total:.6g}): {why}. Use C <= {c_max:.3g} or rescale X (e.g. with "
             "StandardScaler).")
+
+
+#: ``log10`` of :func:`check_resolvable`'s limits, by ``hinge`` (the same scalar calls)
+_LOG_LIMITS = {False: np.log10(1.0 / EPS), True: np.log10(1.0 / EPS**2)}
+
+
+@dataclass(frozen=True)
+class Resolvability:
+    """:func:`check_resolvable` for a fit's tasks at any ``C``: each task's C-free
+    factors read once (along a path they are the same at every ``C``), and the figures
+    of all the tasks compared at once instead of a call per task (a one-vs-one fit of
+    many classes has many). The figures are the same sums of the same logarithms as
+    :func:`check_resolvable`'s, so the same tasks are refused, and a task over its
+    limit is refused by :func:`check_resolvable` itself (the same message).
+
+    Build it with :meth:`of`.
+    """
+
+    terms: tuple  # (sum of weights, largest kernel diagonal entry) per task
+    hinge: np.ndarray  # bool per task
+    checked: np.ndarray  # bool: both factors positive (else nothing to refuse)
+    log_total: np.ndarray
+    log_top: np.ndarray
+    log_limit: np.ndarray
+
+    @classmethod
+    def of(cls, tasks) -> Resolvability:
+        """From ``(weights, sqnorm, hinge)`` of each task (see
+        :func:`check_resolvable`)."""
+        terms, hinge, checked, log_total, log_top, log_limit = [], [], [], [], [], []
+        for weights, sqnorm, task_hinge in tasks:
+            total, top = resolvable_terms(weights, sqnorm)
+            ok = total > 0.0 and top > 0.0
+            terms.append((total, top))
+            hinge.append(bool(task_hinge))
+            checked.append(ok)
+            log_total.append(np.log10(total) if ok else 0.0)
+            log_top.append(np.log10(top) if ok else 0.0)
+            log_limit.append(_LOG_LIMITS[bool(task_hinge)])
+        return cls(tuple(terms), np.array(hinge, dtype=bool), np.array(checked, dtype=bool),
+                   np.array(log_total, dtype=np.float64), np.array(log_top, dtype=np.float64),
+                   np.array(log_limit, dtype=np.float64))
+
+    def check(self, name: str, C: float) -> None:
+        """Refuse ``C`` as :func:`check_resolvable` refuses it on the first task (in
+        order) it refuses.
+
+        Parameters
+        ----------
+        name : str
+            The fit as the error names it.
+        C : float
+        """
+        live = self.checked & ~(self.hinge & np.isinf(C))
+        over = live & ((np.log10(C) + self.log_total) + self.log_top > self.log_limit)
+        for k in np.flatnonzero(over)[:1]:
+            check_resolvable(name, C, None, None, hinge=bool(self.hinge[k]),
+                             terms=self.terms[k])

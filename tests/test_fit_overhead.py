@@ -13,6 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_safescreen import SafeSVC
 from sklearn_safescreen import base as base_module
 from sklearn_safescreen._multiclass import class_pairs, libsvm_layout
+from sklearn_safescreen._validation import EPS, Resolvability, check_resolvable
 
 ATTRS = ("dual_coef_", "intercept_", "support_", "n_support_", "n_iter_")
 
@@ -160,3 +161,36 @@ def test_a_warm_path_resolves_gamma_again_when_the_data_or_gamma_change(iris):
     assert est.fit(X, y)._kernel_params_["degree"] == 3
     est.set_params(warm_start=False).fit(X, y)
     assert "_kernel_memo" not in est.__dict__  # no warm start, no state kept
+
+
+def _refusal(check):
+    try:
+        check()
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def test_the_tasks_refusal_at_once_is_check_resolvable_task_by_task():
+    """Resolvability refuses the C values check_resolvable refuses on some task, with
+    the message of the first such task, at the boundary too."""
+    rng = np.random.RandomState(0)
+    tasks = [(rng.rand(20) * s, rng.rand(20) * t, hinge)
+             for s, t, hinge in [(1.0, 1.0, True), (3.0, 1e-3, False), (0.0, 1.0, False),
+                                 (1.0, 0.0, True), (1e5, 7.0, False), (2.0, 5.0, True)]]
+    checks = Resolvability.of(tasks)
+    limits = [1.0 / EPS**2 if h else 1.0 / EPS for _, _, h in tasks]
+    boundary = [lim / (np.sum(w) * np.max(q)) for (w, q, _), lim in zip(tasks, limits,
+                                                                       strict=True)
+                if np.sum(w) > 0 and np.max(q) > 0]
+    Cs = [1.0, 1e10, 1e20, 1e300, np.inf]
+    Cs += [b * f for b in boundary for f in (1 - 1e-15, 1.0, 1 + 1e-15, 1 - 1e-9, 1 + 1e-9)]
+    refused = 0
+    for C in Cs:
+        def one_by_one(C=C):
+            for w, q, h in tasks:
+                check_resolvable("SafeSVC(C=x)", C, w, q, hinge=h)
+        expected = _refusal(one_by_one)
+        assert _refusal(lambda C=C: checks.check("SafeSVC(C=x)", C)) == expected, C
+        refused += expected is not None
+    assert 0 < refused < len(Cs)
