@@ -445,7 +445,7 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         the tasks' reports merged."""
         paths = state.paths
         seeds = self._seeds(len(paths))
-        tasks = [(p, replace(settings, seed=int(s)))
+        tasks = [(p, _with_seed(settings, int(s)))
                  for p, s in zip(paths, seeds, strict=True)]
         n_jobs = getattr(self, "n_jobs", None)
         with self._progress(state):
@@ -484,6 +484,19 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         if self.warm_start:
             self._path = state
         return float(self._critical_from(state))
+
+
+def _with_seed(settings: StepSettings, seed: int) -> StepSettings:
+    """``dataclasses.replace(settings, seed=seed)``, one per task at every fit: a copy
+    of the fields with the other seed, without running the dataclass's ``__init__``
+    again (the fields are those of a constructed, valid ``settings``). Settings that
+    check or derive their fields in ``__post_init__`` are replaced."""
+    if hasattr(settings, "__post_init__"):
+        return replace(settings, seed=seed)
+    out = object.__new__(type(settings))
+    out.__dict__.update(settings.__dict__)
+    out.seed = seed
+    return out
 
 
 @functools.lru_cache(maxsize=32)

@@ -4,6 +4,8 @@ the models the repeated work gave, bit for bit."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from joblib import parallel_config
@@ -14,6 +16,10 @@ from sklearn_safescreen import SafeSVC
 from sklearn_safescreen import base as base_module
 from sklearn_safescreen._multiclass import class_pairs, libsvm_layout
 from sklearn_safescreen._validation import EPS, Resolvability, check_resolvable
+from sklearn_safescreen.base import _with_seed
+from sklearn_safescreen.engine.doubly_sparse import DoublySparseSettings
+from sklearn_safescreen.engine.lp_svm_exact import LPStepSettings
+from sklearn_safescreen.engine.protocol import StepSettings
 
 ATTRS = ("dual_coef_", "intercept_", "support_", "n_support_", "n_iter_")
 
@@ -194,3 +200,17 @@ def test_the_tasks_refusal_at_once_is_check_resolvable_task_by_task():
         assert _refusal(lambda C=C: checks.check("SafeSVC(C=x)", C)) == expected, C
         refused += expected is not None
     assert 0 < refused < len(Cs)
+
+
+@pytest.mark.parametrize("settings", [
+    StepSettings(rule="gap", tol=1e-4, max_iter=50, describe="SafeSVC(C=1)", seed=3),
+    DoublySparseSettings(rule=None, tol=1e-6, max_iter=7, beta=0.5, mode="never"),
+    LPStepSettings(rule="gap", tol=1e-5, max_iter=9, solver="homotopy"),
+], ids=lambda s: type(s).__name__)
+def test_a_tasks_settings_are_the_replaced_settings(settings):
+    before = replace(settings)
+    copy = _with_seed(settings, 12345)
+    assert type(copy) is type(settings)
+    assert copy == replace(settings, seed=12345)
+    assert copy.seed == 12345 and copy is not settings
+    assert settings == before  # the fit's settings are left as they were
