@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from joblib import parallel_config
 from sklearn.datasets import load_iris
 from sklearn.preprocessing import StandardScaler
@@ -20,6 +21,7 @@ from sklearn_safescreen.base import _with_seed
 from sklearn_safescreen.engine.doubly_sparse import DoublySparseSettings
 from sklearn_safescreen.engine.lp_svm_exact import LPStepSettings
 from sklearn_safescreen.engine.protocol import StepSettings
+from sklearn_safescreen.problems.kernels import design_matrix
 
 ATTRS = ("dual_coef_", "intercept_", "support_", "n_support_", "n_iter_")
 
@@ -214,3 +216,26 @@ def test_a_tasks_settings_are_the_replaced_settings(settings):
     assert copy == replace(settings, seed=12345)
     assert copy.seed == 12345 and copy is not settings
     assert settings == before  # the fit's settings are left as they were
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_pairs_linear_design_matrices_are_their_rows_own(iris, fit_intercept,
+                                                              sparse):
+    """A dense linear kernel's pairs take their rows of the design matrix built once:
+    the same matrices, bit for bit and in the same layout, as each pair's rows with
+    the bias column appended."""
+    X, y = iris
+    X = sp.csr_matrix(X) if sparse else X
+    est = SafeSVC(kernel="linear", decision_function_shape="ovo", warm_start=True,
+                  fit_intercept=fit_intercept, intercept_scaling=1.7).fit(X, y)
+    for path, idx in zip(est._path.paths, est._path.extra, strict=True):
+        expected, _ = design_matrix(X[idx], "linear", {}, est._bias, screening=None,
+                                    cache_size=200)
+        got = path.data.X
+        assert type(got) is type(expected) and got.shape == expected.shape
+        if sparse:
+            assert (got != expected).nnz == 0
+        else:
+            assert got.flags.c_contiguous and expected.flags.c_contiguous
+            assert got.tobytes() == expected.tobytes()
