@@ -452,7 +452,6 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
             if len(tasks) == 1 or effective_n_jobs(n_jobs) == 1:
                 # one worker: the jobs in order in this thread, as joblib's sequential
                 # backend runs them, without setting up its dispatcher at every fit
-                # (on a small one-vs-one problem, it costs as much as a pair's step)
                 out = [_fit_task(p, value, s) for p, s in tasks]
             else:
                 out = Parallel(n_jobs=n_jobs, prefer="threads")(
@@ -487,10 +486,9 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
 
 
 def _with_seed(settings: StepSettings, seed: int) -> StepSettings:
-    """``dataclasses.replace(settings, seed=seed)``, one per task at every fit: a copy
-    of the fields with the other seed, without running the dataclass's ``__init__``
-    again (the fields are those of a constructed, valid ``settings``). Settings that
-    check or derive their fields in ``__post_init__`` are replaced."""
+    """``dataclasses.replace(settings, seed=seed)`` (one per task at every fit) without
+    a second ``__init__``: the fields are those of a constructed, valid ``settings``.
+    Settings with a ``__post_init__`` (checks, derived fields) are replaced."""
     if hasattr(settings, "__post_init__"):
         return replace(settings, seed=seed)
     out = object.__new__(type(settings))
@@ -502,9 +500,8 @@ def _with_seed(settings: StepSettings, seed: int) -> StepSettings:
 @functools.lru_cache(maxsize=32)
 def _integer_seeds(seed: int, n: int) -> tuple[int, ...]:
     """The ``n`` seeds an integer ``random_state`` gives the tasks: the first draws of
-    ``RandomState(seed)``, the same at every fit. Seeding a new generator costs more
-    than a one-vs-one pair's step on a small problem, and every fit of a path would
-    draw the same numbers again: they are drawn once per (seed, n)."""
+    ``RandomState(seed)``, the same at every fit, so drawn once per (seed, n) rather
+    than seeding a new generator (its whole Mersenne Twister state) at every fit."""
     return tuple(int(s) for s in
                  np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=n))
 
