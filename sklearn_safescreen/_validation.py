@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -267,9 +268,19 @@ class Resolvability:
     log_limit: np.ndarray
 
     @classmethod
-    def of(cls, tasks) -> Resolvability:
-        """From ``(weights, sqnorm, hinge)`` of each task (see
-        :func:`check_resolvable`)."""
+    def of(cls, tasks: Iterable[tuple[np.ndarray, np.ndarray, bool]]) -> Resolvability:
+        """The checks of a fit's tasks.
+
+        Parameters
+        ----------
+        tasks : iterable of (ndarray, ndarray, bool)
+            Each task's ``(weights, sqnorm, hinge)``, as :func:`check_resolvable`
+            takes them, in the order the tasks are refused in.
+
+        Returns
+        -------
+        Resolvability
+        """
         terms, hinge, checked, log_total, log_top, log_limit = [], [], [], [], [], []
         for weights, sqnorm, task_hinge in tasks:
             total, top = resolvable_terms(weights, sqnorm)
