@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._fit_time import Progress, long_fit_message
 from ._utils.fingerprint import data_fingerprint
 from ._utils.warnings import LongFitWarning, PrecisionWarning, warn_user
-from ._validation import check_dense_precomputed, check_resolvable
+from ._validation import Resolvability, check_dense_precomputed
 from .base import FitInputs, PathState, SafeEstimator, limit_blas_threads
 from .engine.box_qp import BoxQPPath
 from .engine.protocol import StepSettings
@@ -112,6 +112,7 @@ class BaseBoxQPEstimator(SafeEstimator):
 
     # the path protocol
     _path_param = "C"
+    _path_state = (*SafeEstimator._path_state, "_kernel_memo")
     #: how the problem is solved, not which problem: the rule (its kernel check aside,
     #: see _fit_inputs), the solver's controls, output, threads, the coordinate order
     #: (the optimum does not depend on it) and the kernel row cache's size
@@ -151,7 +152,8 @@ class BaseBoxQPEstimator(SafeEstimator):
 
     def _fit_inputs(self, X, y, sample_weight=None) -> FitInputs:
         data = self._validated_inputs(X, y, sample_weight)
-        data.kernel_params, data.bias = self._kernel_setup(data.X, data.sample_weight)
+        data.kernel_params, data.bias = self._kernel_setup(data.X, data.sample_weight,
+                                                           data.content)
         # the content (X, y, sample_weight) and the problem's parameters (class_weight,
         # kernel, gamma, ...: base.problem_key) determine the weights and the kernel.
         # screening is a solver parameter, but turning it on with a user kernel builds
@@ -174,10 +176,13 @@ class BaseBoxQPEstimator(SafeEstimator):
 
     def _check_step(self, state: PathState, value: float) -> None:
         # each task's own weights: a one-vs-one pair's problem is over its two
-        # classes' samples
-        for p in state.paths:
-            check_resolvable(self._describe(), value, p.data.weights, p.data.sqnorm,
-                             hinge=p.data.hinge)
+        # classes' samples. Their factors of the figure do not depend on C: read once
+        # per set of paths, not at every fit of a path
+        checks = state.memo.get("resolvable")
+        if checks is None:
+            checks = state.memo["resolvable"] = Resolvability.of(
+                (p.data.weights, p.data.sqnorm, p.data.hinge) for p in state.paths)
+        checks.check(self._describe(), value)
 
     def _step_settings(self, state: PathState, value: float) -> StepSettings:
         return StepSettings(rule=self.screening, tol=self.tol, max_iter=self.max_iter,
@@ -250,9 +255,14 @@ class BaseBoxQPEstimator(SafeEstimator):
                 f"(max_iter={self.max_iter} per solve); increase max_iter or tol.",
                 ConvergenceWarning)
 
-    def _kernel_setup(self, X, sample_weight) -> tuple[dict, float]:
+    def _kernel_setup(self, X, sample_weight, content: tuple = ()) -> tuple[dict, float]:
         """Check the kernel against the data; ``(kernel parameters, bias)`` (gamma="scale"
-        / "auto" resolved from the weighted variance)."""
+        / "auto" resolved from the weighted variance).
+
+        ``content``: the data's identity (:class:`FitData`). When it is a digest, the
+        resolved parameters are remembered with it and the kernel's parameters: along a
+        warm-started path every fit would otherwise take the weighted variance of the
+        same data again (a pass over X, at every fit)."""
         check_dense_precomputed(self.kernel, X)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError("kernel='precomputed' needs a square training kernel matrix; "
@@ -261,9 +271,18 @@ class BaseBoxQPEstimator(SafeEstimator):
             raise ValueError("the polynomial kernel with coef0 < 0 is not guaranteed to be "
                              "positive semi-definite, so screening would be unsafe; use "
                              "coef0 >= 0 or screening=None")
+        bias = self.intercept_scaling if self.fit_intercept else 0.0
+        key = None
+        if self.warm_start and len(content) == 1 and isinstance(content[0], str):
+            key = (content[0], self.kernel, *((type(v), v) for v in (
+                self.gamma, self.degree, self.coef0)))
+            memo = self.__dict__.get("_kernel_memo")
+            if memo is not None and memo[0] == key:
+                return dict(memo[1]), bias
         kernel_params = resolve_kernel_params(self.kernel, self.gamma, self.degree,
                                               self.coef0, X, sample_weight)
-        return kernel_params, self.intercept_scaling if self.fit_intercept else 0.0
+        self._kernel_memo = None if key is None else (key, dict(kernel_params))
+        return kernel_params, bias
 
     def _build(self, X, kernel_params, bias):
         """The design matrix with its bias column (linear) or the kernel; within a

@@ -13,6 +13,8 @@ user who reads SVC's attributes finds the same structure here.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from sklearn.utils.multiclass import _ovr_decision_function
 from sklearn.utils.validation import check_is_fitted
@@ -53,16 +55,41 @@ def libsvm_layout(coef: np.ndarray, y_ind: np.ndarray, n_classes: int
     n_support_ : ndarray of shape (n_classes,), int32
     dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
     """
-    nonzero = (coef != 0).any(axis=0)
-    blocks = [np.flatnonzero(nonzero & (y_ind == c)) for c in range(n_classes)]
-    support = np.concatenate(blocks).astype(np.int32)
-    n_support = np.array([b.size for b in blocks], dtype=np.int32)
-    starts = np.concatenate([[0], np.cumsum(n_support)])
-    dual = np.zeros((n_classes - 1, support.size))
+    nonzero = np.flatnonzero((coef != 0).any(axis=0))
+    # grouped by class, by index within a class: a stable sort of the indices by class
+    support = nonzero[np.argsort(y_ind[nonzero], kind="stable")]
+    sv_class = y_ind[support]
+    n_support = np.bincount(sv_class, minlength=n_classes).astype(np.int32)
+    # one gather for all the pairs, not two copies per pair (many classes make many
+    # small copies): row k of a support vector's column is its pair's coefficient
+    dual = coef.take(pair_rows(n_classes).take(sv_class, axis=1) * coef.shape[1]
+                     + support)
+    return support.astype(np.int32), n_support, dual
+
+
+@functools.lru_cache(maxsize=16)
+def pair_rows(n_classes: int) -> np.ndarray:
+    """The pair (index in :func:`class_pairs`) whose coefficient of a support vector
+    of class ``c`` is on row ``k`` of ``dual_coef_`` (:func:`libsvm_layout`): the pair
+    of ``c`` and the k-th of the other classes in order (``k`` if ``k < c``, else
+    ``k + 1``). Shape (n_classes - 1, n_classes), column ``c``; read-only (shared).
+
+    Parameters
+    ----------
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of shape (n_classes - 1, n_classes)
+    """
+    index = np.full((n_classes, n_classes), -1, dtype=np.intp)
     for p, (i, j) in enumerate(class_pairs(n_classes)):
-        dual[j - 1, starts[i]:starts[i + 1]] = coef[p, blocks[i]]
-        dual[i, starts[j]:starts[j + 1]] = coef[p, blocks[j]]
-    return support, n_support, dual
+        index[i, j] = index[j, i] = p
+    k = np.arange(n_classes - 1)[:, None]
+    c = np.arange(n_classes)
+    rows = index[c, k + (k >= c)]
+    rows.flags.writeable = False
+    return rows
 
 
 def samples_by_task(task_coef: list[np.ndarray], rows: list[np.ndarray] | None,

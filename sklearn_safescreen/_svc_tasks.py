@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._box_qp_base import FitData
 from ._multiclass import class_pairs
@@ -21,7 +22,13 @@ from ._validation import check_weighted_classes, class_weights
 from .base import one_vs_rest
 from .engine.box_qp import SVMPath
 from .problems.box_qp_data import SVMData, svm_eps_step
-from .problems.kernels import KernelMatrix, check_psd, design_matrix, needs_psd_check
+from .problems.kernels import (
+    KernelMatrix,
+    augment_bias,
+    check_psd,
+    design_matrix,
+    needs_psd_check,
+)
 from .problems.shared_kernel import fold_rows
 
 
@@ -131,12 +138,21 @@ def one_vs_one_paths(data: FitData, kernel, *, gamma, screening,
     # (a pair's kernel is a principal submatrix of the fold's)
     shared = None if gamma == "scale" else fold_rows(data.X, kernel, data.kernel_params,
                                                      data.bias)
+    # a dense linear kernel's design matrices are rows of the one with its bias
+    # column, built once rather than a column appended to every pair's rows (the same
+    # values, copied)
+    dense_linear = (augment_bias(data.X, data.bias)
+                    if kernel == "linear" and not sp.issparse(data.X) else None)
     paths = []
     for (i, j), idx, share in zip(pairs, rows, sizes / sizes.sum(), strict=True):
-        X = data.X[idx][:, idx] if kernel == "precomputed" else data.X[idx]
-        Xa, matrix = design_matrix(X, kernel, data.kernel_params, data.bias,
-                                   screening=None, cache_size=cache_size * share,
-                                   shared=None if shared is None else shared.restricted(idx))
+        if dense_linear is not None:
+            Xa, matrix = dense_linear[idx], None
+        else:
+            X = data.X[idx][:, idx] if kernel == "precomputed" else data.X[idx]
+            Xa, matrix = design_matrix(
+                X, kernel, data.kernel_params, data.bias, screening=None,
+                cache_size=cache_size * share,
+                shared=None if shared is None else shared.restricted(idx))
         labels = np.where(data.targets[idx] == i, 1.0, -1.0)
         paths.append(SVMPath(SVMData(Xa, matrix, labels, data.weights[idx]),
                              f"{data.classes[i]} vs {data.classes[j]}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,8 +173,28 @@ def check_weighted_classes(weights: np.ndarray, y_ind: np.ndarray,
 EPS = float(np.finfo(np.float64).eps)
 
 
-def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarray,
-                     hinge: bool = False) -> None:
+def resolvable_terms(weights: np.ndarray, sqnorm: np.ndarray) -> tuple[float, float]:
+    """The problem's factors of :func:`check_resolvable`'s figure, which do not depend
+    on ``C``: the sum of the weights and the largest kernel diagonal entry (computed
+    once per problem along a path).
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_samples,)
+        Each sample's multiplier of ``C``.
+    sqnorm : ndarray of shape (n_samples,)
+        The kernel's diagonal (its bias term included).
+
+    Returns
+    -------
+    (float, float)
+    """
+    return float(np.sum(weights)), float(np.max(sqnorm, initial=0.0))
+
+
+def check_resolvable(name: str, C: float, weights: np.ndarray | None,
+                     sqnorm: np.ndarray | None, hinge: bool = False, *,
+                     terms: tuple[float, float] | None = None) -> None:
     r"""Refuse, before any solve, a box-QP dual (SafeSVC, SafeLAD) that float64 cannot
     resolve.
 
@@ -198,8 +219,11 @@ def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarra
     hard margin, has no box and is decided by the path alone). The figure also bounds
     the dual objective's terms, so that every accepted problem's objective and gap are
     finite (``C = 1e300`` used to overflow).
+
+    ``terms``, when given, are :func:`resolvable_terms` of ``weights`` and ``sqnorm``
+    (then not read): along a path they are the same at every ``C``.
     """
-    total, top = float(np.sum(weights)), float(np.max(sqnorm, initial=0.0))
+    total, top = terms if terms is not None else resolvable_terms(weights, sqnorm)
     if total <= 0.0 or top <= 0.0 or (hinge and np.isinf(C)):
         return
     log_figure = np.log10(C) + np.log10(total) + np.log10(top)
@@ -218,3 +242,71 @@ def check_resolvable(name: str, C: float, weights: np.ndarray, sqnorm: np.ndarra
             f"intercept's intercept_scaling**2; max K(x_i, x_i) = {top:.3g}, sum of "
             f"weights {total:.6g}): {why}. Use C <= {c_max:.3g} or rescale X (e.g. with "
             "StandardScaler).")
+
+
+#: ``log10`` of :func:`check_resolvable`'s limits, by ``hinge`` (the same scalar calls)
+_LOG_LIMITS = {False: np.log10(1.0 / EPS), True: np.log10(1.0 / EPS**2)}
+
+
+@dataclass(frozen=True)
+class Resolvability:
+    """:func:`check_resolvable` for a fit's tasks at any ``C``: each task's C-free
+    factors read once (along a path they are the same at every ``C``), and the figures
+    of all the tasks compared at once instead of a call per task (a one-vs-one fit of
+    many classes has many). The figures are the same sums of the same logarithms as
+    :func:`check_resolvable`'s, so the same tasks are refused, and a task over its
+    limit is refused by :func:`check_resolvable` itself (the same message).
+
+    Build it with :meth:`of`.
+    """
+
+    terms: tuple  # (sum of weights, largest kernel diagonal entry) per task
+    hinge: np.ndarray  # bool per task
+    checked: np.ndarray  # bool: both factors positive (else nothing to refuse)
+    log_total: np.ndarray
+    log_top: np.ndarray
+    log_limit: np.ndarray
+
+    @classmethod
+    def of(cls, tasks: Iterable[tuple[np.ndarray, np.ndarray, bool]]) -> Resolvability:
+        """The checks of a fit's tasks.
+
+        Parameters
+        ----------
+        tasks : iterable of (ndarray, ndarray, bool)
+            Each task's ``(weights, sqnorm, hinge)``, as :func:`check_resolvable`
+            takes them, in the order the tasks are refused in.
+
+        Returns
+        -------
+        Resolvability
+        """
+        terms, hinge, checked, log_total, log_top, log_limit = [], [], [], [], [], []
+        for weights, sqnorm, task_hinge in tasks:
+            total, top = resolvable_terms(weights, sqnorm)
+            ok = total > 0.0 and top > 0.0
+            terms.append((total, top))
+            hinge.append(bool(task_hinge))
+            checked.append(ok)
+            log_total.append(np.log10(total) if ok else 0.0)
+            log_top.append(np.log10(top) if ok else 0.0)
+            log_limit.append(_LOG_LIMITS[bool(task_hinge)])
+        return cls(tuple(terms), np.array(hinge, dtype=bool), np.array(checked, dtype=bool),
+                   np.array(log_total, dtype=np.float64), np.array(log_top, dtype=np.float64),
+                   np.array(log_limit, dtype=np.float64))
+
+    def check(self, name: str, C: float) -> None:
+        """Refuse ``C`` as :func:`check_resolvable` refuses it on the first task (in
+        order) it refuses.
+
+        Parameters
+        ----------
+        name : str
+            The fit as the error names it.
+        C : float
+        """
+        live = self.checked & ~(self.hinge & np.isinf(C))
+        over = live & ((np.log10(C) + self.log_total) + self.log_top > self.log_limit)
+        for k in np.flatnonzero(over)[:1]:
+            check_resolvable(name, C, None, None, hinge=bool(self.hinge[k]),
+                             terms=self.terms[k])

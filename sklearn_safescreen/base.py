@@ -22,11 +22,11 @@ import functools
 import hashlib
 import numbers
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
@@ -266,6 +266,9 @@ class PathState:
     #: the parameter values the key holds by identity (a callable kernel): kept alive
     #: with the key, so that no other object can take their ids meanwhile
     identities: tuple = ()
+    #: what the family derives once from the paths and reads at every fit on them
+    #: (e.g. the tasks' constants of a step's refusal check)
+    memo: dict = field(default_factory=dict)
 
 
 def problem_params(estimator: BaseEstimator) -> dict[str, Any]:
@@ -442,15 +445,17 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         the tasks' reports merged."""
         paths = state.paths
         seeds = self._seeds(len(paths))
-        jobs = [delayed(_fit_task)(p, value, replace(settings, seed=int(s)))
-                for p, s in zip(paths, seeds, strict=True)]
+        tasks = [(p, _with_seed(settings, int(s)))
+                 for p, s in zip(paths, seeds, strict=True)]
+        n_jobs = getattr(self, "n_jobs", None)
         with self._progress(state):
-            if len(jobs) == 1:  # no pool to set up (0.2 ms, a tenth of a path step)
-                func, args, kwargs = jobs[0]
-                out = [func(*args, **kwargs)]
+            if len(tasks) == 1 or effective_n_jobs(n_jobs) == 1:
+                # one worker: the jobs in order in this thread, as joblib's sequential
+                # backend runs them, without setting up its dispatcher at every fit
+                out = [_fit_task(p, value, s) for p, s in tasks]
             else:
-                out = Parallel(n_jobs=getattr(self, "n_jobs", None),
-                               prefer="threads")(jobs)
+                out = Parallel(n_jobs=n_jobs, prefer="threads")(
+                    delayed(_fit_task)(p, value, s) for p, s in tasks)
         for p in paths:
             p.end_fit(keep=self.warm_start)
         return [o for _, o in out], merge_reports([r for r, _ in out])
@@ -462,8 +467,8 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         exactly 0."""
         rs = getattr(self, "random_state", None)
         rs = 0 if rs is None or isinstance(rs, str) else rs
-        if isinstance(rs, numbers.Integral) and n == 1:
-            return np.array([int(rs)])
+        if isinstance(rs, numbers.Integral):
+            return np.array([int(rs)]) if n == 1 else np.array(_integer_seeds(int(rs), n))
         return check_random_state(rs).randint(np.iinfo(np.int32).max, size=n)
 
     # -- the path protocol
@@ -478,6 +483,27 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
         if self.warm_start:
             self._path = state
         return float(self._critical_from(state))
+
+
+def _with_seed(settings: StepSettings, seed: int) -> StepSettings:
+    """``dataclasses.replace(settings, seed=seed)`` (one per task at every fit) without
+    a second ``__init__``: the fields are those of a constructed, valid ``settings``.
+    Settings with a ``__post_init__`` (checks, derived fields) are replaced."""
+    if hasattr(settings, "__post_init__"):
+        return replace(settings, seed=seed)
+    out = object.__new__(type(settings))
+    out.__dict__.update(settings.__dict__)
+    out.seed = seed
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _integer_seeds(seed: int, n: int) -> tuple[int, ...]:
+    """The ``n`` seeds an integer ``random_state`` gives the tasks: the first draws of
+    ``RandomState(seed)``, the same at every fit, so drawn once per (seed, n) rather
+    than seeding a new generator (its whole Mersenne Twister state) at every fit."""
+    return tuple(int(s) for s in
+                 np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=n))
 
 
 def _fit_task(path: EnginePath, value: float, settings: StepSettings):
