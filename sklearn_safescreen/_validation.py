@@ -32,8 +32,8 @@ class InputMemo:
 
     Input validation (shapes, dtypes, finite values, non-negative weights) depends only
     on the content of the arrays. Along a path every fit receives the same objects, and
-    validating them again cost SafeLAD ~0.7 ms of a ~4 ms step (a real-sim-shaped sparse
-    matrix, 5 ms of validation and 8 ms of digests a fit). When validation returned
+    validating them again would be a sizeable share of a short path step (a large
+    sparse matrix's validation costs more than its digest). When validation returned
     the caller's arrays unchanged (or views of exactly their memory), a later fit that
     receives the same objects whose content digest (:func:`data_fingerprint`) equals
     the validated one skips it: an in-place change of any entry changes the digest

@@ -109,8 +109,8 @@ class MemoisedParams:
       (number, string, None) of the same type and value as then, since its validity is
       a function of exactly these (a path step changes one parameter).
 
-    Together about 0.5 ms per path step, a sixth of a screened metric-learning step on
-    wine.
+    Together they are a noticeable share of a small path step (a screened
+    metric-learning step on wine, a small kernel SVM's).
     """
 
     @classmethod
@@ -570,8 +570,8 @@ def encode_labels(estimator, y, key: str | None) -> tuple[np.ndarray, np.ndarray
     encoded as 0..n_classes-1.
 
     Along a warm-started path the targets are the same at every step, and the check
-    and encoding cost ~0.6 ms (4 ms on 20,000 labels), a sixth of a small kernel path
-    step: with a content ``key`` of ``y`` (``None``: no memo) the previous fit's result
+    and encoding (``np.unique``, a sort of the labels) is a noticeable share of a small
+    kernel path step: with a content ``key`` of ``y`` (``None``: no memo) the previous fit's result
     is reused. (Object arrays cannot be keyed: their bytes are pointers.)
     """
     cached = estimator.__dict__.get("_label_cache")
