@@ -30,10 +30,13 @@ cdef extern from "sklearn_safescreen/_utils/_vec.h" nogil:
 
 #: Below this many floating-point operations a loop runs on one thread: a parallel
 #: region has a fixed cost (waking the threads and joining them), much larger when
-#: other processes hold the cores, which below this much work outweighs the share of
-#: the work the other threads take.
+#: other processes hold the cores (a thread the system has descheduled holds up the
+#: join), which below this much work outweighs the share of the work the other threads
+#: take. Set for a shared machine rather than an idle one: there the loss is a few tens
+#: of microseconds, here several times the loop's own time (the compensated margins of
+#: a one-vs-one pair's certificate, for one). The results do not depend on it.
 cdef enum:
-    PARALLEL_MIN_WORK = 131072
+    PARALLEL_MIN_WORK = 1048576
 
 #: Floating-point operations of one compensated (Dot2) step: TwoProduct, TwoSum and the
 #: sums of the errors and of the absolute values.
