@@ -198,7 +198,7 @@ def test_full_writes_the_readme_and_keeps_a_skipped_familys_last_row(sandbox, ca
     saved = json.loads((results / "summary_full.json").read_text())["rows"]
     assert [r["family"] for r in saved] == ["svm_linear", "c_gamma_mnist"]
     text = (tmp_path / "README.md").read_text()
-    assert "| 22x |" in text and "| 7.5x (10 classes); 11x (binary, 5 x 4 values) |" in text
+    assert "| 22x |" in text and "| 7.8x (10 classes); 11x (binary, 5 x 4 values) |" in text
     assert "2 of the 13 rows" in text
     # a full run of every family: every row from the results
     run.main(["--full"])
