@@ -389,10 +389,16 @@ class _GreedySolve:
         return True
 
     def try_newton_step(self, la: np.ndarray, violation: float) -> bool:
-        """A Newton step on the interior variables, when the gap is small enough and
-        the interior set is not the last one tried. Whether it moved them."""
+        """A Newton step on the interior variables (and those about to enter), when the
+        gap is small enough and the set is not the last one tried. Whether it moved
+        them."""
         opt, a, g, lo, hi = self.opt, self.a, self.g, self.lo, self.hi
-        interior = la[(a[la] > lo[la]) & (a[la] < hi[la])]
+        # the interior variables and those at a bound that their gradient pushes off
+        # it (the next updates would free them): the step's fixing rounds put back
+        # those it carries out of their box again
+        G = g[la]
+        interior = la[(lo[la] < hi[la]) & ((a[la] > lo[la]) | (G < 0.0))
+                      & ((a[la] < hi[la]) | (G > 0.0))]
         max_system = newton_options(self.problem).max_system
         if interior.size > max_system:
             # beyond the largest system: a Newton step on the most violating interior
@@ -405,11 +411,13 @@ class _GreedySolve:
                 and not np.array_equal(W[interior], self.newton_tried)):
             return False
         self.newton_tried, self.n_newton = W[interior], self.n_newton + 1
-        moved = _newton_step(self.problem, self.cache, a, g, lo, hi, interior)
-        self.n_raised = self.n_raised + 1 if moved is None or moved > 0.0 else 0
+        out = _newton_step(self.problem, self.cache, a, g, lo, hi, interior,
+                           opt.newton_fix_rounds)
+        moved, whole = out if out is not None else (None, False)
+        self.n_raised = 0 if whole else self.n_raised + 1
         if self.n_raised > opt.newton_retries:
             # the interior set is still far from the final one (the clipped steps
-            # raised the objective): later steps wait for the late threshold
+            # would have raised the objective): later steps wait for the late threshold
             self.newton_below = min(self.newton_below, opt.newton_late_gap)
         if moved is None:
             return False
@@ -475,31 +483,80 @@ class _GreedySolve:
                            self.events)
 
 
-def _newton_step(problem, cache: RowCache, a, g, lo, hi, interior) -> float | None:
-    """Newton step on the interior positions (the others held): ``Q_II step = g_I``,
-    clipped to the box; updates ``a`` and ``g`` in place and returns the change of the
-    objective, or None when the system is singular (nothing changed)."""
+def _newton_step(problem, cache: RowCache, a, g, lo, hi, interior,
+                 fix_rounds: int = 1) -> tuple[float, bool] | None:
+    """Newton step on the positions ``interior`` (strictly inside their box, or at a
+    bound with the gradient pushing them off it; the others held), with the variables
+    it would carry out of their box fixed at the bound they cross; updates ``a`` and
+    ``g`` in place. Returns ``(change of the objective, whether the full step was kept)``, or
+    None when a system is singular (nothing changed).
+
+    Round r solves ``Q_II step = g_I + Q_IO delta_O`` over the interior variables
+    ``I`` left, where ``O`` holds those fixed in the earlier rounds and ``delta_O``
+    their move to the bound; the variables the step carries out of their box join
+    ``O``, at most ``fix_rounds`` rounds. Along a C path the interior set of the last
+    solution is nearly the right one, but the variables that must leave it overshoot
+    far (the system is ill-conditioned at large C), and a plain clipped step then
+    misplaces the others: fixing them and solving again is the active-set step of
+    the path's homotopy, taken for many breakpoints at once. The systems of the
+    rounds differ by the fixed variables only, solved with the kept factor bordered.
+
+    A clipped step can still raise the objective (the fixed set is a guess): the
+    move is then scaled by the exact minimiser of the quadratic along it, so that a
+    step never undoes the descent before it."""
     keeper = problem.newton if problem.newton is not None else NewtonCache()
     # the factor cache works on sorted global indices (W is not sorted once extended)
     interior = interior[np.argsort(cache.W[interior], kind="stable")]
-    try:
-        with warnings.catch_warnings():
-            # an ill-conditioned step is harmless: the gap check judges its result
-            warnings.simplefilter("ignore", LinAlgWarning)
-            step = keeper.solve(problem, CachedBlock(problem, cache), cache.W, interior,
-                                g[interior])
-    except (np.linalg.LinAlgError, ValueError):
-        return None
-    if not np.all(np.isfinite(step)):
-        return None
-    new = np.clip(a[interior] - step, lo[interior], hi[interior])
-    delta = new - a[interior]
+    block = CachedBlock(problem, cache)
+    a_I = a[interior]
+    lo_I, hi_I = lo[interior], hi[interior]
+    left = np.ones(interior.size, dtype=bool)  # not yet fixed at a bound
+    target = a_I.copy()
+    rhs = g[interior].copy()
+    for round_ in range(max(fix_rounds, 1)):
+        I = interior[left]
+        try:
+            with warnings.catch_warnings():
+                # an ill-conditioned step is harmless: the gap check judges its result
+                warnings.simplefilter("ignore", LinAlgWarning)
+                step = keeper.solve(problem, block, cache.W, I, rhs[left])
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+        if not np.all(np.isfinite(step)):
+            return None
+        target[left] = a_I[left] - step
+        out = np.zeros(interior.size, dtype=bool)
+        out[left] = (target[left] < lo_I[left]) | (target[left] > hi_I[left])
+        if not out.any() or round_ == fix_rounds - 1 or out.sum() == left.sum():
+            break
+        # fix them at the bound they cross; the others' system gains their move
+        crossed = np.clip(target[out], lo_I[out], hi_I[out])
+        move = crossed - a_I[out]
+        target[out] = crossed
+        left &= ~out
+        rhs[left] += move @ block[interior[out], interior[left]]
+    new = np.clip(target, lo_I, hi_I)
+    delta = new - a_I
     change = delta != 0.0
-    g_old = g[interior].copy()
-    cache.accumulate(problem, g, interior[change], delta[change])
-    a[interior] = new
-    # exact change of the objective: delta'(g_old + g_new) / 2
-    return 0.5 * float(delta @ (g_old + g[interior]))
+    if not change.any():
+        return 0.0, True
+    moved, d = interior[change], delta[change]
+    g_before = g.copy()
+    cache.accumulate(problem, g, moved, d)
+    slope = float(d @ g_before[moved])  # derivative of the objective along d
+    curvature = float(d @ (g[moved] - g_before[moved]))  # d'Qd
+    full = slope + 0.5 * curvature
+    if full <= 0.0 or not curvature > 0.0:
+        a[moved] = new[change]
+        return full, True
+    # the exact minimiser of slope t + curvature t^2 / 2 over [0, 1], and the
+    # gradient brought to it from the two ends (no kernel row read again)
+    t = min(max(-slope / curvature, 0.0), 1.0)
+    g -= g_before
+    g *= t
+    g += g_before
+    a[moved] += t * d
+    return t * slope + 0.5 * t * t * curvature, False
 
 
 def _relative_gap(problem, alpha, gap, objective, const, tol, held, a_held):

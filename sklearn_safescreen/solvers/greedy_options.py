@@ -75,9 +75,11 @@ class GreedyOptions:
         times the best cached partner's: its row may evict rows the next updates read.
     newton_below_gap : float
         Newton steps on the interior variables are tried once the relative gap over W
-        is below this: greedy steps crawl through the last decades of the gap on
-        thousands of free support vectors, and a step from a wrong interior set is
-        clipped to the box and only costs the updates that follow it.
+        is below this; by default from the first gap check. Greedy steps crawl on
+        thousands of free support vectors at large ``C``, while a warm-started
+        solve's interior set is already nearly the final one; and a step cannot undo
+        the descent before it (its fixing rounds, then its scaling along its
+        direction), so a step from a wrong set only costs its own solves.
     newton_max_steps : int
         Newton steps per solve, at most (each factorises the interior set or borders
         the kept factor); variables returning to W renew half of them, since the
@@ -89,6 +91,12 @@ class GreedyOptions:
         Steps in a row that may raise the objective before the late threshold holds:
         the clipping of a raised step moves most wrongly interior variables to their
         bound, so the next step, a few updates later, usually lands.
+    newton_fix_rounds : int
+        Rounds of a Newton step: after each, the variables the step carries out of
+        their box are fixed at the bound they cross and the others solved again (a
+        bordered solve with the kept factor). At large ``C`` along a path, the
+        variables leaving the interior set overshoot far, and one clipped step
+        misplaces the others.
     check_eighths : int
         Eighths of an epoch of updates between two gap checks, at most: the checks'
         schedule grows, and without a cap a solve brought near its end by a Newton
@@ -127,10 +135,11 @@ class GreedyOptions:
     prefer_cached: float = 0.1
     partner_any: bool = True
     uncached_partner_gain: float = 1.5
-    newton_below_gap: float = 5e-2
+    newton_below_gap: float = float("inf")
     newton_max_steps: int = 12
     newton_late_gap: float = 1e-3
     newton_retries: int = 1
+    newton_fix_rounds: int = 8
     check_eighths: int = 2
     early_pending_check: bool = True
     block_rows: int = 256
@@ -151,7 +160,7 @@ class GreedyOptions:
             elif not value >= 0:  # also rejects NaN
                 raise ValueError(f"GreedyOptions.{f.name} must be >= 0, got {value!r}")
         for name in ("min_cache_rows", "prefetch_rows", "prefetch_rows_cold",
-                     "block_rows", "check_eighths"):
+                     "block_rows", "check_eighths", "newton_fix_rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"GreedyOptions.{name} must be >= 1, got "
                                  f"{getattr(self, name)!r}")

@@ -702,6 +702,67 @@ def test_newton_steps_tried_early_still_reach_the_exact_solution(monkeypatch, be
         check_against_truth(problem, res, truth, 1e-9)
 
 
+def _objective(Q, a):
+    return 0.5 * float(a @ Q @ a) - float(a.sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rounds", [1, 2, 8])
+def test_a_newton_step_never_raises_the_objective(seed, rounds):
+    """From any point of the box and any set of variables, a Newton step (its fixing
+    rounds, then its scaling along its direction) reports the exact change of the
+    objective, never an increase; the point stays in the box and the gradient it
+    leaves is that of the point. Random sets are far from the interior set, where a
+    clipped step alone raises the objective."""
+    rng = np.random.default_rng(seed)
+    X, y = noisy_data(seed=seed, n=150, d=3)
+    n, C = y.size, 10.0 ** rng.uniform(-1, 3)
+    Q = _signed_gram(X, y)
+    problem = _problem(X, y, C, _rows_mb(200, n), newton=NewtonCache())
+    cache = RowCache(problem, np.arange(n))
+    a = np.where(rng.random(n) < 0.5, rng.uniform(0.0, C, n), rng.choice([0.0, C], n))
+    g = Q @ a - 1.0
+    lo, hi = np.zeros(n), np.full(n, C)
+    interior = np.sort(rng.choice(n, int(rng.integers(5, n)), replace=False))
+    before = _objective(Q, a)
+    out = greedy_cd._newton_step(problem, cache, a, g, lo, hi, interior, rounds)
+    assert out is not None
+    change, whole = out
+    scale = abs(before) + 1.0
+    assert change <= 1e-12 * scale
+    assert change == pytest.approx(_objective(Q, a) - before, rel=1e-8, abs=1e-9 * scale)
+    assert np.all((a >= 0.0) & (a <= C))
+    np.testing.assert_allclose(g, Q @ a - 1.0, atol=1e-8 * (1.0 + C * n))
+
+
+def test_newton_fixing_rounds_end_on_the_minimiser_of_their_face():
+    """With rounds enough, a Newton step fixes at their bound the variables it would
+    carry out of the box and solves again for the others: when it keeps the whole
+    step, the variables it left strictly inside have a zero gradient (the minimiser
+    of the objective with the fixed ones at their bound). On warm starts along a C
+    path, from the last solution, where some variables must leave the interior set."""
+    X, y = noisy_data(seed=2, n=300, d=4, flip=0.1)
+    n = y.size
+    Q = _signed_gram(X, y)
+    fixed_some = 0
+    for C0, C in ((1.0, 3.0), (3.0, 10.0), (10.0, 30.0), (30.0, 100.0)):
+        start = solve_svm_dual(C0, Q=Q).alpha
+        a = np.where(start >= C0 - 1e-9, C, start)  # bound ones moved to the new bound
+        g = Q @ a - 1.0
+        lo, hi = np.zeros(n), np.full(n, C)
+        interior = np.flatnonzero((a > 0.0) & (a < C))
+        problem = _problem(X, y, C, _rows_mb(400, n), newton=NewtonCache())
+        cache = RowCache(problem, np.arange(n))
+        change, whole = greedy_cd._newton_step(problem, cache, a, g, lo, hi, interior,
+                                               interior.size + 1)
+        assert change <= 0.0
+        left = interior[(a[interior] > 0.0) & (a[interior] < C)]
+        fixed_some += left.size < interior.size
+        if whole:
+            np.testing.assert_allclose(g[left], 0.0, atol=1e-7 * C)
+    assert fixed_some  # some step had variables to fix
+
+
 @pytest.mark.parametrize("retries", [0, 1, 2])
 def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries):
     # newton_retries + 1 Newton steps in a row tried early that do not help (here:
@@ -800,9 +861,9 @@ def test_newton_steps_beyond_the_largest_system_take_a_subset(monkeypatch):
     sizes = []
     step = greedy_cd._newton_step
 
-    def recording_step(problem, cache, a, g, lo, hi, interior):
+    def recording_step(problem, cache, a, g, lo, hi, interior, *rest):
         sizes.append(interior.size)
-        return step(problem, cache, a, g, lo, hi, interior)
+        return step(problem, cache, a, g, lo, hi, interior, *rest)
 
     monkeypatch.setattr(greedy_cd, "_newton_step", recording_step)
     _options(monkeypatch, newton_below_gap=np.inf)
@@ -820,13 +881,17 @@ def test_newton_steps_beyond_the_largest_system_take_a_subset(monkeypatch):
 
 
 def test_newton_steps_resume_early_when_pending_variables_return(monkeypatch):
-    """Once an early Newton step raised the objective, later steps wait for a small gap;
+    """Once early Newton steps would have raised the objective (they were scaled down
+    along their direction), later steps wait for a small gap;
     when pending variables return to W the interior set changes and the gap opens again,
     and the next step is taken as early as at the start of a solve (else a large-C
     solve could crawl through the rest of its gap on greedy updates alone). A path of
     800 samples with 80 cached rows up to C = 1000, where this happens at the last value (without
-    the pending check before the first step, which takes the returns before it)."""
+    the pending check before the first step, which takes the returns before it, and
+    with one round per step, whose clipped steps are the ones scaled down)."""
     _options(monkeypatch, early_pending_check=False)
+    _options(monkeypatch, newton_fix_rounds=1)
+    _options(monkeypatch, newton_below_gap=5e-2)
     events = []
     newton, add_columns, relative_gap = (greedy_cd._newton_step, greedy_cd._add_columns,
                                          greedy_cd._relative_gap)
@@ -856,7 +921,7 @@ def test_newton_steps_resume_early_when_pending_variables_return(monkeypatch):
         assert res.converged
         prev = res.alpha
     raised = next(k for k, (name, v) in enumerate(events)
-                  if name == "newton" and v is not None and v > 0.0)
+                  if name == "newton" and v is not None and not v[1])
     back = next(k for k, (name, _) in enumerate(events) if name == "return" and k > raised)
     step = next(k for k, (name, _) in enumerate(events) if name == "newton" and k > back)
     gap_before_step = [v for name, v in events[back:step] if name == "gap"][-1]
@@ -868,8 +933,11 @@ def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch,
     """A warm-started solve with pending variables checks them (and takes back the
     violators) before its first Newton step, so that the step's factorisation holds
     them; the solutions are the exact ones either way. A path of 400 samples with 40
-    cached rows: at C = 10 the solve starts with pending variables."""
+    cached rows, where warm-started solves start with pending variables when Newton
+    steps wait for a gap of 5e-2 (from the first check, they finish the solves before
+    W is narrowed)."""
     _options(monkeypatch, early_pending_check=early)
+    _options(monkeypatch, newton_below_gap=5e-2)
     events = []
     newton, gradient = greedy_cd._newton_step, PendingMargins.gradient
 
@@ -887,6 +955,7 @@ def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch,
     n = y.size
     Q = _signed_gram(X, y)
     keeper, prev = NewtonCache(), np.zeros(n)
+    both = 0
     for C in (0.1, 1.0, 10.0):
         events.clear()
         problem = _problem(X, y, C, _rows_mb(40, n), newton=keeper)
@@ -894,8 +963,10 @@ def test_pending_variables_are_checked_before_the_first_newton_step(monkeypatch,
                                   tol=1e-9, max_iter=100000, random_state=None)
         check_against_truth(problem, res, solve_svm_dual(C, Q=Q), 1e-8)
         prev = res.alpha
-    assert "newton" in events and "check" in events
-    assert (events[0] == "check") == early
+        if "newton" in events and "check" in events:
+            both += 1
+            assert (events[0] == "check") == early
+    assert both
 
 
 def test_returning_variables_renew_the_newton_budget(monkeypatch):
