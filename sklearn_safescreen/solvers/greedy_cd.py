@@ -30,10 +30,8 @@ the free samples, ``r`` the options' ``min_cache_rows``, 16 by default), beside
 from __future__ import annotations
 
 import threading
-import warnings
 
 import numpy as np
-from scipy.linalg import LinAlgWarning
 
 from .._utils.openmp import current_n_threads
 from ..problems.box_qp import BoxQP
@@ -41,7 +39,7 @@ from ..problems.constants import TINY
 from ._greedy_fast import CONVERGED, NEED_ROW, LoopOutcome, greedy_updates
 from .dual_cd import DynamicScreen, SolveResult, _check_schedule, hard_margin_gap
 from .greedy_options import DEFAULT_OPTIONS, GreedyOptions
-from .newton import NewtonCache, newton_options
+from .newton import NewtonCache, fixing_newton_step, newton_options
 from .pending_margins import PendingMargins
 from .row_cache import (
     CachedBlock,
@@ -485,78 +483,17 @@ class _GreedySolve:
 
 def _newton_step(problem, cache: RowCache, a, g, lo, hi, interior,
                  fix_rounds: int = 1) -> tuple[float, bool] | None:
-    """Newton step on the positions ``interior`` (strictly inside their box, or at a
-    bound with the gradient pushing them off it; the others held), with the variables
-    it would carry out of their box fixed at the bound they cross; updates ``a`` and
-    ``g`` in place. Returns ``(change of the objective, whether the full step was kept)``, or
-    None when a system is singular (nothing changed).
-
-    Round r solves ``Q_II step = g_I + Q_IO delta_O`` over the interior variables
-    ``I`` left, where ``O`` holds those fixed in the earlier rounds and ``delta_O``
-    their move to the bound; the variables the step carries out of their box join
-    ``O``, at most ``fix_rounds`` rounds. Along a C path the interior set of the last
-    solution is nearly the right one, but the variables that must leave it overshoot
-    far (the system is ill-conditioned at large C), and a plain clipped step then
-    misplaces the others: fixing them and solving again is the active-set step of
-    the path's homotopy, taken for many breakpoints at once. The systems of the
-    rounds differ by the fixed variables only, solved with the kept factor bordered.
-
-    A clipped step can still raise the objective (the fixed set is a guess): the
-    move is then scaled by the exact minimiser of the quadratic along it, so that a
-    step never undoes the descent before it."""
+    """Newton step on the positions ``interior`` of W (strictly inside their box, or at
+    a bound with the gradient pushing them off it; the others held), with
+    :func:`~.newton.fixing_newton_step`'s rounds; ``g`` kept through the row cache.
+    Returns ``(change of the objective, whether the full step was kept)``, or None."""
     keeper = problem.newton if problem.newton is not None else NewtonCache()
     # the factor cache works on sorted global indices (W is not sorted once extended)
     interior = interior[np.argsort(cache.W[interior], kind="stable")]
-    block = CachedBlock(problem, cache)
-    a_I = a[interior]
-    lo_I, hi_I = lo[interior], hi[interior]
-    left = np.ones(interior.size, dtype=bool)  # not yet fixed at a bound
-    target = a_I.copy()
-    rhs = g[interior].copy()
-    for round_ in range(max(fix_rounds, 1)):
-        I = interior[left]
-        try:
-            with warnings.catch_warnings():
-                # an ill-conditioned step is harmless: the gap check judges its result
-                warnings.simplefilter("ignore", LinAlgWarning)
-                step = keeper.solve(problem, block, cache.W, I, rhs[left])
-        except (np.linalg.LinAlgError, ValueError):
-            return None
-        if not np.all(np.isfinite(step)):
-            return None
-        target[left] = a_I[left] - step
-        out = np.zeros(interior.size, dtype=bool)
-        out[left] = (target[left] < lo_I[left]) | (target[left] > hi_I[left])
-        if not out.any() or round_ == fix_rounds - 1 or out.sum() == left.sum():
-            break
-        # fix them at the bound they cross; the others' system gains their move
-        crossed = np.clip(target[out], lo_I[out], hi_I[out])
-        move = crossed - a_I[out]
-        target[out] = crossed
-        left &= ~out
-        rhs[left] += move @ block[interior[out], interior[left]]
-    new = np.clip(target, lo_I, hi_I)
-    delta = new - a_I
-    change = delta != 0.0
-    if not change.any():
-        return 0.0, True
-    moved, d = interior[change], delta[change]
-    g_before = g.copy()
-    cache.accumulate(problem, g, moved, d)
-    slope = float(d @ g_before[moved])  # derivative of the objective along d
-    curvature = float(d @ (g[moved] - g_before[moved]))  # d'Qd
-    full = slope + 0.5 * curvature
-    if full <= 0.0 or not curvature > 0.0:
-        a[moved] = new[change]
-        return full, True
-    # the exact minimiser of slope t + curvature t^2 / 2 over [0, 1], and the
-    # gradient brought to it from the two ends (no kernel row read again)
-    t = min(max(-slope / curvature, 0.0), 1.0)
-    g -= g_before
-    g *= t
-    g += g_before
-    a[moved] += t * d
-    return t * slope + 0.5 * t * t * curvature, False
+    return fixing_newton_step(
+        problem, keeper, CachedBlock(problem, cache), cache.W, a, g, lo, hi, interior,
+        fix_rounds, lambda out, positions, delta: cache.accumulate(problem, out,
+                                                                   positions, delta))
 
 
 def _relative_gap(problem, alpha, gap, objective, const, tol, held, a_held):

@@ -271,6 +271,82 @@ def bordered_solve(problem, F, factor, removed, A, idx, rhs):
     return x if np.all(np.isfinite(x)) else None
 
 
+def fixing_newton_step(problem, keeper: NewtonCache, Q, index: np.ndarray, a, g, lo, hi,
+                       interior: np.ndarray, fix_rounds: int,
+                       add_rows_to) -> tuple[float, bool] | None:
+    """A Newton step on the positions ``interior`` (the others held), with the
+    variables it would carry out of their box fixed at the bound they cross; ``a`` and
+    ``g`` updated in place. Returns ``(change of the objective, whether the full step
+    was kept)``, or None when a system is singular (nothing changed).
+
+    ``Q`` is the block over the samples ``index`` (``Q[np.ix_(i, j)]`` over positions),
+    ``interior`` positions in it with ``index[interior]`` sorted; ``add_rows_to(out,
+    positions, delta)`` adds ``delta @ Q[positions]`` to ``out`` (the gradient over
+    every position).
+
+    Round r solves ``Q_II step = g_I + Q_IO delta_O`` over the interior variables
+    ``I`` left, where ``O`` holds those fixed in the earlier rounds and ``delta_O``
+    their move to the bound; the variables the step carries out of their box join
+    ``O``, at most ``fix_rounds`` rounds. On an ill-conditioned problem (a large C, a
+    nearly linear kernel) the variables that must leave the interior set overshoot
+    far, and one clipped step misplaces the others: fixing them and solving again
+    is the active-set step of the path's homotopy, taken for many breakpoints at
+    once. The rounds' systems differ by the fixed variables only, solved with the
+    kept factor bordered.
+
+    A clipped step can still raise the objective (the fixed set is a guess): the
+    move is then scaled by the exact minimiser of the quadratic along it, so that a
+    step never undoes the descent before it."""
+    a_I = a[interior]
+    lo_I, hi_I = lo[interior], hi[interior]
+    left = np.ones(interior.size, dtype=bool)  # not yet fixed at a bound
+    target = a_I.copy()
+    rhs = g[interior].copy()
+    for round_ in range(max(fix_rounds, 1)):
+        try:
+            with warnings.catch_warnings():
+                # an ill-conditioned step is harmless: the gap check judges its result
+                warnings.simplefilter("ignore", LinAlgWarning)
+                step = keeper.solve(problem, Q, index, interior[left], rhs[left])
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+        if not np.all(np.isfinite(step)):
+            return None
+        target[left] = a_I[left] - step
+        out = np.zeros(interior.size, dtype=bool)
+        out[left] = (target[left] < lo_I[left]) | (target[left] > hi_I[left])
+        if not out.any() or round_ == fix_rounds - 1 or out.sum() == left.sum():
+            break
+        # fix them at the bound they cross; the others' system gains their move
+        crossed = np.clip(target[out], lo_I[out], hi_I[out])
+        move = crossed - a_I[out]
+        target[out] = crossed
+        left &= ~out
+        rhs[left] += move @ Q[np.ix_(interior[out], interior[left])]
+    new = np.clip(target, lo_I, hi_I)
+    delta = new - a_I
+    change = delta != 0.0
+    if not change.any():
+        return 0.0, True
+    moved, d = interior[change], delta[change]
+    g_before = g.copy()
+    add_rows_to(g, moved, d)
+    slope = float(d @ g_before[moved])  # derivative of the objective along d
+    curvature = float(d @ (g[moved] - g_before[moved]))  # d'Qd
+    full = slope + 0.5 * curvature
+    if full <= 0.0 or not curvature > 0.0:
+        a[moved] = new[change]
+        return full, True
+    # the exact minimiser of slope t + curvature t^2 / 2 over [0, 1], and the
+    # gradient brought to it from the two ends (no row read again)
+    t = min(max(-slope / curvature, 0.0), 1.0)
+    g -= g_before
+    g *= t
+    g += g_before
+    a[moved] = np.clip(a[moved] + t * d, lo[moved], hi[moved])
+    return t * slope + 0.5 * t * t * curvature, False
+
+
 def newton_on_interior(problem, Q, free, a, g, lo, hi, interior,
                         cache: NewtonCache) -> bool:
     """Newton step on the interior variables with the others held: solve
