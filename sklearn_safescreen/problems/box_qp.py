@@ -135,9 +135,11 @@ class BoxQP:
         :math:`Q\alpha = s\,Q\alpha_0 + Q(\alpha - s\alpha_0)`, the second product
         over the samples where ``alpha`` is not ``scale * base_alpha`` (on a path, the
         seed keeps the samples at an end of the box there, so only the previous
-        solution's interior ones differ). Plain accuracy, for a solver's start, never
+        solution's interior ones differ), or with ``s = 1`` where that leaves fewer
+        (:func:`_cheaper_scale`). Plain accuracy, for a solver's start, never
         for a certificate; None when it would cost as many kernel values as computing
         the margins afresh."""
+        scale = _cheaper_scale(alpha, base_alpha, scale)
         delta = alpha - scale * base_alpha
         # a seeded bound is C_new w_i, the scaled one (C_new / C_old) C_old w_i: equal
         # up to two roundings, which a start point may ignore
@@ -238,7 +240,8 @@ class BoxQP:
             Q\alpha = r\,Q\alpha_0 + Q\hat\delta + Q\rho,\qquad
             \hat\delta_j = \mathrm{fl}(\alpha_j - \mathrm{fl}(r\alpha_{0j}))
 
-        with :math:`r` = ``scale`` and :math:`\hat\delta_j` taken as 0 where it is
+        with :math:`r` = ``scale`` (or 1, where fewer samples then differ:
+        :func:`_cheaper_scale`) and :math:`\hat\delta_j` taken as 0 where it is
         below :math:`8\epsilon|\alpha_j|` (on a path, a sample at an end of its box at
         both values: only the others cost a kernel column). The second product is
         computed by Dot2 (its bound as in :meth:`accurate_margins`); the residual
@@ -259,6 +262,7 @@ class BoxQP:
         if self.linear:
             return None
         eps = np.finfo(np.float64).eps
+        scale = _cheaper_scale(alpha, base.alpha, scale)
         scaled = scale * base.alpha
         delta = alpha - scaled
         moved = np.abs(delta) > 8.0 * eps * np.abs(alpha)
@@ -471,3 +475,18 @@ class BoxQPReference:
         n = a.size
         return 2.0 * (float(np.sum(a * self.margin_error))
                       + gamma(n + 1) * float(a @ np.abs(self.margins)))
+
+
+def _cheaper_scale(alpha: np.ndarray, base_alpha: np.ndarray, scale: float) -> float:
+    """``scale`` or 1, whichever leaves fewer samples where ``alpha`` differs from
+    ``r * base_alpha`` (the kernel columns an update from the base's margins costs).
+    Along a C path the samples at the upper bound scale with C and the interior ones
+    barely move: the ratio of the Cs suits a solution with many samples at the bound,
+    1 one with few (near the hard margin, where a solution that needs no update at
+    the next C is the same point, and its margins need no product at all)."""
+    if scale == 1.0:
+        return scale
+    tiny = 8.0 * np.finfo(np.float64).eps * np.abs(alpha)
+    n_scaled = np.count_nonzero(np.abs(alpha - scale * base_alpha) > tiny)
+    n_same = np.count_nonzero(np.abs(alpha - base_alpha) > tiny)
+    return 1.0 if n_same < n_scaled else scale

@@ -137,6 +137,34 @@ def test_updated_margins_are_refused_when_most_of_the_support_moved():
     assert np.all(np.abs(q - fresh) <= error + fresh_error)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_point_unchanged_at_another_C_updates_its_margins_without_a_product(seed):
+    """Near the hard margin the solution is the same at the next C (no sample at the
+    upper bound): the margins are the base's, no kernel value computed, within their
+    bound of exact sums; and a point where most samples kept their value while a few
+    at the bound scaled with C costs only those few columns."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    X = rng.standard_normal((n, 3))
+    km = KernelMatrix(X, "rbf", {"gamma": 0.5}, 1.0)
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    K = km.block(np.arange(n), np.arange(n))
+    problem = BoxQP(sign=sign, p=np.ones(n), lo=np.zeros(n), hi=np.full(n, 10.0),
+                    sqnorm=km.diag(), kernel=km)
+    alpha0 = np.where(rng.random(n) < 0.6, rng.uniform(0.1, 9.0, n), 0.0)
+    base = problem.reference(10.0, alpha0, problem.accurate_margins(alpha0))
+    for C, at_bound in ((30.0, 0), (100.0, 3)):
+        alpha = alpha0.copy()
+        bound = np.flatnonzero(alpha0)[:at_bound]
+        alpha[bound] = C  # a few at the new upper bound, the others unchanged
+        evaluations = km.n_evaluations
+        q, error = problem.accurate_margins_from(alpha, base, C / 10.0)
+        assert km.n_evaluations - evaluations <= at_bound * n
+        assert np.all(np.abs(q - _exact_margins(K, sign, alpha)) <= error)
+        start = problem.margins_from(alpha, alpha0, base.margins, C / 10.0)
+        np.testing.assert_allclose(start, q, rtol=0, atol=1e-10 * np.abs(q).max())
+
+
 def _count_fresh(monkeypatch):
     calls = {"fresh": 0, "updated": 0}
     fresh, update = BoxQP.accurate_margins, BoxQP.accurate_margins_from
