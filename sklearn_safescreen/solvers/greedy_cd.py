@@ -411,12 +411,19 @@ class _GreedySolve:
         self.newton_tried, self.n_newton = W[interior], self.n_newton + 1
         out = _newton_step(self.problem, self.cache, a, g, lo, hi, interior,
                            opt.newton_fix_rounds)
-        moved, whole = out if out is not None else (None, False)
-        self.n_raised = 0 if whole else self.n_raised + 1
+        moved = out[0] if out is not None else None
+        # a step that closes a fair share of the gap (the most any step can gain)
+        # helped, even scaled down; one that gains little says the set is still far
+        # from the final one
+        helped = moved is not None and -moved >= opt.newton_useful_share * self.gap
+        self.n_raised = 0 if helped else self.n_raised + 1
         if self.n_raised > opt.newton_retries:
-            # the interior set is still far from the final one (the clipped steps
-            # would have raised the objective): later steps wait for the late threshold
-            self.newton_below = min(self.newton_below, opt.newton_late_gap)
+            # steps in a row that gained little: later steps wait for a smaller gap,
+            # the retry threshold first, then the late one
+            wait = (opt.newton_retry_gap if self.newton_below > opt.newton_retry_gap
+                    else opt.newton_late_gap)
+            self.newton_below = min(self.newton_below, wait)
+            self.n_raised = 0
         if moved is None:
             return False
         self.objective += moved

@@ -84,13 +84,22 @@ class GreedyOptions:
         Newton steps per solve, at most (each factorises the interior set or borders
         the kept factor); variables returning to W renew half of them, since the
         interior set then changed.
+    newton_retry_gap : float
+        Once steps tried from a larger gap gained little (the interior set is still
+        far from the final one, as on a kernel LAD path whose warm start lies far from
+        the next solution), later steps wait for this relative gap, where coordinate
+        descent has settled most bounds.
     newton_late_gap : float
-        Once steps raised the objective (the interior set is still far from the final
-        one), later steps wait for this relative gap, until variables return to W.
+        ... and once steps from there gained little too, for this one, until
+        variables return to W.
     newton_retries : int
-        Steps in a row that may raise the objective before the late threshold holds:
-        the clipping of a raised step moves most wrongly interior variables to their
-        bound, so the next step, a few updates later, usually lands.
+        Steps in a row that may gain little before the next threshold holds: a step
+        moves most wrongly interior variables to their bound, so the next one, a few
+        updates later, usually lands.
+    newton_useful_share : float
+        A step gains little when it lowers the objective by less than this share of
+        the duality gap before it (the most any step could gain): a step scaled
+        down along its direction may still have closed most of the gap.
     newton_fix_rounds : int
         Rounds of a Newton step: after each, the variables the step carries out of
         their box are fixed at the bound they cross and the others solved again (a
@@ -137,9 +146,11 @@ class GreedyOptions:
     uncached_partner_gain: float = 1.5
     newton_below_gap: float = float("inf")
     newton_max_steps: int = 12
+    newton_retry_gap: float = 5e-2
     newton_late_gap: float = 1e-3
     newton_retries: int = 1
     newton_fix_rounds: int = 8
+    newton_useful_share: float = 0.1
     check_eighths: int = 2
     early_pending_check: bool = True
     block_rows: int = 256
