@@ -30,6 +30,8 @@ cdef int SAMPLE = 3
 cdef signed char L_STATUS = 0
 cdef signed char R_STATUS = 1
 cdef signed char E_STATUS = 2
+# the unit roundoff of binary64
+cdef double UNIT_ROUNDOFF = 2.0 ** -53
 
 
 cdef class HomotopyCore:
@@ -415,7 +417,10 @@ cdef class HomotopyCore:
             uu += self.u[e] * self.u[e]
         if max(x1, y1) > self.d1_max or max(x2, y2) > self.d2_max * self.d2_max:
             return False
-        return 4.0 * self.tie_rtol * (1.0 + self.two_max * sqrt(uu)) <= self.screen_rtol
+        # the slopes' bound: the margin must exceed the tie tolerance and the rounding
+        # of the margin rows' products (k terms each) four and ten times over
+        return (1.0 + self.two_max * sqrt(uu)) * max(
+            4.0 * self.tie_rtol, 10.0 * self.k * UNIT_ROUNDOFF) <= self.screen_rtol
 
     cdef void _rescreen(self) noexcept nogil:
         """A new reference: the current basis's dual at the current lambda (every

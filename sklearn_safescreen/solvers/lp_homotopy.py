@@ -57,6 +57,12 @@ SLOPE_RTOL = 1e-10
 DRIFT_RTOL = 1e-8
 #: Relative duality gap certified at every breakpoint.
 GAP_RTOL = 1e-9
+#: Whether the compiled core applies the pricing's safe feature rule when the caller
+#: does not say (``make_core(screen=None)``). Off: the rule changes no pivot, and the
+#: pass over the free features it skips is a small part of a breakpoint next to the
+#: margin rows' products and the basis solves, so its bookkeeping costs about what it
+#: saves (``doc/theory/lp_svm.rst``, the safe feature rule for the pricing).
+SCREEN = False
 #: Relative margin of the pricing's safe feature rule: a feature is screened only if
 #: its correlation bound stays below lambda n by this much of lambda n plus its
 #: weighted column norm (which bounds the rounding of the correlations the pricing
@@ -425,15 +431,16 @@ class LPHomotopy:
 
 
 def make_core(data: LPSVMData, compiled: bool = True, factor: str = "auto",
-              screen: bool = True):
+              screen: bool | None = None):
     """The homotopy's state on ``data``: the compiled core, or the NumPy reference
     (:class:`LPHomotopy`), which makes the same pivots.
 
-    ``screen`` turns on the compiled core's safe feature rule in the pricing: from the
-    dual at one breakpoint, the features proven to stay strictly inside their dual
-    constraint down to ``1 - SCREEN_SPAN`` times that value (for every dual within the
-    rule's budget of it) are not priced there, which changes no pivot
-    (``doc/theory/lp_svm.rst``). The NumPy reference prices every feature.
+    ``screen`` turns on the compiled core's safe feature rule in the pricing (None:
+    :data:`SCREEN`): from the dual at one breakpoint, the features proven to stay
+    strictly inside their dual constraint down to ``1 - SCREEN_SPAN`` times that value
+    (for every dual within the rule's budget of it) are not priced there, which
+    changes no pivot (``doc/theory/lp_svm.rst``). The NumPy reference prices every
+    feature.
 
     ``factor`` is the compiled core's basis factor: ``"dense"``, the explicit inverse of
     the margin matrix updated in place (:math:`O(k^2)` a pivot whatever the data);
@@ -458,7 +465,7 @@ def make_core(data: LPSVMData, compiled: bool = True, factor: str = "auto",
         Z, Zc = sp.csr_matrix(Z), sp.csc_matrix(Z)
     core = HomotopyCore(Z, Zc, np.ascontiguousarray(data.s), SLOPE_RTOL, TIE_RTOL,
                         PIVOT_RTOL, factor == "lu")
-    if screen:
+    if SCREEN if screen is None else screen:
         c_inf, c_two = _column_norms(data.Zc)
         core.set_screening(c_inf, c_two, np.asarray(data.col_abs_s, dtype=np.float64),
                            SCREEN_RTOL, SCREEN_SPAN, SCREEN_BUDGET)

@@ -14,6 +14,7 @@ from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sklearn_safescreen import lp_svm_path
 from sklearn_safescreen.datasets import make_sparse_text_classification
 from sklearn_safescreen.problems.lp_svm import LPSVMData
 from sklearn_safescreen.solvers import lp_homotopy
@@ -139,3 +140,31 @@ def test_bad_screening_settings():
         core.set_screening(c_inf, c_two, data.col_abs_s, 1e-6, 0.01, 0.5)
     with pytest.raises(ValueError, match="one entry per feature"):
         core.set_screening(c_inf[:-1], c_two, data.col_abs_s, 1e-6, 0.01, 2.0)
+
+
+def test_default_follows_the_module_setting(monkeypatch):
+    X, y, _ = make_problem(1, n=30, d=20)
+    data = _data(X, y)
+    assert make_core(data, True).screen == lp_homotopy.SCREEN
+    monkeypatch.setattr(lp_homotopy, "SCREEN", True)
+    assert make_core(data, True).screen
+    assert not make_core(data, True, screen=False).screen
+    monkeypatch.setattr(lp_homotopy, "SCREEN", False)
+    assert not make_core(data, True).screen
+    assert make_core(data, True, screen=True).screen
+
+
+def test_lp_svm_path_with_the_rule_on(monkeypatch):
+    """The public path, intercept and weights included, is the same with the rule."""
+    X, y = make_sparse_text_classification(120, 400, random_state=1)
+    w = np.random.RandomState(0).uniform(0.5, 2.0, X.shape[0])
+    runs = []
+    for on in (False, True):
+        monkeypatch.setattr(lp_homotopy, "SCREEN", on)
+        runs.append(lp_svm_path(X, y, sample_weight=w))
+    (a0, c0, i0, e0), (a1, c1, i1, e1) = runs
+    np.testing.assert_array_equal(e0[["enter", "enter_index", "sign"]],
+                                  e1[["enter", "enter_index", "sign"]])
+    np.testing.assert_allclose(a1, a0, rtol=RTOL, atol=0.0)
+    np.testing.assert_allclose(c1.toarray(), c0.toarray(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(i1, i0, rtol=1e-10, atol=1e-12)
