@@ -23,6 +23,11 @@ from sklearn_safescreen.solvers.lp_homotopy import PathFollower, make_core
 #: Relative agreement of the objectives of the two paths at each breakpoint.
 RTOL = 1e-12
 
+#: The rule's interval and budget: the defaults, where most decisions are also
+#: protected by the next breakpoint falling below the interval, and a long interval
+#: with the smallest budget, where they rest on the budgets.
+SETTINGS = [(lp_homotopy.SCREEN_SPAN, lp_homotopy.SCREEN_BUDGET), (0.5, 1.0)]
+
 
 def _path(data, factor, screen, eps=1e-3, core=None):
     """``(core, events, lams, objectives)`` of the path from lambda_max down to ``eps``
@@ -54,13 +59,49 @@ def _data(X, y, s=None):
     return LPSVMData(X, y, s)
 
 
+@pytest.mark.parametrize("span,budget", SETTINGS)
 @pytest.mark.parametrize("factor", ["dense", "lu"])
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("sparse", [False, True])
-def test_random_problems_same_pivots(seed, sparse, factor):
+def test_random_problems_same_pivots(seed, sparse, factor, span, budget, monkeypatch):
+    monkeypatch.setattr(lp_homotopy, "SCREEN_SPAN", span)
+    monkeypatch.setattr(lp_homotopy, "SCREEN_BUDGET", budget)
     X, y, s = make_problem(seed, n=60, d=80, sparse=sparse, weights=seed % 2 == 1,
                            density=0.15)
     _agree(_data(X, y, s), factor)
+
+
+def _gaussian(kind, seed, n, d):
+    """Dense gaussian, sparse gaussian, or nearly rank 3 (``kind`` 0, 1, 2)."""
+    if kind == 0:
+        X, y, s = make_problem(seed, n=n, d=d)
+    elif kind == 1:
+        X, y, s = make_problem(seed, n=n, d=d, sparse=True, density=0.3)
+    else:
+        rng = np.random.RandomState(seed)
+        X = rng.randn(n, 3) @ rng.randn(3, d) + 0.1 * rng.randn(n, d)
+        y = np.sign(rng.randn(n))
+        y[:2] = [-1.0, 1.0]
+        s = None
+    return _data(X, y, s)
+
+
+#: Problems on which the rule without its budget checks changes the path.
+BUDGET_CASES = [(0, 825510, 53, 12, 0.05), (2, 269975, 50, 57, 0.3),
+                (2, 71549, 34, 69, 0.3), (0, 205760, 43, 30, 0.05),
+                (0, 931654, 26, 39, 0.05)]
+
+
+@pytest.mark.parametrize("case", BUDGET_CASES + [
+    (seed % 3, seed, 10 + 7 * seed % 50, 5 + 11 * seed % 75, (0.05, 0.3, 0.9)[seed % 3])
+    for seed in range(30)])
+def test_small_budget_same_pivots(case, monkeypatch):
+    """The smallest budget (the reference line's own move) and intervals of several
+    lengths: the decisions rest on the budget checks, which these problems need."""
+    kind, seed, n, d, span = case
+    monkeypatch.setattr(lp_homotopy, "SCREEN_SPAN", span)
+    monkeypatch.setattr(lp_homotopy, "SCREEN_BUDGET", 1.0)
+    _agree(_gaussian(kind, seed, n, d), "dense")
 
 
 @pytest.mark.parametrize("factor", ["dense", "lu"])
@@ -95,11 +136,8 @@ def test_screen_off_prices_every_feature():
     assert core.n_watched == X.shape[1]
 
 
-@settings(max_examples=examples(30), deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(6, 40), d=st.integers(1, 40),
-       levels=st.integers(1, 3), density=st.floats(0.1, 1.0), dup=st.booleans(),
-       sparse=st.booleans())
-def test_random_degenerate_problems_same_pivots(seed, n, d, levels, density, dup, sparse):
+def _degenerate(seed, n, d, levels, density, dup):
+    """Small integers (tied correlations), optionally duplicated rows and a column."""
     rng = np.random.RandomState(seed)
     X = rng.randint(-levels, levels + 1, size=(n, d)) * (rng.rand(n, d) < density)
     X = X.astype(float)
@@ -108,6 +146,36 @@ def test_random_degenerate_problems_same_pivots(seed, n, d, levels, density, dup
         X = np.hstack([X, X[:, :1]])
     y = rng.choice([-1.0, 1.0], size=X.shape[0])
     y[:2] = [-1.0, 1.0]
+    return X, y
+
+
+@pytest.mark.parametrize("span,budget", SETTINGS)
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("seed", range(40))
+def test_small_degenerate_problems_same_pivots(seed, sparse, span, budget, monkeypatch):
+    """Tiny tied problems, where consecutive breakpoints often fall within one
+    interval of the rule (seed 112 is one that a margin of -0.1 lambda n, an unsafe
+    rule, gets wrong)."""
+    monkeypatch.setattr(lp_homotopy, "SCREEN_SPAN", span)
+    monkeypatch.setattr(lp_homotopy, "SCREEN_BUDGET", budget)
+    rng = np.random.RandomState(seed)
+    if seed == 0:
+        config = (112, 6, 7, 1, 0.5, False)
+    else:
+        config = (seed, rng.randint(6, 30), rng.randint(2, 30), rng.randint(1, 3),
+                  rng.uniform(0.2, 1.0), bool(rng.randint(2)))
+    X, y = _degenerate(*config)
+    if not np.abs(X.T @ y).max() > 0:
+        return  # w = 0 everywhere: no path
+    _agree(_data(sp.csr_matrix(X) if sparse else X, y), "lu" if sparse else "dense")
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(6, 40), d=st.integers(1, 40),
+       levels=st.integers(1, 3), density=st.floats(0.1, 1.0), dup=st.booleans(),
+       sparse=st.booleans())
+def test_random_degenerate_problems_same_pivots(seed, n, d, levels, density, dup, sparse):
+    X, y = _degenerate(seed, n, d, levels, density, dup)
     if not np.abs(X.T @ y).max() > 0:
         return  # w = 0 everywhere: no path
     _agree(_data(sp.csr_matrix(X) if sparse else X, y), "lu" if sparse else "dense")
