@@ -15,7 +15,7 @@ updates (:mod:`._lp_dense_inverse`), or a sparse LU with an eta file
 (:mod:`._lp_sparse_factor`).
 """
 
-from libc.math cimport fabs, INFINITY
+from libc.math cimport fabs, sqrt, INFINITY
 
 from ._lp_dense_inverse cimport DenseInverse
 from ._lp_sparse_factor cimport SparseFactor
@@ -30,6 +30,8 @@ cdef int SAMPLE = 3
 cdef signed char L_STATUS = 0
 cdef signed char R_STATUS = 1
 cdef signed char E_STATUS = 2
+# the unit roundoff of binary64
+cdef double UNIT_ROUNDOFF = 2.0 ** -53
 
 
 cdef class HomotopyCore:
@@ -62,6 +64,25 @@ cdef class HomotopyCore:
     cdef DenseInverse inv
     cdef readonly SparseFactor lu
     cdef double[::1] xs, c1, c0, rho
+    # the safe feature rule of the pricing (:meth:`set_screening`): the columns' largest
+    # entry, 2-norm and weighted 1-norm; ``order`` holds the watched features first
+    # (``n_watch`` of them, priced) and the screened ones after; the reference dual
+    # ``a_ref`` at ``ref_lam`` with the samples touched since (in the margin set then
+    # or since), the interval's lower end ``ref_lo``, the budgets of the dual's
+    # distance to the reference (1- and 2-norm) and the largest 2-norm of a screened
+    # column
+    cdef public bint screen
+    cdef bint ref_ok
+    cdef double screen_rtol, screen_span, screen_budget
+    cdef double ref_lam, ref_lo, d1_max, d2_max, two_max
+    cdef const double[::1] c_inf, c_two, c_abs
+    cdef Py_ssize_t[::1] order, touched
+    cdef signed char[::1] is_touched
+    cdef double[::1] a_ref
+    cdef Py_ssize_t n_watch, n_touched
+    #: pricings made, those that skipped the screened features, the features they
+    #: skipped in all, and the reference duals taken
+    cdef public long long n_pricings, n_screened, n_skipped, n_rescreen
 
     def __init__(self, Z, Zc, double[::1] s, double slope_rtol, double tie_rtol,
                  double pivot_rtol, bint lu=False):
@@ -99,7 +120,42 @@ cdef class HomotopyCore:
             self.rho = np.zeros(n)
         else:
             self.inv = DenseInverse(km)
+        self.screen = False
+        self.ref_ok = False
+        self.n_pricings = self.n_screened = self.n_skipped = self.n_rescreen = 0
         self.refresh_below()
+
+    def set_screening(self, c_inf, c_two, c_abs, double screen_rtol, double span,
+                      double budget):
+        """Turn on the safe feature rule of the pricing (``doc/theory/lp_svm.rst``):
+        ``c_inf``, ``c_two`` and ``c_abs`` are each column's largest absolute entry,
+        2-norm and :math:`\\sum_i|z_{ij}|s_i`; ``screen_rtol`` the relative margin of a
+        decision, ``span`` the relative length of the interval of lambda a reference
+        covers and ``budget`` how far (a multiple of the current dual line's move over
+        that interval) the dual may move from the reference before it is taken
+        again."""
+        if not (span > 0.0 and span < 1.0) or not budget >= 1.0:
+            raise ValueError("the screening interval needs 0 < span < 1 and budget >= 1")
+        self.c_inf = np.ascontiguousarray(c_inf, dtype=np.float64)
+        self.c_two = np.ascontiguousarray(c_two, dtype=np.float64)
+        self.c_abs = np.ascontiguousarray(c_abs, dtype=np.float64)
+        if (self.c_inf.shape[0] != self.d or self.c_two.shape[0] != self.d
+                or self.c_abs.shape[0] != self.d):
+            raise ValueError("the column norms must have one entry per feature")
+        self.screen_rtol, self.screen_span, self.screen_budget = screen_rtol, span, budget
+        self.order = np.arange(self.d, dtype=np.intp)
+        self.n_watch = self.d
+        self.touched = np.zeros(self.n, dtype=np.intp)
+        self.is_touched = np.zeros(self.n, dtype=np.int8)
+        self.a_ref = np.zeros(self.n)
+        self.n_touched = 0
+        self.ref_ok = False
+        self.screen = True
+
+    @property
+    def n_watched(self):
+        """The features the current reference leaves to the pricing."""
+        return int(self.n_watch) if self.screen and self.ref_ok else int(self.d)
 
     # the factor's state, for the caller and the tests
     @property
@@ -315,14 +371,112 @@ cdef class HomotopyCore:
             self.cand_g[nc[0]] = gi
             nc[0] += 1
 
+    cdef inline void _price(self, Py_ssize_t j, const double* g, const double* cL,
+                            const double* hh, double ln1, double tol_f, double* top,
+                            Py_ssize_t* nc) noexcept nogil:
+        """The crossings of p_j and q_j (feature j free), with ``ln1`` = n."""
+        cdef double d0 = cL[j] - hh[j]  # h_j
+        cdef double d1 = ln1 * (1.0 - g[j])
+        if d1 > tol_f:
+            self._note(d0 / d1, j, top, nc)
+        d1 = ln1 * (1.0 + g[j])
+        if d1 > tol_f:
+            self._note(-d0 / d1, self.d + j, top, nc)
+
+    cdef bint _screen_holds(self) noexcept nogil:
+        """Whether the reference's screened features may be skipped at this pricing:
+        the current basis's dual line, at the current lambda and at the interval's
+        lower end, lies within the budgets of the reference dual (1- and 2-norm), and
+        the slopes of the screened reduced costs are small enough for the decisions'
+        margin to exceed the tie tolerance (``doc/theory/lp_svm.rst``)."""
+        cdef Py_ssize_t q, i, e, n = self.n
+        cdef double ln_hi = self.lam * n, ln_lo = self.ref_lo * n
+        cdef double x1 = 0.0, x2 = 0.0, y1 = 0.0, y2 = 0.0, uu = 0.0, x, y
+        cdef signed char st
+        if not self.ref_ok or not self.lam >= self.ref_lo or not self.lam <= self.ref_lam:
+            return False
+        # samples off the margin sit at their box's end; untouched ones at the
+        # reference's value
+        for q in range(self.n_touched):
+            i = self.touched[q]
+            st = self.status[i]
+            if st == E_STATUS:
+                continue
+            x = (self.s[i] if st == L_STATUS else 0.0) - self.a_ref[i]
+            x1 += fabs(x)
+            x2 += x * x
+        y1, y2 = x1, x2
+        for e in range(self.k):
+            i = self.E[e]
+            x = ln_hi * self.u[e] - self.v[e] - self.a_ref[i]
+            y = ln_lo * self.u[e] - self.v[e] - self.a_ref[i]
+            x1 += fabs(x)
+            x2 += x * x
+            y1 += fabs(y)
+            y2 += y * y
+            uu += self.u[e] * self.u[e]
+        if max(x1, y1) > self.d1_max or max(x2, y2) > self.d2_max * self.d2_max:
+            return False
+        # the slopes' bound: the margin must exceed the tie tolerance and the rounding
+        # of the margin rows' products (k terms each) four and ten times over
+        return (1.0 + self.two_max * sqrt(uu)) * max(
+            4.0 * self.tie_rtol, 10.0 * self.k * UNIT_ROUNDOFF) <= self.screen_rtol
+
+    cdef void _rescreen(self) noexcept nogil:
+        """A new reference: the current basis's dual at the current lambda (every
+        feature's correlation line is current), the interval below it, the budgets and
+        the features the rule screens over it."""
+        cdef Py_ssize_t i, e, j, n = self.n, d = self.d, nw = 0, ns = d
+        cdef double lam = self.lam, ln = lam * n, lo, ln_lo, u1 = 0.0, u2 = 0.0, c, b
+        cdef double rt = self.screen_rtol
+        for i in range(n):
+            self.a_ref[i] = self.s[i] if self.status[i] == L_STATUS else 0.0
+            self.is_touched[i] = 0
+        self.n_touched = 0
+        for e in range(self.k):
+            i = self.E[e]
+            self.a_ref[i] = ln * self.u[e] - self.v[e]
+            self.touched[self.n_touched] = i
+            self.n_touched += 1
+            self.is_touched[i] = 1
+            u1 += fabs(self.u[e])
+            u2 += self.u[e] * self.u[e]
+        lo = lam * (1.0 - self.screen_span)
+        ln_lo = lo * n
+        # the current line's move down to lo, times the budget
+        self.d1_max = self.screen_budget * (ln - ln_lo) * u1
+        self.d2_max = self.screen_budget * (ln - ln_lo) * sqrt(u2)
+        self.two_max = 0.0
+        for j in range(d):
+            if self.posA[j] < 0:
+                c = fabs(ln * self.g[j] + self.cL[j] - self.hh[j])
+                b = min(self.c_inf[j] * self.d1_max, self.c_two[j] * self.d2_max)
+                if c + b + rt * (ln + self.c_abs[j]) <= ln_lo:
+                    ns -= 1
+                    self.order[ns] = j
+                    self.two_max = max(self.two_max, self.c_two[j])
+                    continue
+            self.order[nw] = j
+            nw += 1
+        self.n_watch = nw
+        self.ref_lam, self.ref_lo = lam, lo
+        self.ref_ok = True
+        self.n_rescreen += 1
+
     def next_event(self, double lam_stop):
         """``(found, lam, kind, index, sign, gap)``: the next breakpoint's entering
         variable (index: the feature, or the margin sample's position), or found=False
-        when the basis is optimal down to ``lam_stop`` (or 0)."""
-        cdef Py_ssize_t j, e, d = self.d, n = self.n, best = -1, nc = 0, q
-        cdef double top = -INFINITY, d1, d0, tol_f, tol_s, umax = 0.0, lam_next, tie
-        cdef double gap
+        when the basis is optimal down to ``lam_stop`` (or 0).
+
+        With the screening on, the features the reference screens are not priced
+        while its conditions hold (:meth:`_screen_holds`) and the next breakpoint lies
+        in its interval; otherwise every feature is, and the reference is taken again
+        from this basis."""
+        cdef Py_ssize_t j, q, e, d = self.d, n = self.n, best = -1, nc = 0
+        cdef double top = -INFINITY, d1, tol_f, tol_s, umax = 0.0, lam_next, tie
+        cdef double gap, ln1 = <double>n
         cdef int kind = -1, sign = 0
+        cdef bint use = False
         cdef const Py_ssize_t* posA = &self.posA[0]
         cdef const double* cL = &self.cL[0]
         cdef const double* hh = &self.hh[0]
@@ -335,17 +489,19 @@ cdef class HomotopyCore:
             for e in range(self.k):
                 umax = max(umax, fabs(self.u[e]))
             tol_s = self.slope_rtol * n * max(1.0, umax)
+            self.n_pricings += 1
+            if self.screen:
+                use = self._screen_holds()
             # the largest crossing, and the candidates for a tie with it
-            for j in range(d):
-                if posA[j] >= 0:
-                    continue
-                d0 = cL[j] - hh[j]  # h_j
-                d1 = n * (1.0 - g[j])
-                if d1 > tol_f:
-                    self._note(d0 / d1, j, &top, &nc)
-                d1 = n * (1.0 + g[j])
-                if d1 > tol_f:
-                    self._note(-d0 / d1, d + j, &top, &nc)
+            if use:
+                for q in range(self.n_watch):
+                    j = self.order[q]
+                    if posA[j] < 0:
+                        self._price(j, g, cL, hh, ln1, tol_f, &top, &nc)
+            else:
+                for j in range(d):
+                    if posA[j] < 0:
+                        self._price(j, g, cL, hh, ln1, tol_f, &top, &nc)
             for e in range(self.k):
                 d1 = -n * self.u[e]
                 if d1 > tol_s:
@@ -354,6 +510,18 @@ cdef class HomotopyCore:
                 d1 = n * self.u[e]
                 if d1 > tol_s:
                     self._note(self.v[e] / d1, 2 * d + n + self.E[e], &top, &nc)
+            if use and not top >= self.ref_lo:
+                # the next breakpoint is not proven to lie in the interval: the
+                # screened features are priced too
+                for q in range(self.n_watch, d):
+                    self._price(self.order[q], g, cL, hh, ln1, tol_f, &top,
+                                &nc)
+                use = False
+            if use:
+                self.n_screened += 1
+                self.n_skipped += d - self.n_watch
+            elif self.screen and self.lam < INFINITY:
+                self._rescreen()
         if not top > -INFINITY or top <= lam_stop or top <= 0.0:
             # the last basis's gap at the path's end, or (a path down to 0, where both
             # objectives of a separable problem vanish) at half its last breakpoint
@@ -601,6 +769,11 @@ cdef class HomotopyCore:
                 self.status[i] = R_STATUS
 
     cdef void _leave_slack(self, Py_ssize_t r) noexcept nogil:
+        if self.screen and self.ref_ok and not self.is_touched[r]:
+            # its dual may leave the reference's value from now on
+            self.is_touched[r] = 1
+            self.touched[self.n_touched] = r
+            self.n_touched += 1
         if self.status[r] == L_STATUS:
             self.Z.add_row(r, -self.s[r], &self.cL[0])
         self.status[r] = E_STATUS

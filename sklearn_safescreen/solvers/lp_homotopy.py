@@ -57,6 +57,24 @@ SLOPE_RTOL = 1e-10
 DRIFT_RTOL = 1e-8
 #: Relative duality gap certified at every breakpoint.
 GAP_RTOL = 1e-9
+#: Whether the compiled core applies the pricing's safe feature rule when the caller
+#: does not say (``make_core(screen=None)``). Off: the rule changes no pivot, and the
+#: pass over the free features it skips is a small part of a breakpoint next to the
+#: margin rows' products and the basis solves, so its bookkeeping costs about what it
+#: saves (``doc/theory/lp_svm.rst``, the safe feature rule for the pricing).
+SCREEN = False
+#: Relative margin of the pricing's safe feature rule: a feature is screened only if
+#: its correlation bound stays below lambda n by this much of lambda n plus its
+#: weighted column norm (which bounds the rounding of the correlations the pricing
+#: computes); it must exceed the tie tolerance times the slopes' bound, which the rule
+#: checks at each pricing.
+SCREEN_RTOL = 1e-6
+#: Relative length of the interval of lambda below a reference dual that the rule's
+#: decisions cover: longer intervals are taken again less often but screen less.
+SCREEN_SPAN = 0.01
+#: How far the dual may move from the reference (in 1- and 2-norm) before it is taken
+#: again, as a multiple of the reference basis's own dual move over the interval.
+SCREEN_BUDGET = 2.0
 #: Pivots allowed at one value of lambda before the solver gives up (Bland's rule makes
 #: the number finite; this bounds it in floating point).
 MAX_DEGENERATE = 100_000
@@ -412,9 +430,17 @@ class LPHomotopy:
             self.cL += self.s[i] * self._row_vec(i)
 
 
-def make_core(data: LPSVMData, compiled: bool = True, factor: str = "auto"):
+def make_core(data: LPSVMData, compiled: bool = True, factor: str = "auto",
+              screen: bool | None = None):
     """The homotopy's state on ``data``: the compiled core, or the NumPy reference
     (:class:`LPHomotopy`), which makes the same pivots.
+
+    ``screen`` turns on the compiled core's safe feature rule in the pricing (None:
+    :data:`SCREEN`): from the dual at one breakpoint, the features proven to stay
+    strictly inside their dual constraint down to ``1 - SCREEN_SPAN`` times that value
+    (for every dual within the rule's budget of it) are not priced there, which
+    changes no pivot (``doc/theory/lp_svm.rst``). The NumPy reference prices every
+    feature.
 
     ``factor`` is the compiled core's basis factor: ``"dense"``, the explicit inverse of
     the margin matrix updated in place (:math:`O(k^2)` a pivot whatever the data);
@@ -437,8 +463,28 @@ def make_core(data: LPSVMData, compiled: bool = True, factor: str = "auto"):
         factor = "lu" if sp.issparse(Z) else "dense"
     if factor == "lu" and not sp.issparse(Z):
         Z, Zc = sp.csr_matrix(Z), sp.csc_matrix(Z)
-    return HomotopyCore(Z, Zc, np.ascontiguousarray(data.s), SLOPE_RTOL, TIE_RTOL,
+    core = HomotopyCore(Z, Zc, np.ascontiguousarray(data.s), SLOPE_RTOL, TIE_RTOL,
                         PIVOT_RTOL, factor == "lu")
+    if SCREEN if screen is None else screen:
+        c_inf, c_two = _column_norms(data.Zc)
+        core.set_screening(c_inf, c_two, np.asarray(data.col_abs_s, dtype=np.float64),
+                           SCREEN_RTOL, SCREEN_SPAN, SCREEN_BUDGET)
+    return core
+
+
+def _column_norms(Zc) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's largest absolute entry and 2-norm, each rounded up by a relative
+    margin far above the rounding of the sums (the rule's bounds use them as upper
+    bounds)."""
+    if sp.issparse(Zc):
+        Zc = sp.csc_matrix(Zc)
+        c_inf = np.asarray(abs(Zc).max(axis=0).todense()).ravel()
+        c_two = np.sqrt(np.asarray(Zc.multiply(Zc).sum(axis=0)).ravel())
+    else:
+        Zc = np.asarray(Zc)
+        c_inf = np.abs(Zc).max(axis=0, initial=0.0)
+        c_two = np.sqrt((Zc * Zc).sum(axis=0))
+    return c_inf.astype(np.float64), c_two.astype(np.float64) * (1.0 + 1e-10)
 
 
 class PathFollower:
