@@ -763,44 +763,20 @@ def test_newton_fixing_rounds_end_on_the_minimiser_of_their_face():
     assert fixed_some  # some step had variables to fix
 
 
-@pytest.mark.parametrize("retries", [0, 1, 2])
-def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries):
-    # newton_retries + 1 Newton steps in a row tried early that do not help (here:
-    # reported singular) make the later ones wait for newton_retry_gap (here 0: none),
-    # and the solve still ends at the exact optimum through the greedy updates
-    calls = []
-
-    def failing_step(*args):
-        calls.append(1)
-        return None
-
-    monkeypatch.setattr(greedy_cd, "_newton_step", failing_step)
-    _options(monkeypatch, newton_below_gap=np.inf)
-    _options(monkeypatch, newton_retry_gap=0.0)
-    _options(monkeypatch, newton_retries=retries)
-    X, y = noisy_data(seed=4, n=400, d=4)
-    n = y.size
-    problem = _problem(X, y, 10.0, _rows_mb(60, n), newton=NewtonCache())
-    truth = solve_svm_dual(10.0, Q=_signed_gram(X, y))
-    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
-                              max_iter=100000, random_state=None)
-    check_against_truth(problem, res, truth, 1e-9)
-    assert len(calls) == retries + 1
-
-
-@pytest.mark.parametrize("retries", [0, 1])
-def test_newton_steps_that_fail_wait_for_the_retry_then_the_late_gap(monkeypatch, retries):
-    # steps tried from the first check that do not help make the next ones wait for
-    # newton_retry_gap; newton_retries + 1 failures there, for newton_late_gap (0 here:
-    # none); every step tried below the retry gap comes after the first failures
-    calls = []
-
-    def failing_step(*args):
-        calls.append(1)
-        return None
-
-    gaps = []
+@pytest.mark.parametrize(("retries", "retry_gap"),
+                         [(0, 0.0), (1, 0.0), (2, 0.0), (0, 1e-2), (1, 1e-2)])
+def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries,
+                                                           retry_gap):
+    # newton_retries + 1 Newton steps in a row tried from the first check that do not
+    # help (here: reported singular) make the later ones wait for newton_retry_gap
+    # (0: none), and newton_retries + 1 failures there for newton_late_gap (0 here:
+    # none); the solve still ends at the exact optimum through the greedy updates
+    calls, gaps = [], []
     relative_gap = greedy_cd._relative_gap
+
+    def failing_step(*args):
+        calls.append(1)
+        return None
 
     def recording_gap(*args):
         out = relative_gap(*args)
@@ -810,7 +786,7 @@ def test_newton_steps_that_fail_wait_for_the_retry_then_the_late_gap(monkeypatch
     monkeypatch.setattr(greedy_cd, "_newton_step", failing_step)
     monkeypatch.setattr(greedy_cd, "_relative_gap", recording_gap)
     _options(monkeypatch, newton_below_gap=np.inf)
-    _options(monkeypatch, newton_retry_gap=1e-2)
+    _options(monkeypatch, newton_retry_gap=retry_gap)
     _options(monkeypatch, newton_late_gap=0.0)
     _options(monkeypatch, newton_retries=retries)
     X, y = noisy_data(seed=4, n=400, d=4)
@@ -820,7 +796,7 @@ def test_newton_steps_that_fail_wait_for_the_retry_then_the_late_gap(monkeypatch
     res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
                               max_iter=100000, random_state=None)
     check_against_truth(problem, res, truth, 1e-9)
-    assert len(calls) == 2 * (retries + 1)
+    assert len(calls) == (retries + 1) * (2 if retry_gap else 1)
     assert gaps[0] > 1e-2  # the first steps came from above the retry gap
 
 
