@@ -200,7 +200,14 @@ class _GreedySolve:
         self.hm_parts = None  # (listed margins, a'Qa, dual) where the C-free gap applies
         self.converged = False
         self.newton_tried, self.n_newton, self.early_done, self.n_raised = None, 0, False, 0
-        self.newton_below = opt.newton_below_gap
+        # a warm start's interior set is nearly the final one, so on many free samples
+        # its Newton steps are tried from the first check; a cold start's is not, and
+        # on few free samples the epochs are cheap against a step's rounds: steps then
+        # wait for the retry gap, where coordinate descent has settled most bounds
+        early = not cold and free.size >= opt.newton_early_min_free
+        self.newton_start = (opt.newton_below_gap if early
+                             else min(opt.newton_below_gap, opt.newton_retry_gap))
+        self.newton_below = self.newton_start
         if problem.newton is not None:
             problem.newton.keep_bytes = problem.kernel.cache_bytes
 
@@ -382,7 +389,7 @@ class _GreedySolve:
         self.eps = max(self.eps, 0.1 * float(np.abs(g_pend[back]).max()))
         # the interior set changed: Newton steps from the early threshold again, with
         # half of their budget renewed
-        self.newton_below = self.opt.newton_below_gap
+        self.newton_below = self.newton_start
         self.n_newton = min(self.n_newton, self.opt.newton_max_steps // 2)
         return True
 

@@ -74,12 +74,20 @@ class GreedyOptions:
         missing is taken only when its second-order gain is at least this factor
         times the best cached partner's: its row may evict rows the next updates read.
     newton_below_gap : float
-        Newton steps on the interior variables are tried once the relative gap over W
-        is below this; by default from the first gap check. Greedy steps crawl on
-        thousands of free support vectors at large ``C``, while a warm-started
-        solve's interior set is already nearly the final one; and a step cannot undo
-        the descent before it (its fixing rounds, then its scaling along its
-        direction), so a step from a wrong set only costs its own solves.
+        Newton steps on the interior variables of a warm-started solve are tried
+        once the relative gap over W is below this; by default from the first gap
+        check. Greedy steps crawl on thousands of free support vectors at large
+        ``C``, while a warm-started solve's interior set is already nearly the final
+        one; and a step cannot undo the descent before it (its fixing rounds, then
+        its scaling along its direction), so a step from a wrong set only costs its
+        own solves. A solve from zero waits for ``newton_retry_gap`` (its first
+        interior sets are far from the final one), and so does one on fewer than
+        ``newton_early_min_free`` free samples.
+    newton_early_min_free : int
+        Fewest free samples for which a warm-started solve tries Newton steps from
+        the first check: on fewer, an epoch of greedy updates costs less than a
+        step's rounds (each a solve and its bookkeeping), and coordinate descent
+        settles the bounds first.
     newton_max_steps : int
         Newton steps per solve, at most (each factorises the interior set or borders
         the kept factor); variables returning to W renew half of them, since the
@@ -145,6 +153,7 @@ class GreedyOptions:
     partner_any: bool = True
     uncached_partner_gain: float = 1.5
     newton_below_gap: float = float("inf")
+    newton_early_min_free: int = 2000
     newton_max_steps: int = 12
     newton_retry_gap: float = 5e-2
     newton_late_gap: float = 1e-3

@@ -763,6 +763,47 @@ def test_newton_fixing_rounds_end_on_the_minimiser_of_their_face():
     assert fixed_some  # some step had variables to fix
 
 
+@pytest.mark.parametrize("early_min_free", [0, 10**6])
+def test_newton_steps_from_the_first_check_on_warm_starts_with_many_free_samples(
+        monkeypatch, early_min_free):
+    """A warm-started solve on at least ``newton_early_min_free`` free samples tries
+    its first Newton step at its first gap check; on fewer (or from zero) the steps
+    wait for ``newton_retry_gap``. The answer is the exact optimum either way."""
+    X, y = noisy_data(seed=1, n=500, d=5, flip=0.1)
+    n = y.size
+    start = solve_kernel_greedy(_problem(X, y, 1.0, _rows_mb(80, n)), np.zeros(n),
+                                np.zeros(n, bool), tol=1e-9, max_iter=100000,
+                                random_state=None).alpha
+    events = []
+    newton, relative_gap = greedy_cd._newton_step, greedy_cd._relative_gap
+
+    def recording_newton(*args):
+        events.append(("newton", None))
+        return newton(*args)
+
+    def recording_gap(*args):
+        out = relative_gap(*args)
+        events.append(("gap", out[0]))
+        return out
+
+    monkeypatch.setattr(greedy_cd, "_newton_step", recording_newton)
+    monkeypatch.setattr(greedy_cd, "_relative_gap", recording_gap)
+    _options(monkeypatch, newton_early_min_free=early_min_free)
+    _options(monkeypatch, newton_retry_gap=1e-3)
+    _options(monkeypatch, early_pending_check=False)
+    problem = _problem(X, y, 10.0, _rows_mb(80, n), newton=NewtonCache())
+    res = solve_kernel_greedy(problem, np.clip(start, 0.0, 10.0), np.zeros(n, bool),
+                              tol=1e-9, max_iter=100000, random_state=None)
+    check_against_truth(problem, res, solve_svm_dual(10.0, Q=_signed_gram(X, y)), 1e-8)
+    first = next(k for k, (name, _) in enumerate(events) if name == "newton")
+    gaps = [v for name, v in events[:first] if name == "gap"]
+    retry = 1e-3
+    if early_min_free == 0:
+        assert len(gaps) == 1 and gaps[0] > retry
+    else:
+        assert gaps[-1] <= retry < gaps[0]
+
+
 @pytest.mark.parametrize(("retries", "retry_gap"),
                          [(0, 0.0), (1, 0.0), (2, 0.0), (0, 1e-2), (1, 1e-2)])
 def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries,
@@ -783,17 +824,23 @@ def test_early_newton_steps_that_fail_defer_the_next_ones(monkeypatch, retries,
         gaps.append(out[0])
         return out
 
+    X, y = noisy_data(seed=4, n=400, d=4)
+    n = y.size
+    # warm-started (from C = 1), where steps are tried from the first check; every
+    # row cached, so that no variable is set aside (whose return renews the steps)
+    start = solve_kernel_greedy(_problem(X, y, 1.0, _rows_mb(n, n)), np.zeros(n),
+                                np.zeros(n, bool), tol=1e-9, max_iter=100000,
+                                random_state=None).alpha
     monkeypatch.setattr(greedy_cd, "_newton_step", failing_step)
     monkeypatch.setattr(greedy_cd, "_relative_gap", recording_gap)
     _options(monkeypatch, newton_below_gap=np.inf)
+    _options(monkeypatch, newton_early_min_free=0)
     _options(monkeypatch, newton_retry_gap=retry_gap)
     _options(monkeypatch, newton_late_gap=0.0)
     _options(monkeypatch, newton_retries=retries)
-    X, y = noisy_data(seed=4, n=400, d=4)
-    n = y.size
-    problem = _problem(X, y, 10.0, _rows_mb(60, n), newton=NewtonCache())
+    problem = _problem(X, y, 10.0, _rows_mb(n, n), newton=NewtonCache())
     truth = solve_svm_dual(10.0, Q=_signed_gram(X, y))
-    res = solve_kernel_greedy(problem, np.zeros(n), np.zeros(n, bool), tol=1e-9,
+    res = solve_kernel_greedy(problem, start, np.zeros(n, bool), tol=1e-9,
                               max_iter=100000, random_state=None)
     check_against_truth(problem, res, truth, 1e-9)
     assert len(calls) == (retries + 1) * (2 if retry_gap else 1)
@@ -989,6 +1036,7 @@ def test_returning_variables_renew_the_newton_budget(monkeypatch):
     test above."""
     _options(monkeypatch, newton_max_steps=2)
     _options(monkeypatch, newton_below_gap=np.inf)
+    _options(monkeypatch, newton_early_min_free=0)
     events = []
     newton, add_columns = greedy_cd._newton_step, greedy_cd._add_columns
 
