@@ -762,8 +762,9 @@ def table(rows: list[dict], meta: dict) -> str:
 # ------------------------------------------------------- README.md's results table
 
 def _x(r: float) -> str:
-    """A speed-up to two significant digits (three below 1)."""
-    return f"{r:.0f}x" if r >= 10 else f"{r:.1f}x" if r >= 1 else f"{r:.2f}x"
+    """A speed-up to two significant digits (three below 1, where they do not round
+    to 1.0)."""
+    return f"{r:.0f}x" if r >= 10 else f"{r:.1f}x" if r >= 0.995 else f"{r:.2f}x"
 
 
 def _speedup(ratios, slower: str = "slower") -> str:
@@ -845,7 +846,9 @@ def readme_table(rows: list[dict], old: str) -> str:
     for task, data, other, families, cell in README_ROWS:
         if all(f in by_family for f in families):
             results = [by_family[f] for f in families]
-            lines.append(f"| {task} | {data} | {other} | {cell(*results)} |")
+            # (an empty first cell written as the README's other rows write it)
+            lines.append(f"| {task} | {data} | {other} | {cell(*results)} |"
+                         .replace("|  |", "| |"))
             dates += [r["date"] for r in results]
             written += 1
         else:
@@ -861,9 +864,11 @@ def readme_table(rows: list[dict], old: str) -> str:
                  "scripts the report names)")
         lines += ["", f"Speed-ups written by `python -m benchmarks --full` from its runs "
                   f"of {when}{which}."]
-    else:
-        lines += ["", "Speed-ups measured by the scripts the report names; `python -m "
-                  "benchmarks --full` rewrites each row from its own runs."]
+    else:  # nothing written: the line as it stands (it says when the rows were)
+        footer = next((line for line in old.splitlines() if line.startswith("Speed-ups")),
+                      "Speed-ups measured by the scripts the report names; `python -m "
+                      "benchmarks --full` rewrites each row from its own runs.")
+        lines += ["", footer]
     return "\n".join(lines)
 
 
