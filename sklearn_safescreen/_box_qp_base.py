@@ -35,7 +35,7 @@ from .problems.kernels import (
     needs_psd_check,
     resolve_kernel_params,
 )
-from .problems.shared_kernel import fold_rows
+from .problems.shared_kernel import fold_rows, prediction_rows
 
 #: A solve that stopped with a relative gap within this factor of the rounding floor got
 #: as far as float64 allows (a PrecisionWarning); further above it, it ran out of
@@ -44,6 +44,11 @@ _AT_THE_FLOOR = 10.0
 #: Kernel blocks held at once while a block of test samples is scored (the pairwise
 #: kernels' distances and their exponential, or a callable's output and its copy).
 _KERNEL_ROW_COPIES = 2
+#: Most bytes of a block of test samples' kernel values: a larger block is fresh memory
+#: at every prediction (above the allocator's mmap threshold, at most 32 MB), whose
+#: first touch faults in every page, costing more than the kernel values themselves
+#: when a search's shared rows hold them; smaller ones reuse the heap's.
+_PREDICTION_BLOCK_BYTES = 16 * 2**20
 SOLVER_SQUARES = "the solver squares them (norms, margins, kernel values, duality gaps)"
 
 
@@ -335,16 +340,32 @@ class BaseBoxQPEstimator(SafeEstimator):
         if self.kernel == "precomputed":
             K = np.asarray(X[:, self.support_], dtype=np.float64)
             return K @ coef + intercept
-        # blocks of test samples, so that the kernel block between them and the support
-        # vectors (and its temporaries) stays within scikit-learn's ``working_memory``:
-        # at once, 12,500 samples against 33,000 support vectors took 6.5 GB
-        km = KernelMatrix(None, self.kernel, self._kernel_params_, 0.0)
+        # the blocks are the training kernel's, bias included (K + intercept_scaling**2,
+        # the values a search's shared rows hold), so the intercept the bias feature
+        # already gives is taken off it (0 unless intercept_ was set by hand)
+        offset = intercept - self._bias**2 * coef.sum(axis=0)
         sv = self.support_vectors_
         scores = np.empty((X.shape[0], coef.shape[1]))
-        row_bytes = _KERNEL_ROW_COPIES * 8 * max(sv.shape[0], 1)
-        rows = max(1, int(get_config()["working_memory"] * 2**20) // row_bytes)
+        if sv.shape[0] == 0:  # no support vector: the decision function is constant
+            scores[:] = intercept
+            return scores
+        # within a search's fold walk, the test samples' kernel values against the
+        # training samples are read from the rows the folds share where they hold them
+        shared = prediction_rows(X, self.kernel, self._kernel_params_, self._bias)
+        km = KernelMatrix(sv, self.kernel, self._kernel_params_, self._bias) \
+            if shared is None else None
+        # blocks of test samples, so that the kernel block between them and the support
+        # vectors (and its temporaries) stays within scikit-learn's ``working_memory``
+        # (at once, 12,500 samples against 33,000 support vectors took 6.5 GB) and
+        # within ``_PREDICTION_BLOCK_BYTES``
+        row_bytes = 8 * max(sv.shape[0], 1)
+        rows = max(1, min(int(get_config()["working_memory"] * 2**20)
+                          // (_KERNEL_ROW_COPIES * row_bytes),
+                          _PREDICTION_BLOCK_BYTES // row_bytes))
         for batch in gen_batches(X.shape[0], rows):
-            scores[batch] = km.cross(X[batch], sv) @ coef + intercept
+            K = (km.cross_block(X[batch]) if shared is None else
+                 shared.block(np.arange(batch.start, batch.stop), self.support_))
+            scores[batch] = K @ coef + offset
         return scores
 
     def _expansion(self) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,6 @@ differs.
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,11 +74,13 @@ def _walk_fold(estimator, X, y, train, test, param_name: str, prefix: str,
     est = clone(estimator)
     est.set_params(**{prefix + "warm_start": True})
     outs, reports, points = [], [], []
-    with serving(kernel_rows, train):
+    with serving(kernel_rows, train, test):
         for k, value in enumerate(values):
             step = _step_of(est, prefix)
             offer = None if seeds is None else seeds[k]
-            with fit_context(step, references=offer) if offer is not None else nullcontext():
+            # the clone is discarded after the walk: what serves its next fit may be
+            # kept however large (``walk``)
+            with fit_context(step, references=offer, walk=True):
                 out = _fit_and_score(est, X, y, train=train, test=test,
                                      parameters={param_name: value},
                                      split_progress=(split_idx, n_splits),

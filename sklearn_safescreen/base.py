@@ -175,6 +175,11 @@ class FitContext:
     #: (a path that has no ``offer_reference`` ignores it; see
     #: :meth:`~sklearn_safescreen.engine.box_qp.BoxQPPath.offer_reference`)
     references: list | None = None
+    #: the fits are the steps of one walk whose estimator the walker discards after it
+    #: (a search's fold walk): memory that only serves the next fit (a large Newton
+    #: factor) is kept between them, since it is released with the estimator, instead
+    #: of being held by a model the user keeps
+    walk: bool = False
 
     def mode(self) -> str:
         """The screening mode in force for the fit."""
@@ -186,7 +191,8 @@ _NO_CONTEXT = FitContext()
 
 @contextlib.contextmanager
 def fit_context(estimator, *, screening: str | None = None,
-                inputs_unchanged: bool = False, references: list | None = None):
+                inputs_unchanged: bool = False, references: list | None = None,
+                walk: bool = False):
     """Run the fits of one estimator within the block in a given context.
 
     The context belongs to that one estimator object, never to the process or the
@@ -211,6 +217,10 @@ def fit_context(estimator, *, screening: str | None = None,
         same task on the same samples under other kernel parameters, offered as the
         fit's screening reference (taken if its duality gap on the new problem is the
         smaller; safe either way).
+    walk : bool, default=False
+        Private to the path walkers: the fits are the steps of one walk and the
+        estimator is discarded after it, so what serves only the next fit is kept
+        between them however large (it is freed with the estimator).
 
     Examples
     --------
@@ -226,7 +236,7 @@ def fit_context(estimator, *, screening: str | None = None,
     if screening is not None:
         check_mode(screening)
     previous = estimator.__dict__.get("_fit_context")
-    estimator._fit_context = FitContext(screening, inputs_unchanged, references)
+    estimator._fit_context = FitContext(screening, inputs_unchanged, references, walk)
     try:
         yield
     finally:
@@ -456,8 +466,9 @@ class SafeEstimator(PathEstimatorMixin, MemoisedParams, BaseEstimator):
             else:
                 out = Parallel(n_jobs=n_jobs, prefer="threads")(
                     delayed(_fit_task)(p, value, s) for p, s in tasks)
+        walk = current_context(self).walk
         for p in paths:
-            p.end_fit(keep=self.warm_start)
+            p.end_fit(keep=self.warm_start, walk=walk)
         return [o for _, o in out], merge_reports([r for r, _ in out])
 
     def _seeds(self, n: int) -> np.ndarray:

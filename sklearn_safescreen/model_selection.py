@@ -118,7 +118,8 @@ class RegularizationPathCV(BaseSearchCV):
         estimators with an ``"rbf"`` or ``"poly"`` kernel and an explicit or ``"auto"``
         ``gamma``): a fold's kernel is a sub-matrix of the whole training set's, so each
         row of the whole set is computed once and read by every fold that contains its
-        sample, by the fits on the whole set that generate the grid and by the refit
+        sample, by the scoring on its test folds, by the fits on the whole set that
+        generate the grid and by the refit
         (:mod:`~sklearn_safescreen.problems.shared_kernel`), with the same values and
         models as without sharing. The rows never take more than this bound;
         beyond it the folds compute the rows the store has no room for themselves, as

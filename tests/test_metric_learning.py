@@ -583,8 +583,8 @@ def test_path_keeps_the_solver_buffers_until_it_ends(monkeypatch):
     ends = []
     end_fit = TripletPath.end_fit
 
-    def recording_end_fit(self, keep):
-        end_fit(self, keep)
+    def recording_end_fit(self, keep, walk=False):
+        end_fit(self, keep, walk)
         ends.append((keep, self.workspace.nbytes))
 
     monkeypatch.setattr(TripletPath, "end_fit", recording_end_fit)

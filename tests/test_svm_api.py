@@ -615,13 +615,13 @@ def test_kernel_scores_in_blocks_within_working_memory(Estimator, monkeypatch):
     whole = np.asarray(model.predict(X_test) if Estimator is SafeLAD
                        else model.decision_function(X_test))
     blocks = []
-    cross = KernelMatrix.cross
+    cross_block = KernelMatrix.cross_block
 
-    def recording_cross(self, A, B):
-        blocks.append(A.shape[0] * B.shape[0] * 8)
-        return cross(self, A, B)
+    def recording_cross_block(self, A):
+        blocks.append(A.shape[0] * self.n_samples * 8)
+        return cross_block(self, A)
 
-    monkeypatch.setattr(KernelMatrix, "cross", recording_cross)
+    monkeypatch.setattr(KernelMatrix, "cross_block", recording_cross_block)
     budget_mb = 0.1
     with config_context(working_memory=budget_mb):
         parts = np.asarray(model.predict(X_test) if Estimator is SafeLAD

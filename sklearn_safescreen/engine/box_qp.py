@@ -235,11 +235,12 @@ class BoxQPPath(HardMargin, OfferedReferences):
                   f"closed form, {detail}")
         return []
 
-    def end_fit(self, keep: bool) -> None:
+    def end_fit(self, keep: bool, walk: bool = False) -> None:
         """After a fit: keep the Newton factor (kernel mode) for the next fit of a path
-        only if ``keep``."""
+        only if ``keep`` (:meth:`~sklearn_safescreen.solvers.newton.NewtonCache.end_fit`:
+        a large one only within a walk)."""
         if self.newton is not None:
-            self.newton.end_fit(keep)
+            self.newton.end_fit(keep, walk)
 
 
 def _relative_to_objectives(problem: BoxQP, reduced: ReducedBoxQP, gap: float) -> float:

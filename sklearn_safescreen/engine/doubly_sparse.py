@@ -70,7 +70,7 @@ class DoublySparsePath:
         return ScreeningReport(variables={"features": self.data.n_features,
                                           "samples": self.data.n_samples})
 
-    def end_fit(self, keep: bool) -> None:
+    def end_fit(self, keep: bool, walk: bool = False) -> None:
         """Nothing beyond the last solution is kept between fits."""
 
     def fit(self, lam: float, settings: DoublySparseSettings, report: ScreeningReport

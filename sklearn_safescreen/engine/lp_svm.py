@@ -236,7 +236,7 @@ class LPSVMPath:
         return ScreeningReport(variables={"features": self.data.n_features,
                                           "samples": self.data.n_samples})
 
-    def end_fit(self, keep: bool) -> None:
+    def end_fit(self, keep: bool, walk: bool = False) -> None:
         """The HiGHS model is kept only for a warm start (it is the size of the largest
         restricted LP solved)."""
         if not keep:

@@ -67,9 +67,9 @@ class LPSVMSolverPath(LPSVMPath):
         state["walk"] = None  # the basis factor is not pickled: a warm fit restarts it
         return state
 
-    def end_fit(self, keep: bool) -> None:
+    def end_fit(self, keep: bool, walk: bool = False) -> None:
         """The exact path and the HiGHS model are kept only for a warm start."""
-        super().end_fit(keep)
+        super().end_fit(keep, walk)
         if not keep:
             self.walk = None
 

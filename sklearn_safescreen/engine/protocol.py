@@ -130,6 +130,8 @@ class EnginePath(Protocol):
         problem, recording screening events in ``report``; the solution becomes the
         next step's reference."""
 
-    def end_fit(self, keep: bool) -> None:
+    def end_fit(self, keep: bool, walk: bool = False) -> None:
         """After a fit: drop what only a next fit of the path would use, unless
-        ``keep``."""
+        ``keep``; ``walk``: the estimator is a walker's, discarded after its walk
+        (:class:`~sklearn_safescreen.base.FitContext`), so what a path holds only
+        while it is small may be kept."""

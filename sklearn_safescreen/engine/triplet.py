@@ -132,7 +132,7 @@ class TripletPath:
     def new_report(self) -> ScreeningReport:
         return ScreeningReport(kind="triplets", n_variables=self.ts.n_triplets)
 
-    def end_fit(self, keep: bool) -> None:
+    def end_fit(self, keep: bool, walk: bool = False) -> None:
         """The solver's work buffers are released unless the path goes on (``keep``:
         a warm start); nothing else beyond the reference and the triplet set is kept
         between fits."""

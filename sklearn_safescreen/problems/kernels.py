@@ -393,6 +393,22 @@ class KernelMatrix:
         K = K.toarray() if sp.issparse(K) else K
         return np.asarray(K, dtype=np.float64)
 
+    def cross_block(self, A) -> np.ndarray:
+        """``K(a, x_j) + bias**2`` between the raw samples ``A`` and this kernel's
+        samples, shape ``(len(A), n_samples)``. For the dense built-in kernels, bit for
+        bit the value the pair has in a row of ``a`` of a kernel over both sets
+        (:func:`symmetric_kernel_block`), so predictions read the same values whether
+        they compute them or a search's shared rows hold them."""
+        if self._kind is not None and not sp.issparse(A):
+            Ac = np.ascontiguousarray(A, dtype=np.float64)
+            K = symmetric_kernel_block(Ac, row_sq_norms(Ac), self._Xt, self._sq,
+                                       *self._sym_params)
+        else:
+            K = self.cross(A, self.X)
+        if self.bias_sq:
+            K += self.bias_sq
+        return K
+
     def diag(self) -> np.ndarray:
         """``K(x_i, x_i) + bias**2`` for every sample, in O(n) kernel evaluations
         for the built-in kernels."""

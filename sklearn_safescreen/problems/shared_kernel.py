@@ -47,7 +47,8 @@ import scipy.sparse as sp
 from .._utils.memory import available_memory
 from ._box_qp_fast import gather_signed_rows, row_sq_norms, symmetric_kernel_block
 
-__all__ = ["FoldRows", "SharedKernelRows", "fold_rows", "serving"]
+__all__ = ["FoldRows", "PredictionRows", "SharedKernelRows", "fold_rows",
+           "prediction_rows", "serving"]
 
 #: Kernel codes of :func:`symmetric_kernel_block` whose rows the store holds (the linear
 #: kernel has no kernel rows: its fits work on the design matrix).
@@ -142,19 +143,25 @@ class SharedKernelRows:
 
     # -------------------------------------------------------------- serving ---
     @contextlib.contextmanager
-    def serving(self, train) -> Iterator[None]:
+    def serving(self, train, test=None) -> Iterator[None]:
         """Within this context, the kernels built in the calling thread for the training
-        data ``X[train]`` read their rows from the store (see the module docstring).
+        data ``X[train]`` read their rows from the store (see the module docstring),
+        and so do the predictions of their models on ``X[test]``
+        (:func:`prediction_rows`).
 
         Parameters
         ----------
         train : array-like of int
             The indices of the fold's training samples in ``X``, in the fold's order.
+        test : array-like of int, optional
+            The indices of the fold's test samples in ``X``, in the fold's order.
         """
         if not self._enabled or not self._usable:
             yield
             return
-        context = _Serving(self, np.ascontiguousarray(train, dtype=np.int64))
+        context = _Serving(self, np.ascontiguousarray(train, dtype=np.int64),
+                           None if test is None else
+                           np.ascontiguousarray(test, dtype=np.int64))
         token = _SERVING.set(context)
         try:
             yield
@@ -300,35 +307,58 @@ def _disabled_store() -> SharedKernelRows:
 class _Serving:
     """One fold's serving context: its ``train`` indices and the tables it leased."""
 
-    def __init__(self, store: SharedKernelRows, train: np.ndarray):
-        self.store, self.train = store, train
+    def __init__(self, store: SharedKernelRows, train: np.ndarray,
+                 test: np.ndarray | None = None):
+        self.store, self.train, self.test = store, train, test
         self.handles: list[FoldRows] = []
+
+    def _key(self, X, kernel, kernel_params: dict, bias: float,
+             samples: np.ndarray) -> tuple | None:
+        """The table key of a kernel of ``X``, when ``X`` is the store's ``X[samples]``
+        byte for byte and the kernel is one the store holds; else None."""
+        kind = _SHARED_KINDS.get(kernel) if isinstance(kernel, str) else None
+        if (kind is None or sp.issparse(X) or not isinstance(X, np.ndarray)
+                or X.dtype != np.float64 or X.ndim != 2 or X.shape[0] != samples.size):
+            return None
+        data = self.store._prepared()
+        if data is None:
+            return None
+        Xc = data[0]
+        if X.shape[1] != Xc.shape[1] or (samples.size and (
+                samples.min() < 0 or samples.max() >= Xc.shape[0])):
+            return None
+        if not _same_rows(X, Xc, samples):
+            return None
+        return (kind, float(kernel_params.get("gamma", 0.0)),
+                float(kernel_params.get("coef0", 0.0)),
+                float(kernel_params.get("degree", 1.0)), float(bias) ** 2)
 
     def attach(self, X, kernel, kernel_params: dict, bias: float) -> FoldRows | None:
         """The store's rows for a kernel of ``X`` (see :func:`fold_rows`)."""
         store, train = self.store, self.train
-        kind = _SHARED_KINDS.get(kernel) if isinstance(kernel, str) else None
-        if (kind is None or sp.issparse(X) or not isinstance(X, np.ndarray)
-                or X.dtype != np.float64 or X.ndim != 2 or X.shape[0] != train.size):
+        key = self._key(X, kernel, kernel_params, bias, train)
+        if key is None:
             return None
-        data = store._prepared()
-        if data is None:
-            return None
-        Xc = data[0]
-        if X.shape[1] != Xc.shape[1] or (train.size and (
-                train.min() < 0 or train.max() >= Xc.shape[0])):
-            return None
-        if not _same_rows(X, Xc, train):
-            return None
-        key = (kind, float(kernel_params.get("gamma", 0.0)),
-               float(kernel_params.get("coef0", 0.0)),
-               float(kernel_params.get("degree", 1.0)), float(bias) ** 2)
         with store._cond:
             table = store._table(key)
             table.leases += 1
         handle = FoldRows(store, table, train)
         self.handles.append(handle)
         return handle
+
+    def attach_test(self, X, kernel, kernel_params: dict,
+                    bias: float) -> PredictionRows | None:
+        """The store's rows for predictions on ``X`` (see :func:`prediction_rows`)."""
+        if self.test is None or not self.handles:  # the fold's kernels share nothing
+            return None
+        key = self._key(X, kernel, kernel_params, bias, self.test)
+        if key is None:
+            return None
+        # only a table this fold's kernels lease: its rows stay while the fold reads
+        for handle in self.handles:
+            if handle.table.key == key and handle.active:
+                return PredictionRows(self.store, handle.table, self.train, self.test)
+        return None
 
     def close(self) -> None:
         """End the leases: the kernels built here compute their own rows from now on
@@ -421,6 +451,70 @@ class FoldRows:
         return ready
 
 
+class PredictionRows:
+    """The store's rows seen by the predictions of a fold's model on the fold's test
+    samples: the kernel values between the test samples and the fold's training
+    samples, read from the test samples' rows of the whole set. Those rows are computed
+    (whole, within the store's bound) by the first prediction that needs them, serve
+    the predictions at every later value of the walk, and are the rows the other folds'
+    fits read, the test samples of one fold being training samples of the others.
+
+    The values are those :func:`symmetric_kernel_block` gives the pair, bit for bit,
+    whether the store holds the row or not, so a prediction does not depend on it.
+    """
+
+    def __init__(self, store: SharedKernelRows, table: _Table, train: np.ndarray,
+                 test: np.ndarray):
+        self.store, self.table, self.train, self.test = store, table, train, test
+        self.n_served = 0
+
+    def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``K[test[rows], train[cols]] + bias**2`` as a new C-contiguous array, shape
+        ``(len(rows), len(cols))``: ``rows`` index the fold's test samples, ``cols`` its
+        training samples."""
+        table, store = self.table, self.store
+        g_rows = self.test[np.asarray(rows, dtype=np.int64)]
+        g_cols = np.ascontiguousarray(self.train[np.asarray(cols, dtype=np.int64)])
+        out = np.empty((g_rows.size, g_cols.size))
+        if g_rows.size == 0 or g_cols.size == 0:
+            return out
+        ready = store._serve(table, g_rows, fill=True)
+        have = np.flatnonzero(ready)
+        if have.size:
+            blocks, offsets = table.block[g_rows[have]], table.offset[g_rows[have]]
+            ones = np.ones(g_cols.size)
+            for b in np.unique(blocks):
+                sel = blocks == b
+                # times 1, times 1: exact (the values are the store's)
+                gather_signed_rows(out, np.ascontiguousarray(have[sel]), table.blocks[b],
+                                   np.ascontiguousarray(offsets[sel]), g_cols,
+                                   np.ones(int(sel.sum())), ones)
+            self.n_served += have.size * g_cols.size
+        missing = np.flatnonzero(~ready)
+        if missing.size:  # no room in the store: computed here, as the store would
+            Xc, Xt, sq = store._data
+            kind, gamma, coef0, degree, bias_sq = table.key
+            part = g_rows[missing]
+            K = symmetric_kernel_block(Xc[part], sq[part], np.ascontiguousarray(Xt[:, g_cols]),
+                                       sq[g_cols], kind, gamma, coef0, degree)
+            if bias_sq:
+                K += bias_sq  # as the store's rows have it
+            out[missing] = K
+        return out
+
+
+def prediction_rows(X, kernel, kernel_params: dict, bias: float) -> PredictionRows | None:
+    """The shared rows for the predictions on ``X`` of a model fitted with a kernel of
+    these resolved parameters, when the calling thread is inside
+    :meth:`SharedKernelRows.serving` given the fold's ``test`` indices, ``X`` is the
+    store's ``X[test]`` byte for byte and the fold's own kernel reads the store's rows of
+    this kernel; else None (see :func:`fold_rows`)."""
+    context = _SERVING.get()
+    if context is None:
+        return None
+    return context.attach_test(X, kernel, kernel_params, bias)
+
+
 def fold_rows(X, kernel, kernel_params: dict, bias: float) -> FoldRows | None:
     """The shared rows for a kernel of the training data ``X`` with these resolved
     parameters, when the calling thread is inside :meth:`SharedKernelRows.serving` and
@@ -437,8 +531,10 @@ def fold_rows(X, kernel, kernel_params: dict, bias: float) -> FoldRows | None:
     return context.attach(X, kernel, kernel_params, bias)
 
 
-def serving(store: SharedKernelRows | None, train) -> contextlib.AbstractContextManager:
-    """``store.serving(train)``, or a context that does nothing when ``store`` is None."""
+def serving(store: SharedKernelRows | None, train,
+            test=None) -> contextlib.AbstractContextManager:
+    """``store.serving(train, test)``, or a context that does nothing when ``store`` is
+    None."""
     if store is None:
         return contextlib.nullcontext()
-    return store.serving(train)
+    return store.serving(train, test)

@@ -49,7 +49,8 @@ class NewtonOptions:
         Factors of at most this many variables are kept between the fits of a path
         (:meth:`NewtonCache.end_fit`), where a warm-started fit's interior set is mostly
         the last one's; larger ones serve the rounds of one fit only, so that a path
-        does not hold a large factor between fits.
+        does not hold a large factor between fits, except the walk of a search, whose
+        estimator is discarded after it (:meth:`NewtonCache.end_fit`).
     update_fraction : float
         A Newton system whose interior set differs from the last factorised one by at
         most this fraction of its size is solved with that factor, bordered (k+1
@@ -113,11 +114,15 @@ class NewtonCache:
         self.idx = None
         self.factor = None
 
-    def end_fit(self, keep: bool) -> None:
+    def end_fit(self, keep: bool, walk: bool = False) -> None:
         """After a fit: keep the factor for the next fit of a path only if ``keep`` and
-        it is small (``options.keep_system``)."""
+        it is small (``options.keep_system``, or within the kernel cache's budget
+        ``keep_bytes``), or if the fits are one walk's (``walk``: a search's walker
+        discards the estimator after its walk, so the factor, the memory the fits
+        needed anyway, is not held by a model a user keeps; the next fit's free set
+        is mostly this one's, and its steps are then bordered solves)."""
         large = self.idx is not None and self.idx.size > self.options.keep_system \
-            and 8.0 * self.idx.size**2 > self.keep_bytes
+            and 8.0 * self.idx.size**2 > self.keep_bytes and not walk
         if not keep or large:
             self.clear()
             self._workspace = None

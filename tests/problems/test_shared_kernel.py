@@ -228,10 +228,11 @@ def test_search_shares_each_row_once_with_the_same_results(monkeypatch, data):
 
     monkeypatch.setattr(kernels, "symmetric_kernel_block", counting)
     shared, store = _search(monkeypatch, est, X, y)
+    n_computed = sum(computed)
     _same_results(plain, shared)
-    # the grid's fit on the whole set, the folds and the refit read every row from the
-    # store: none computed by a kernel of its own
-    assert sum(computed) == 0
+    # the grid's fit on the whole set, the folds, their scoring on the test folds and
+    # the refit read every row from the store: none computed by a kernel of its own
+    assert n_computed == 0
     assert off.n_rows_computed == 0 and off.nbytes == 0
     assert 0 < store.n_rows_computed <= X.shape[0]
     assert store.n_values_computed == store.n_rows_computed * X.shape[0]
@@ -376,3 +377,62 @@ def test_kernel_memory_is_validated(data):
     X, y = data
     with pytest.raises(InvalidParameterError, match="kernel_memory"):
         RegularizationPathCV(SafeSVC(), kernel_memory=-1).fit(X, y)
+
+
+@pytest.mark.parametrize("rows_that_fit", [None, 0, 20])
+@pytest.mark.parametrize("make", [
+    lambda: SafeSVC(kernel="rbf", gamma=0.2, decision_function_shape="ovo"),
+    lambda: SafeSVC(kernel="poly", gamma=0.1, degree=2, coef0=1.0, multi_class="ovr"),
+])
+def test_predictions_on_the_test_fold_read_the_store_bit_for_bit(make, rows_that_fit):
+    """Within a fold's serving context given its test samples, a model fitted there
+    reads its test samples' kernel values from the store's rows (computing the test
+    rows the store has room for, the others itself) and its decision values are those
+    of the same model outside the context, bit for bit; a model of other kernel
+    parameters, or other test data, reads nothing from the store."""
+    X, y = make_classification(300, 8, n_informative=5, n_classes=3, random_state=0)
+    train, test = next(StratifiedKFold(4).split(X, y))
+    X_test = X[test]
+    bound = 50.0 if rows_that_fit is None else \
+        (X.nbytes + 8 * X.shape[0] + 8 * rows_that_fit * X.shape[0]) / MB
+    store = SharedKernelRows(X, bound)
+    model = make()
+    with store.serving(train, test):
+        model.fit(X[train], y[train])
+        before = store.n_rows_computed
+        inside = model.decision_function(X_test)
+        served = store.n_rows_computed - before
+        other = clone(model).set_params(gamma=0.3).fit(X[train], y[train])
+        assert other.decision_function(X_test + 0.0) is not None
+        moved = X_test.copy()
+        moved[0, 0] += 1.0
+        before_moved = store.n_rows_computed
+        inside_moved = model.decision_function(moved)
+        assert store.n_rows_computed == before_moved  # not the store's X[test]
+    outside = model.decision_function(X_test)
+    np.testing.assert_array_equal(inside, outside)
+    np.testing.assert_array_equal(inside_moved, model.decision_function(moved))
+    expected = len(test) if rows_that_fit is None else 0
+    # the test rows are whole rows of X: they were not computed by the fit
+    assert served == expected or (rows_that_fit and 0 < served <= rows_that_fit)
+    assert store.nbytes <= bound * MB
+
+
+def test_prediction_rows_need_the_folds_own_kernel_and_test_samples():
+    """No test indices, or no kernel of the fold reading the store: predictions compute
+    their own values."""
+    from sklearn_safescreen.problems.shared_kernel import prediction_rows
+
+    X, y = make_classification(200, 6, random_state=0)
+    train, test = next(StratifiedKFold(4).split(X, y))
+    store = SharedKernelRows(X, 50)
+    with store.serving(train):
+        SafeSVC(kernel="rbf", gamma=0.2).fit(X[train], y[train])
+        assert prediction_rows(X[test], "rbf", {"gamma": 0.2}, 1.0) is None
+    with store.serving(train, test):
+        assert prediction_rows(X[test], "rbf", {"gamma": 0.2}, 1.0) is None
+        SafeSVC(kernel="rbf", gamma=0.2).fit(X[train], y[train])
+        assert prediction_rows(X[test], "rbf", {"gamma": 0.2}, 1.0) is not None
+        assert prediction_rows(X[test], "rbf", {"gamma": 0.3}, 1.0) is None
+        assert prediction_rows(X[test], "rbf", {"gamma": 0.2}, 0.0) is None
+        assert prediction_rows(X[train], "rbf", {"gamma": 0.2}, 1.0) is None

@@ -110,3 +110,56 @@ def test_signed_block_is_kept_for_the_same_samples_signs_and_kernel():
     assert cache.signed_block(problem, free) is Q3
     cache.end_fit(keep=False)
     assert cache.signed_block(problem, free) is not Q3
+
+
+def test_large_factor_is_kept_between_fits_only_within_a_walk():
+    """Between the fits of a path a factor larger than ``keep_system`` (and than the
+    kernel cache's budget) is dropped, unless the fits are one walk's, whose estimator
+    is discarded after it; without a warm start nothing is kept."""
+    from sklearn_safescreen.solvers.newton import NewtonOptions
+
+    def cache_with_factor(m):
+        cache = NewtonCache(NewtonOptions(keep_system=10))
+        cache.idx, cache.factor = np.arange(m), np.eye(m)
+        cache.keep_bytes = 8.0 * 20**2
+        return cache
+
+    small = cache_with_factor(20)  # within keep_bytes
+    small.end_fit(keep=True)
+    assert small.idx is not None
+    large = cache_with_factor(50)
+    large.end_fit(keep=True)
+    assert large.idx is None and large.factor is None
+    walked = cache_with_factor(50)
+    walked.end_fit(keep=True, walk=True)
+    assert walked.factor is not None and walked.idx.size == 50
+    walked.end_fit(keep=False, walk=True)
+    assert walked.idx is None
+
+
+def test_search_walks_mark_their_fits_and_plain_fits_do_not(monkeypatch):
+    """RegularizationPathCV's fold walks end every fit with ``walk=True``; a user's
+    warm-started path (whose model outlives its fits) and the refit with False."""
+    from sklearn.datasets import make_classification
+
+    from sklearn_safescreen import RegularizationPathCV, SafeSVC
+    from sklearn_safescreen.engine.box_qp import BoxQPPath
+
+    seen = []
+    end_fit = BoxQPPath.end_fit
+
+    def recording(self, keep, walk=False):
+        seen.append((keep, walk))
+        end_fit(self, keep, walk)
+
+    monkeypatch.setattr(BoxQPPath, "end_fit", recording)
+    X, y = make_classification(120, 5, random_state=0)
+    RegularizationPathCV(SafeSVC(kernel="rbf"), values=[0.1, 1.0], cv=2).fit(X, y)
+    walks, refit = seen[:-1], seen[-1]
+    assert len(walks) == 4 and all(keep and walk for keep, walk in walks)
+    assert refit == (False, False)
+    seen.clear()
+    model = SafeSVC(kernel="rbf", warm_start=True)
+    for C in (0.1, 1.0):
+        model.set_params(C=C).fit(X, y)
+    assert seen == [(True, False), (True, False)]
