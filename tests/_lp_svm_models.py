@@ -70,3 +70,22 @@ def solve_full(X, y, s, lam) -> Optimum:
     assert res.status == 0, res.message
     w = res.x[:d] - res.x[d:2 * d]
     return Optimum(w, -n * res.ineqlin.marginals, float(res.fun), Z @ w)
+
+
+def tied_problem(seed: int, n: int, d: int, levels: int, density: float | None = None,
+                 dup: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A degenerate problem: small integer entries in ``-levels..levels`` (tied
+    correlations and margins), a share ``density`` of them nonzero (None: no entry
+    zeroed on purpose), optionally half the rows and the first column duplicated;
+    labels +-1 with both classes present."""
+    rng = np.random.RandomState(seed)
+    X = rng.randint(-levels, levels + 1, size=(n, d))
+    if density is not None:
+        X = X * (rng.rand(n, d) < density)
+    X = X.astype(float)
+    if dup:
+        X = np.vstack([X, X[: n // 2]])
+        X = np.hstack([X, X[:, :1]])
+    y = rng.choice([-1.0, 1.0], size=X.shape[0])
+    y[:2] = [-1.0, 1.0]
+    return X, y

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _lp_svm_models import make_problem, solve_full
+from _lp_svm_models import make_problem, solve_full, tied_problem
 from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -127,13 +127,7 @@ def test_tied_integer_data():
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(6, 30), d=st.integers(1, 12),
        levels=st.integers(1, 3), dup=st.booleans(), intercept=st.booleans())
 def test_random_degenerate_problems(seed, n, d, levels, dup, intercept):
-    rng = np.random.RandomState(seed)
-    X = rng.randint(-levels, levels + 1, size=(n, d)).astype(float)
-    if dup:
-        X = np.vstack([X, X[: n // 2]])
-        X = np.hstack([X, X[:, :1]])
-    y = rng.choice([-1.0, 1.0], size=X.shape[0])
-    y[:2] = [-1.0, 1.0]
+    X, y = tied_problem(seed, n, d, levels, dup=dup)
     Xa = add_intercept_column(X) if intercept else X
     if not np.abs(Xa.T @ y).max() > 0:
         return  # w = 0 everywhere: no path (refused, tested below)
@@ -146,14 +140,7 @@ def test_random_degenerate_problems(seed, n, d, levels, dup, intercept):
 def test_random_sparse_problems_with_the_sparse_factor(seed, n, d, levels, density, dup):
     """Sparse X (the sparse LU and its eta file, refactorised as it fills): exact at
     every breakpoint, also with ties, duplicated rows and columns and empty ones."""
-    rng = np.random.RandomState(seed)
-    X = rng.randint(-levels, levels + 1, size=(n, d)) * (rng.rand(n, d) < density)
-    X = X.astype(float)
-    if dup:
-        X = np.vstack([X, X[: n // 2]])
-        X = np.hstack([X, X[:, :1]])
-    y = rng.choice([-1.0, 1.0], size=X.shape[0])
-    y[:2] = [-1.0, 1.0]
+    X, y = tied_problem(seed, n, d, levels, density, dup)
     if not np.abs(X.T @ y).max() > 0:
         return  # w = 0 everywhere: no path (refused, tested below)
     check_against_highs(sp.csr_matrix(X), y, eps=1e-3)

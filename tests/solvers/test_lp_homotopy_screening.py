@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _lp_svm_models import make_problem
+from _lp_svm_models import make_problem, tied_problem
 from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -136,19 +136,6 @@ def test_screen_off_prices_every_feature():
     assert core.n_watched == X.shape[1]
 
 
-def _degenerate(seed, n, d, levels, density, dup):
-    """Small integers (tied correlations), optionally duplicated rows and a column."""
-    rng = np.random.RandomState(seed)
-    X = rng.randint(-levels, levels + 1, size=(n, d)) * (rng.rand(n, d) < density)
-    X = X.astype(float)
-    if dup:
-        X = np.vstack([X, X[: n // 2]])
-        X = np.hstack([X, X[:, :1]])
-    y = rng.choice([-1.0, 1.0], size=X.shape[0])
-    y[:2] = [-1.0, 1.0]
-    return X, y
-
-
 @pytest.mark.parametrize("span,budget", SETTINGS)
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("seed", range(40))
@@ -164,7 +151,7 @@ def test_small_degenerate_problems_same_pivots(seed, sparse, span, budget, monke
     else:
         config = (seed, rng.randint(6, 30), rng.randint(2, 30), rng.randint(1, 3),
                   rng.uniform(0.2, 1.0), bool(rng.randint(2)))
-    X, y = _degenerate(*config)
+    X, y = tied_problem(*config)
     if not np.abs(X.T @ y).max() > 0:
         return  # w = 0 everywhere: no path
     _agree(_data(sp.csr_matrix(X) if sparse else X, y), "lu" if sparse else "dense")
@@ -175,7 +162,7 @@ def test_small_degenerate_problems_same_pivots(seed, sparse, span, budget, monke
        levels=st.integers(1, 3), density=st.floats(0.1, 1.0), dup=st.booleans(),
        sparse=st.booleans())
 def test_random_degenerate_problems_same_pivots(seed, n, d, levels, density, dup, sparse):
-    X, y = _degenerate(seed, n, d, levels, density, dup)
+    X, y = tied_problem(seed, n, d, levels, density, dup)
     if not np.abs(X.T @ y).max() > 0:
         return  # w = 0 everywhere: no path
     _agree(_data(sp.csr_matrix(X) if sparse else X, y), "lu" if sparse else "dense")
