@@ -108,36 +108,37 @@ def _dual_points(step) -> list | None:
     return [(p.reference.C, p.reference.alpha) for p in paths]
 
 
-def _walk_chain(estimator, chain: list[dict], X, y, train, test, param_name: str,
-                prefix: str, walks: list[list], split_idx: int, n_splits: int,
-                fit_and_score_kwargs, progress: list[str] | None, seeded: bool,
-                kernel_rows: SharedKernelRows | None = None):
-    """One fold's walks of a chain of combinations (``seeded``: combinations that
-    differ only by kernel parameters, in order; else a single combination).
+def _walk_combination(estimator, combination: dict, values: list, X, y, train, test,
+                      param_name: str, prefix: str, split_idx: int, n_splits: int,
+                      fit_and_score_kwargs, label: str | None, seeds: list | None,
+                      kernel_rows: SharedKernelRows | None = None):
+    """One fold's walk of one combination: the estimator cloned with the combination's
+    parameters (as GridSearchCV sets a candidate's, so that an estimator-valued
+    parameter is a fresh object), then its values walked (:func:`_walk_fold`), each fit
+    offered its entry of ``seeds`` (None: nothing offered). ``label``: printed with the
+    walk's outcome (verbose). Returns ``(outcomes, reports, points)``."""
+    est = clone(estimator).set_params(**clone(combination, safe=False)) \
+        if combination else estimator
+    t0 = time.time()
+    outs, reports, points = _walk_fold(est, X, y, train, test, param_name, prefix,
+                                       values, split_idx, n_splits, fit_and_score_kwargs,
+                                       seeds, kernel_rows)
+    if label is not None:
+        print_walk(label, outs, reports, time.time() - t0)
+    return outs, reports, points
 
-    Each combination's estimator has its parameters set once (cloned, as GridSearchCV
-    sets a candidate's parameters, so that an estimator-valued parameter is a fresh
-    object), then walks its values (:func:`_walk_fold`); when ``seeded``, each fit is
-    offered the previous combination's solution at the nearest value as its
-    reference. ``progress``: each walk's label, printed with its outcome (verbose).
-    Returns ``(outcomes, reports)`` per combination of the chain."""
-    results, previous = [], None
-    for i, (combination, values) in enumerate(zip(chain, walks, strict=True)):
-        est = clone(estimator).set_params(**clone(combination, safe=False)) \
-            if combination else estimator
-        seeds = None
-        if seeded:
-            seeds = [None] * len(values) if previous is None else \
-                [previous[1][j] for j in _nearest(values, previous[0])]
-        t0 = time.time()
-        outs, reports, points = _walk_fold(est, X, y, train, test, param_name, prefix,
-                                           values, split_idx, n_splits,
-                                           fit_and_score_kwargs, seeds, kernel_rows)
-        previous = (values, points)
-        results.append((outs, reports))
-        if progress is not None:
-            print_walk(progress[i], outs, reports, time.time() - t0)
-    return results
+
+def _seeds(values: list, previous: tuple | None, seeded: bool) -> list | None:
+    """The offers of a walk of ``values``: none unless its chain is ``seeded``; then,
+    per value, the previous combination's solution of the same fold at its nearest
+    value (``previous``: that walk's values and points), or nothing for the chain's
+    first combination."""
+    if not seeded:
+        return None
+    if previous is None:
+        return [None] * len(values)
+    prev_values, points = previous
+    return [points[j] for j in _nearest(values, prev_values)]
 
 
 @dataclass(frozen=True)
@@ -228,8 +229,14 @@ def run_walks(estimator, space: SearchSpace, X, y, splits: list[tuple], *,
               verbose: int, kernel_rows: SharedKernelRows) -> WalkOutcomes:
     """Walk every combination of ``space`` on every fold, in parallel.
 
-    One job per (chain of combinations, fold) (:func:`_walk_chain`), through
-    :class:`joblib.Parallel`.
+    The chains are walked a combination at a time: their ``k``-th combinations on every
+    fold, one job per (chain, fold) (:func:`_walk_combination`, through
+    :class:`joblib.Parallel`), then the ``(k+1)``-th, each fit offered the solution of
+    the same fold under the chain's previous combination at the nearest value. So the
+    walks that read one kernel (the folds of one combination) run together, while the
+    store holds its rows: walked fold by fold through every combination, the store
+    would drop each kernel's rows for the next combination's before the next fold came
+    back to them.
 
     Parameters
     ----------
@@ -264,11 +271,13 @@ def run_walks(estimator, space: SearchSpace, X, y, splits: list[tuple], *,
     kwargs = dict(scoring, return_n_test_samples=True, return_times=True,
                   return_parameters=False, verbose=verbose)
     base = clone(estimator)
+    chains = space.chains
 
-    def labels(chain: list[int], s: int) -> list[str] | None:
-        return None if verbose <= 0 else \
-            [walk_label(space, c, s, n_splits, param_name) for c in chain]
+    def label(c: int, s: int) -> str | None:
+        return None if verbose <= 0 else walk_label(space, c, s, n_splits, param_name)
 
+    per_walk = [[None] * n_splits for _ in space.combinations]  # [combination][fold]
+    previous: dict[tuple[int, int], tuple] = {}  # (chain, fold) -> (values, points)
     # threads by default: the solvers release the GIL, and a search needs no worker
     # processes to start and import the package; a joblib backend context (loky,
     # dask) takes precedence. BLAS is limited to one thread here, in the calling
@@ -276,20 +285,21 @@ def run_walks(estimator, space: SearchSpace, X, y, splits: list[tuple], *,
     # limit would not hold for walks on threads. Likewise the compiled loops' OpenMP
     # threads are shared out between the walks that run at once (else each would
     # take every core).
-    at_once = max(1, min(effective_n_jobs(n_jobs), len(space.chains) * n_splits))
+    at_once = max(1, min(effective_n_jobs(n_jobs), len(chains) * n_splits))
     with single_blas_thread(), fit_threads(max(1, effective_n_threads() // at_once)):
-        jobs = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(_walk_chain)(base, [space.combinations[c] for c in chain], X, y,
-                                 train, test, param_name, prefix,
-                                 [space.walks[c] for c in chain], s, n_splits, kwargs,
-                                 labels(chain, s), seeded=len(chain) > 1,
-                                 kernel_rows=kernel_rows)
-            for chain in space.chains for s, (train, test) in enumerate(splits))
-    per_walk = [[None] * n_splits for _ in space.combinations]  # [combination][fold]
-    pairs = ((chain, s) for chain in space.chains for s in range(n_splits))
-    for (chain, s), job in zip(pairs, jobs, strict=True):
-        for c, result in zip(chain, job, strict=True):
-            per_walk[c][s] = result
+        for step in range(max(len(chain) for chain in chains)):
+            tasks = [(k, chain[step], s) for k, chain in enumerate(chains)
+                     if step < len(chain) for s in range(n_splits)]
+            jobs = Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(_walk_combination)(
+                    base, space.combinations[c], space.walks[c], X, y, *splits[s],
+                    param_name, prefix, s, n_splits, kwargs, label(c, s),
+                    _seeds(space.walks[c], previous.get((k, s)), len(chains[k]) > 1),
+                    kernel_rows)
+                for k, c, s in tasks)
+            for (k, c, s), (outs, reports, points) in zip(tasks, jobs, strict=True):
+                per_walk[c][s] = (outs, reports)
+                previous[k, s] = (space.walks[c], points)
     return WalkOutcomes(space, per_walk)
 
 

@@ -436,3 +436,24 @@ def test_prediction_rows_need_the_folds_own_kernel_and_test_samples():
         assert prediction_rows(X[test], "rbf", {"gamma": 0.3}, 1.0) is None
         assert prediction_rows(X[test], "rbf", {"gamma": 0.2}, 0.0) is None
         assert prediction_rows(X[train], "rbf", {"gamma": 0.2}, 1.0) is None
+
+
+def test_folds_of_one_kernel_share_its_rows_under_a_tight_bound(monkeypatch, data):
+    """A search over several gammas walks every fold of one gamma before the next
+    gamma, so that a bound with room for one kernel's rows only still computes each
+    row once per kernel (walked fold by fold through the gammas, the store dropped a
+    kernel's rows for the next one's before the next fold came back to them); the
+    results are the unshared search's."""
+    X, y = data
+    est = SafeSVC(kernel="rbf")
+    grid = {"param_grid": {"gamma": [0.02, 0.05, 0.1]}}
+    plain, _ = _search(monkeypatch, est, X, y, kernel_memory=0, **grid)
+    n = X.shape[0]
+    bound = (2 * X.nbytes + 8 * n + 8 * 1.5 * n * n) / MB  # one kernel's rows, not two
+    shared, store = _search(monkeypatch, est, X, y, kernel_memory=bound, **grid)
+    _same_results(plain, shared)
+    assert store.nbytes <= bound * MB
+    # each kernel's rows once for the folds (and the grid's fits on the whole set),
+    # and the refit's once more: its kernel was dropped for the last gamma's (fold by
+    # fold through the gammas: 5,200 rows here)
+    assert 0 < store.n_rows_computed <= 4 * n
