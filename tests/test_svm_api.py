@@ -737,3 +737,19 @@ def test_max_iter_cut_returns_the_iterate_with_a_meaningful_gap(kernel):
     assert np.ptp(cut.decision_function(X), axis=0).min() > 0
     full = SafeSVC(kernel=kernel).fit(X, y)
     assert not np.allclose(cut.decision_function(X), full.decision_function(X))
+
+
+def test_a_callable_kernels_own_arrays_are_never_modified():
+    """A callable kernel may return an array it keeps (a cache of its own): predictions
+    add the bias to a copy, so repeated calls give the same scores."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(80, 4, random_state=0)
+    kept = {}
+
+    def kernel(A, B):
+        return kept.setdefault((A.shape, B.shape), A @ B.T)
+
+    model = SafeSVC(kernel=kernel, C=1.0).fit(X, y)
+    first = model.decision_function(X[:10])
+    np.testing.assert_array_equal(model.decision_function(X[:10]), first)

@@ -403,8 +403,8 @@ class KernelMatrix:
             Ac = np.ascontiguousarray(A, dtype=np.float64)
             K = symmetric_kernel_block(Ac, row_sq_norms(Ac), self._Xt, self._sq,
                                        *self._sym_params)
-        else:
-            K = self.cross(A, self.X)
+        else:  # a copy: a user's function may return an array it keeps
+            K = np.array(self.cross(A, self.X), dtype=np.float64)
         if self.bias_sq:
             K += self.bias_sq
         return K
