@@ -436,19 +436,27 @@ class FoldRows:
         g_rows = self.train[rows]
         fill = cols.size >= _FILL_FRACTION * self.train.size
         ready = self.store._serve(table, g_rows, fill)
-        have = np.flatnonzero(ready)
-        if have.size:
-            g_cols = self.train[cols]
-            blocks, offsets = table.block[g_rows[have]], table.offset[g_rows[have]]
-            ones = np.ones(cols.size)
-            for b in np.unique(blocks):
-                sel = blocks == b
-                # times 1, times 1: exact (the values are the store's)
-                gather_signed_rows(out, np.ascontiguousarray(have[sel]), table.blocks[b],
-                                   np.ascontiguousarray(offsets[sel]), g_cols,
-                                   np.ones(int(sel.sum())), ones)
-            self.n_served += have.size * cols.size
+        self.n_served += _gather_ready(out, table, g_rows, ready, self.train[cols])
         return ready
+
+
+def _gather_ready(out: np.ndarray, table: _Table, g_rows: np.ndarray, ready: np.ndarray,
+                  g_cols: np.ndarray) -> int:
+    """Write the store's values ``K[g_rows[k], g_cols]`` into ``out[k]`` for the rows
+    ``ready`` (global indices); returns the number of values written."""
+    have = np.flatnonzero(ready)
+    if not have.size:
+        return 0
+    g_cols = np.ascontiguousarray(g_cols, dtype=np.int64)
+    blocks, offsets = table.block[g_rows[have]], table.offset[g_rows[have]]
+    ones = np.ones(g_cols.size)
+    for b in np.unique(blocks):
+        sel = blocks == b
+        # times 1, times 1: exact (the values are the store's)
+        gather_signed_rows(out, np.ascontiguousarray(have[sel]), table.blocks[b],
+                           np.ascontiguousarray(offsets[sel]), g_cols,
+                           np.ones(int(sel.sum())), ones)
+    return have.size * g_cols.size
 
 
 class PredictionRows:
@@ -479,17 +487,7 @@ class PredictionRows:
         if g_rows.size == 0 or g_cols.size == 0:
             return out
         ready = store._serve(table, g_rows, fill=True)
-        have = np.flatnonzero(ready)
-        if have.size:
-            blocks, offsets = table.block[g_rows[have]], table.offset[g_rows[have]]
-            ones = np.ones(g_cols.size)
-            for b in np.unique(blocks):
-                sel = blocks == b
-                # times 1, times 1: exact (the values are the store's)
-                gather_signed_rows(out, np.ascontiguousarray(have[sel]), table.blocks[b],
-                                   np.ascontiguousarray(offsets[sel]), g_cols,
-                                   np.ones(int(sel.sum())), ones)
-            self.n_served += have.size * g_cols.size
+        self.n_served += _gather_ready(out, table, g_rows, ready, g_cols)
         missing = np.flatnonzero(~ready)
         if missing.size:  # no room in the store: computed here, as the store would
             Xc, Xt, sq = store._data
