@@ -220,3 +220,43 @@ def test_path_cv_geometric_grid_to_huge_C():
                                       stop=1e12, cv=2).fit(X, y)
     assert search.best_estimator_.score(X, y) == 1.0
     assert search.cv_results_["param_C"].max() == pytest.approx(1e12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_far_above_the_critical_value_is_proven_from_a_few_rows(seed):
+    """A cold kernel fit skips the closed form (and its pass over the whole kernel) only
+    where ``C`` is at least INTERNAL_PATH_RATIO times the true C_min: the few rows it
+    reads bound C_min from above."""
+    from sklearn_safescreen.engine.box_qp import INTERNAL_PATH_RATIO
+
+    rng = np.random.RandomState(seed)
+    X = rng.randn(120, 4)
+    y = (X[:, 0] + rng.randn(120) > 0).astype(int)
+    model = SafeSVC(kernel="rbf", gamma=rng.choice([0.05, 0.5, 5.0]), C=1.0,
+                    warm_start=True).fit(X, y)
+    path = model._path.paths[0]
+    c_min = path.data.critical_value()[0]
+    for C in c_min * np.logspace(0, 8, 33):
+        if path._far_above_critical(C):
+            assert C >= INTERNAL_PATH_RATIO * c_min
+    assert path._far_above_critical(1e3 * INTERNAL_PATH_RATIO * c_min)
+    assert not path._far_above_critical(np.inf)
+
+
+def test_cold_fit_far_above_the_critical_value_starts_from_zero(monkeypatch):
+    """With every kernel row cached, a cold fit at a C far above C_min solves from zero
+    (no closed-form event) and finds the solution of the route through the closed form
+    and its internal path; near C_min it starts from the closed form."""
+    from sklearn_safescreen.engine.box_qp import SVMPath
+
+    X, y = separable(n=300, d=5)
+    far = SafeSVC(kernel="rbf", C=1e6, tol=1e-10).fit(X, y)
+    assert "Cmin" not in {e.rule for e in far.screening_report_.events}
+    monkeypatch.setattr(SVMPath, "_far_above_critical", lambda self, C: False)
+    through = SafeSVC(kernel="rbf", C=1e6, tol=1e-10).fit(X, y)
+    assert "Cmin" in {e.rule for e in through.screening_report_.events}
+    np.testing.assert_allclose(far.decision_function(X), through.decision_function(X),
+                               rtol=1e-6, atol=1e-6)
+    monkeypatch.undo()
+    near = SafeSVC(kernel="rbf", C=1e-3, warm_start=True).fit(X, y)
+    assert "Cmin" in {e.rule for e in near.screening_report_.events}

@@ -7,7 +7,9 @@ reference. One step at ``C``:
 
 1. **reference**: the previous solution, or for a cold fit the closed form at the
    critical value followed by a short internal path up to ``C`` (steps of
-   ``INTERNAL_PATH_RATIO``), each solution screening the next;
+   ``INTERNAL_PATH_RATIO``), each solution screening the next (a kernel fit whose rows
+   do not all fit in the cache, or at a ``C`` far above the critical value, solves
+   from zero instead);
 2. **screen**: the family's rule from the reference (:mod:`~sklearn_safescreen.screening`)
    fixes samples at an end of their box;
 3. **seed**: the start point follows the reference (samples at an end of the old box
@@ -48,6 +50,11 @@ from .report import ScreeningEvent, ScreeningReport
 #: ``C`` is far enough above it for that to pay off: the interior-point finisher
 #: converges in a few iterations from far, so shorter steps only add solves.
 INTERNAL_PATH_RATIO = 1e4
+
+#: Kernel rows a cold fit reads for an upper bound of C_min (:meth:`SVMPath.
+#: _far_above_critical`): a few rows cost a few passes over the samples, against the
+#: whole kernel for C_min itself.
+_CRITICAL_PROBE_ROWS = 8
 
 #: Working sets are used when the reference's ``C`` is within this ratio of the target:
 #: a working set is a guess from the reference's support, which a far reference (a cold
@@ -303,10 +310,13 @@ class SVMPath(BoxQPPath):
     def cold_start(self, C, report, *, tol, max_iter, rng, verbose):
         """The closed form at :math:`C_{\\min}` when it is cheap (linear mode, or a
         kernel whose rows all fit in the cache: it needs :math:`Qc` over every sample)
-        and an internal path from there to ``C``; otherwise a solve from zero."""
+        and an internal path from there to ``C``; otherwise, and in kernel mode at a
+        finite ``C`` far above :math:`C_{\\min}` (:meth:`_far_above_critical`), a solve
+        from zero."""
         data = self.data
         n = data.n_samples
-        if data.kernel is not None and data.kernel.cache_capacity < n:
+        if data.kernel is not None and (data.kernel.cache_capacity < n
+                                        or self._far_above_critical(C)):
             if np.isfinite(C):
                 return [C]
             # the hard margin: from zero at the largest C whose box float64 resolves
@@ -334,6 +344,27 @@ class SVMPath(BoxQPPath):
         report.add(ScreeningEvent("Cmin", "closed_form", c_min, 0, held, n, task=self.name))
         return _internal_grid(c_min, C)
 
+
+    def _far_above_critical(self, C: float) -> bool:
+        r"""Kernel mode: whether the finite ``C`` is at least ``INTERNAL_PATH_RATIO``
+        times an upper bound of :math:`C_{\min}` read from a few samples' kernel rows
+        (:math:`C_{\min} = 1/\max_i (Qc)_i \le 1/(Qc)_j` for every sample ``j`` with
+        :math:`(Qc)_j > 0`). There the internal path from the closed form would take
+        steps, each a solve with every sample at its bound, after a pass over the whole
+        kernel to locate :math:`C_{\min}`, where a solve from zero computes only the
+        rows it needs (9,560 samples, RBF, ``C = 1e6``, every row cached: 1.3-1.6 s
+        against 0.55 s)."""
+        if not np.isfinite(C):
+            return False
+        data = self.data
+        rows = np.flatnonzero(data.weights > 0)[:_CRITICAL_PROBE_ROWS]
+        if rows.size == 0:
+            return False
+        every = np.arange(data.n_samples)
+        s, c = data.sign, data.weights
+        qc = s[rows] * (data.kernel.block(rows, every) @ (s * c))
+        top = float(qc.max())
+        return top > 0.0 and C * top >= INTERNAL_PATH_RATIO
 
 def lad_slope(data: LADData, max_iter: int, rng: np.random.RandomState) -> np.ndarray:
     r""":math:`\gamma` with :math:`\alpha^*_{[C]} = C\gamma` for every :math:`C\le

@@ -201,10 +201,14 @@ class _GreedySolve:
         self.converged = False
         self.newton_tried, self.n_newton, self.early_done, self.n_raised = None, 0, False, 0
         # a warm start's interior set is nearly the final one, so on many free samples
-        # its Newton steps are tried from the first check; a cold start's is not, and
-        # on few free samples the epochs are cheap against a step's rounds: steps then
-        # wait for the retry gap, where coordinate descent has settled most bounds
-        early = not cold and free.size >= opt.newton_early_min_free
+        # its Newton steps are tried from the first check; a cold start's is not (nor a
+        # start with every variable at a bound, such as a path's closed form at C_min:
+        # its first steps would be on every margin violator, thousands of variables far
+        # from the final set), and on few free samples the epochs are cheap against a
+        # step's rounds: steps then wait for the retry gap, where coordinate descent has
+        # settled most bounds
+        early = (not cold and interior.size > 0
+                 and free.size >= opt.newton_early_min_free)
         self.newton_start = (opt.newton_below_gap if early
                              else min(opt.newton_below_gap, opt.newton_retry_gap))
         self.newton_below = self.newton_start

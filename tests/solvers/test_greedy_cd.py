@@ -763,12 +763,14 @@ def test_newton_fixing_rounds_end_on_the_minimiser_of_their_face():
     assert fixed_some  # some step had variables to fix
 
 
-@pytest.mark.parametrize("early_min_free", [0, 10**6])
+@pytest.mark.parametrize(("start_kind", "early_min_free"),
+                         [("warm", 0), ("warm", 10**6), ("at_bounds", 0)])
 def test_newton_steps_from_the_first_check_on_warm_starts_with_many_free_samples(
-        monkeypatch, early_min_free):
+        monkeypatch, start_kind, early_min_free):
     """A warm-started solve on at least ``newton_early_min_free`` free samples tries
-    its first Newton step at its first gap check; on fewer (or from zero) the steps
-    wait for ``newton_retry_gap``. The answer is the exact optimum either way."""
+    its first Newton step at its first gap check; on fewer, from zero, or from a start
+    with every variable at a bound (a path's closed form), the steps wait for
+    ``newton_retry_gap``. The answer is the exact optimum either way."""
     X, y = noisy_data(seed=1, n=500, d=5, flip=0.1)
     n = y.size
     start = solve_kernel_greedy(_problem(X, y, 1.0, _rows_mb(80, n)), np.zeros(n),
@@ -792,13 +794,14 @@ def test_newton_steps_from_the_first_check_on_warm_starts_with_many_free_samples
     _options(monkeypatch, newton_retry_gap=1e-3)
     _options(monkeypatch, early_pending_check=False)
     problem = _problem(X, y, 10.0, _rows_mb(80, n), newton=NewtonCache())
-    res = solve_kernel_greedy(problem, np.clip(start, 0.0, 10.0), np.zeros(n, bool),
+    alpha0 = np.clip(start, 0.0, 10.0) if start_kind == "warm" else np.full(n, 10.0)
+    res = solve_kernel_greedy(problem, alpha0, np.zeros(n, bool),
                               tol=1e-9, max_iter=100000, random_state=None)
     check_against_truth(problem, res, solve_svm_dual(10.0, Q=_signed_gram(X, y)), 1e-8)
     first = next(k for k, (name, _) in enumerate(events) if name == "newton")
     gaps = [v for name, v in events[:first] if name == "gap"]
     retry = 1e-3
-    if early_min_free == 0:
+    if early_min_free == 0 and start_kind == "warm":
         assert len(gaps) == 1 and gaps[0] > retry
     else:
         assert gaps[-1] <= retry < gaps[0]
