@@ -683,7 +683,11 @@ def _load() -> str:
 
 def figures(rows: list[dict], mode: str) -> list[str]:
     """A figure per family (time per value, both sides) and the summary figure (the
-    ratios); returns the paths written, relative to ``doc/``."""
+    ratios); returns the paths written, relative to ``doc/``. ``--full`` writes the
+    figures README.md and the report's sections show (``summary.png``, ``<family>.png``);
+    other modes add their name (``summary_quick.png``), so that a quick run never
+    replaces them with figures of other sizes."""
+    suffix = "" if mode == "full" else f"_{mode}"
     import matplotlib
 
     matplotlib.use("Agg")
@@ -713,7 +717,7 @@ def figures(rows: list[dict], mode: str) -> list[str]:
         ax.legend(fontsize=7)
         fig.text(0.01, 0.01, row["data"], fontsize=6)
         fig.tight_layout(rect=(0, 0.03, 1, 1))
-        path = FIGURES / f"{row['family']}.png"
+        path = FIGURES / f"{row['family']}{suffix}.png"
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(str(path.relative_to(DOC.parent)))
@@ -732,7 +736,7 @@ def figures(rows: list[dict], mode: str) -> list[str]:
     ax.set_xlabel("speed-up: the other side's CPU time / the package's")
     ax.set_title(f"sklearn-safescreen against what users run instead ({mode})", fontsize=9)
     fig.tight_layout()
-    path = FIGURES / "summary.png"
+    path = FIGURES / f"summary{suffix}.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     written.insert(0, str(path.relative_to(DOC.parent)))

@@ -269,3 +269,18 @@ def test_full_runs_every_family_but_the_named_only_ones(monkeypatch, tmp_path):
     with pytest.raises(SystemExit, match="nothing written"):
         run.main(["--full", "--no-doc", "--only", "svm_rbf_100k"])
     assert ran == ["svm_rbf_100k"]
+
+
+def test_quick_figures_never_replace_the_full_ones(monkeypatch, tmp_path):
+    """README.md and the report's sections show the --full figures: a --quick run
+    writes its own (``summary_quick.png``) beside them."""
+    monkeypatch.setattr(run, "FIGURES", tmp_path / "doc" / "_static" / "benchmarks")
+    monkeypatch.setattr(run, "DOC", tmp_path / "doc")
+    row = dict(_row("svm_rbf", 2.0), param="C", values=[0.1, 1.0],
+               package_times=[0.1, 0.2], other_times=[0.2, 0.4])
+    quick = run.figures([row], "quick")
+    full = run.figures([row], "full")
+    assert quick == ["doc/_static/benchmarks/summary_quick.png",
+                     "doc/_static/benchmarks/svm_rbf_quick.png"]
+    assert full == ["doc/_static/benchmarks/summary.png",
+                    "doc/_static/benchmarks/svm_rbf.png"]
