@@ -356,7 +356,7 @@ class BaseBoxQPEstimator(SafeEstimator):
             if shared is None else None
         # blocks of test samples, so that the kernel block between them and the support
         # vectors (and its temporaries) stays within scikit-learn's ``working_memory``
-        # (at once, 12,500 samples against 33,000 support vectors took 6.5 GB) and
+        # (a block of every test sample grows with both counts, to gigabytes) and
         # within ``_PREDICTION_BLOCK_BYTES``
         row_bytes = 8 * max(sv.shape[0], 1)
         rows = max(1, min(int(get_config()["working_memory"] * 2**20)
