@@ -344,7 +344,6 @@ class SVMPath(BoxQPPath):
         report.add(ScreeningEvent("Cmin", "closed_form", c_min, 0, held, n, task=self.name))
         return _internal_grid(c_min, C)
 
-
     def _far_above_critical(self, C: float) -> bool:
         r"""Kernel mode: whether the finite ``C`` is at least ``INTERNAL_PATH_RATIO``
         times an upper bound of :math:`C_{\min}` read from a few samples' kernel rows
@@ -364,6 +363,7 @@ class SVMPath(BoxQPPath):
         qc = s[rows] * (data.kernel.block(rows, every) @ (s * c))
         top = float(qc.max())
         return top > 0.0 and C * top >= INTERNAL_PATH_RATIO
+
 
 def lad_slope(data: LADData, max_iter: int, rng: np.random.RandomState) -> np.ndarray:
     r""":math:`\gamma` with :math:`\alpha^*_{[C]} = C\gamma` for every :math:`C\le
